@@ -1,0 +1,370 @@
+//! What a load run measured: per-worker recorders on the hot path, merged once at the end into a
+//! [`Measurement`], the plain serializable result every report is rendered from.
+//!
+//! All times are whole microseconds. Two views are kept of the same requests:
+//! - exact per-request [`Sample`]s while the run is bounded by a request count (as ab keeps its
+//!   `stats` array), so ab's Connection Times table, median rule and percentile picks come out
+//!   exactly;
+//! - HdrHistograms (3 significant digits), which bound memory for runs of any length, merge
+//!   cheaply and serialize compactly into results files.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Highest value a histogram tracks: one hour in microseconds. Larger values saturate.
+pub const HIST_MAX_US: u64 = 3_600_000_000;
+/// Significant digits kept by every histogram.
+pub const HIST_SIGFIG: u8 = 3;
+
+/// One finished request, as ab's `struct data` holds it (without the start time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Connection start to connection established, µs (0 on a reused keep-alive connection).
+    pub connect: u32,
+    /// Request fully written to first response byte read, µs (ab's "Waiting").
+    pub waiting: u32,
+    /// Start (connection start, or previous response end on a reused connection) to response
+    /// complete, µs (ab's "Total"). ab's "Processing" is `total - connect`.
+    pub total: u32,
+}
+
+impl Sample {
+    /// ab's "Processing" time: total minus connect.
+    pub fn processing(&self) -> u32 {
+        self.total.saturating_sub(self.connect)
+    }
+}
+
+/// Why a request failed. Counted, never stringified on the hot path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The TCP connection could not be established.
+    Connect,
+    /// Reading the response failed: reset, or the connection closed before the response ended.
+    Receive,
+    /// The body length differed from the first good response's (ab's "Length").
+    Length,
+    /// The request could not be written (ab's "Write errors").
+    Write,
+    /// No complete response within the per-request timeout.
+    Timeout,
+    /// The response could not be parsed as HTTP (ab's "Exceptions").
+    Exception,
+}
+
+/// Failure counts by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failures {
+    pub connect: u64,
+    pub receive: u64,
+    pub length: u64,
+    pub write: u64,
+    pub timeout: u64,
+    pub exception: u64,
+}
+
+impl Failures {
+    pub fn add(&mut self, kind: FailureKind) {
+        match kind {
+            FailureKind::Connect => self.connect += 1,
+            FailureKind::Receive => self.receive += 1,
+            FailureKind::Length => self.length += 1,
+            FailureKind::Write => self.write += 1,
+            FailureKind::Timeout => self.timeout += 1,
+            FailureKind::Exception => self.exception += 1,
+        }
+    }
+
+    pub fn merge(&mut self, other: &Failures) {
+        self.connect += other.connect;
+        self.receive += other.receive;
+        self.length += other.length;
+        self.write += other.write;
+        self.timeout += other.timeout;
+        self.exception += other.exception;
+    }
+
+    /// ab's "Failed requests": every kind but write errors, which ab prints on a line of their
+    /// own ("Write errors").
+    pub fn total(&self) -> u64 {
+        self.connect + self.receive + self.length + self.timeout + self.exception
+    }
+}
+
+/// Exact running moments of one timer, so mean and standard deviation need no samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Moments {
+    pub count: u64,
+    pub min: u64,
+    pub max: u64,
+    pub sum: u64,
+    /// Sum of squares, exact (µs² overflows u64 after a few thousand one-second requests).
+    #[serde(with = "u128_string")]
+    pub sum_sq: u128,
+}
+
+impl Default for Moments {
+    fn default() -> Self {
+        Moments {
+            count: 0,
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+            sum_sq: 0,
+        }
+    }
+}
+
+impl Moments {
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        self.count += 1;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.sum += v;
+        self.sum_sq += (v as u128) * (v as u128);
+    }
+
+    pub fn merge(&mut self, o: &Moments) {
+        self.count += o.count;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.sum += o.sum;
+        self.sum_sq += o.sum_sq;
+    }
+
+    /// ab's mean: integer division of the microsecond total.
+    pub fn mean_int(&self) -> u64 {
+        if self.count == 0 {
+            0
+        } else {
+            self.sum / self.count
+        }
+    }
+
+    /// ab's sample standard deviation (n - 1), taken about ab's integer mean, in µs.
+    pub fn sd_about_int_mean(&self) -> f64 {
+        if self.count < 2 {
+            return 0.0;
+        }
+        let n = self.count as i128;
+        let m = self.mean_int() as i128;
+        // Σ(x - m)² = Σx² - 2mΣx + n m², exact in integers.
+        let ss = self.sum_sq as i128 - 2 * m * self.sum as i128 + n * m * m;
+        (ss as f64 / (self.count - 1) as f64).sqrt()
+    }
+
+    /// Arithmetic mean, µs, as a float.
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+}
+
+mod u128_string {
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(v)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Which of the four ab timers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timer {
+    Connect,
+    Processing,
+    Waiting,
+    Total,
+}
+
+fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX_US, HIST_SIGFIG).expect("static histogram bounds")
+}
+
+/// The latency distributions of a run.
+#[derive(Debug, Clone)]
+pub struct Histograms {
+    pub connect: Histogram<u64>,
+    pub processing: Histogram<u64>,
+    pub waiting: Histogram<u64>,
+    pub total: Histogram<u64>,
+    /// Total latency measured from each request's intended send time (constant-rate runs only),
+    /// which corrects for coordinated omission.
+    pub corrected: Option<Histogram<u64>>,
+}
+
+impl Histograms {
+    pub fn new(corrected: bool) -> Self {
+        Histograms {
+            connect: new_hist(),
+            processing: new_hist(),
+            waiting: new_hist(),
+            total: new_hist(),
+            corrected: corrected.then(new_hist),
+        }
+    }
+
+    pub fn merge(&mut self, o: &Histograms) {
+        // Same bounds everywhere, so `add` cannot fail.
+        let _ = self.connect.add(&o.connect);
+        let _ = self.processing.add(&o.processing);
+        let _ = self.waiting.add(&o.waiting);
+        let _ = self.total.add(&o.total);
+        if let (Some(a), Some(b)) = (self.corrected.as_mut(), o.corrected.as_ref()) {
+            let _ = a.add(b);
+        }
+    }
+
+    pub fn get(&self, t: Timer) -> &Histogram<u64> {
+        match t {
+            Timer::Connect => &self.connect,
+            Timer::Processing => &self.processing,
+            Timer::Waiting => &self.waiting,
+            Timer::Total => &self.total,
+        }
+    }
+}
+
+/// What one worker thread accumulates. Owned by that thread alone: no locks on the hot path.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    pub samples: Option<Vec<Sample>>,
+    pub moments: [Moments; 4],
+    pub hist: Histograms,
+    pub failures: Failures,
+    /// Responses whose status was not 2xx (counted apart, as ab does; not failures).
+    pub non_2xx: u64,
+    /// Requests answered on a reused keep-alive connection.
+    pub keep_alive_requests: u64,
+    /// Every byte read from the server: headers and bodies.
+    pub total_bytes: u64,
+    /// Body bytes read.
+    pub body_bytes: u64,
+    /// Request bytes written.
+    pub sent_bytes: u64,
+    /// Requests that ended, by any outcome but a connect failure (ab's `done`).
+    pub completed: u64,
+}
+
+impl Recorder {
+    pub fn new(keep_samples: bool, corrected: bool) -> Self {
+        Recorder {
+            samples: keep_samples.then(Vec::new),
+            moments: [Moments::default(); 4],
+            hist: Histograms::new(corrected),
+            failures: Failures::default(),
+            non_2xx: 0,
+            keep_alive_requests: 0,
+            total_bytes: 0,
+            body_bytes: 0,
+            sent_bytes: 0,
+            completed: 0,
+        }
+    }
+
+    /// Records the timings of one request that got a whole response.
+    #[inline]
+    pub fn record(&mut self, s: Sample, corrected_total: Option<u64>) {
+        let p = s.processing();
+        let vals = [s.connect as u64, p as u64, s.waiting as u64, s.total as u64];
+        for (m, v) in self.moments.iter_mut().zip(vals) {
+            m.record(v);
+        }
+        self.hist.connect.saturating_record(vals[0]);
+        self.hist.processing.saturating_record(vals[1]);
+        self.hist.waiting.saturating_record(vals[2]);
+        self.hist.total.saturating_record(vals[3]);
+        if let (Some(h), Some(c)) = (self.hist.corrected.as_mut(), corrected_total) {
+            h.saturating_record(c);
+        }
+        if let Some(v) = self.samples.as_mut() {
+            v.push(s);
+        }
+    }
+
+    pub fn merge(&mut self, mut o: Recorder) {
+        match (self.samples.as_mut(), o.samples.take()) {
+            (Some(a), Some(mut b)) => a.append(&mut b),
+            _ => self.samples = None,
+        }
+        for (a, b) in self.moments.iter_mut().zip(o.moments.iter()) {
+            a.merge(b);
+        }
+        self.hist.merge(&o.hist);
+        self.failures.merge(&o.failures);
+        self.non_2xx += o.non_2xx;
+        self.keep_alive_requests += o.keep_alive_requests;
+        self.total_bytes += o.total_bytes;
+        self.body_bytes += o.body_bytes;
+        self.sent_bytes += o.sent_bytes;
+        self.completed += o.completed;
+    }
+}
+
+/// Facts about the target and the response, learnt from the first good response.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// The `Server` header of the first response ("" when absent, as ab prints it).
+    pub software: String,
+    pub hostname: String,
+    pub port: u16,
+    pub path: String,
+    /// Body length of the first good response (ab's "Document Length").
+    pub document_length: u64,
+}
+
+/// The settings a run used, as reports need them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    pub concurrency: u32,
+    pub keep_alive: bool,
+    /// Target request rate (requests/s), for an open-model run.
+    pub rate: Option<f64>,
+    pub threads: usize,
+    pub http11: bool,
+    pub head: bool,
+}
+
+/// The whole result of one load run.
+#[derive(Debug, Clone)]
+pub struct Measurement {
+    pub server: ServerInfo,
+    pub settings: RunSettings,
+    /// Wall time from the first request to the last response (warm-up excluded).
+    pub elapsed: Duration,
+    pub rec: MergedRecorder,
+    /// CPU time the load generator itself used during the measured part (user + system).
+    pub client_cpu: Duration,
+    /// Why the run stopped early, when it did (time limit, Ctrl-C...).
+    pub stopped_early: Option<String>,
+}
+
+/// A merged [`Recorder`] with samples sorted as ab needs them left to the reporter.
+pub type MergedRecorder = Recorder;
+
+impl Measurement {
+    /// ab's "Complete requests".
+    pub fn complete(&self) -> u64 {
+        self.rec.completed
+    }
+    pub fn failed(&self) -> u64 {
+        self.rec.failures.total()
+    }
+    pub fn requests_per_second(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            self.rec.completed as f64 / secs
+        } else {
+            0.0
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! orchestrator (see DESIGN.md).

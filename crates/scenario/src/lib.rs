@@ -1,0 +1,1 @@
+//! scenario (see DESIGN.md).
