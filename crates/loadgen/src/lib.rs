@@ -7,3 +7,5 @@
 pub mod stats;
 
 pub use stats::{FailureKind, Failures, Measurement, Sample, ServerInfo};
+pub mod ab;
+pub mod json;

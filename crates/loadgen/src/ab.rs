@@ -1,0 +1,1 @@
+//! ab text output (in progress).
