@@ -1,0 +1,136 @@
+#!/bin/sh
+# Smoke test of one server image against the contract in docker/README.md, by hand:
+#
+#   docker/smoke.sh SERVER PORT [BACKEND_PORT]
+#
+# Builds benchctl/SERVER:dev (unless SMOKE_NO_BUILD=1), starts it with host networking and a
+# throw-away docroot mounted read-only at /srv/www, measures `docker run -d` to the first 200,
+# checks every document's status, Content-Length, encoding and bytes over HTTP/1.0 and over one
+# HTTP/1.1 keep-alive connection, then runs ab with and without -k. For varnish, BACKEND_PORT
+# gets a benchctl/nginx:dev container as its backend first. Every container is removed on exit.
+# Only 127.0.0.1 is ever contacted.
+set -eu
+
+[ $# -ge 2 ] || { echo "usage: $0 SERVER PORT [BACKEND_PORT]" >&2; exit 2; }
+server=$1 port=$2 backend_port=${3:-}
+here=$(cd "$(dirname "$0")" && pwd)
+label=benchctl.dev=images
+ab_n=${SMOKE_AB_N:-2000} ab_c=${SMOKE_AB_C:-50}
+
+docroot=$(mktemp -d /tmp/benchctl-smoke.XXXXXX)
+containers=""
+cleanup() {
+    for c in $containers; do docker rm -f "$c" >/dev/null 2>&1 || true; done
+    rm -rf "$docroot"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# Documents: the 13-byte hello world (also served for "/"), a 23,619-byte binary, a robots.txt,
+# an extension-less file, and a directory without an index (must not be listed).
+printf 'Hello, World!' > "$docroot/index.html"
+head -c 23619 /dev/urandom > "$docroot/image.png"
+printf 'User-agent: *\nDisallow:\n' > "$docroot/robots.txt"
+printf 'Hello, World!' > "$docroot/hello"
+mkdir "$docroot/sub" && printf 'x' > "$docroot/sub/file.txt"
+chmod -R a+rX "$docroot"
+
+build() {
+    [ "${SMOKE_NO_BUILD:-0}" = 1 ] && return 0
+    t0=$(now_ms)
+    if ! docker build --network host --force-rm -t "benchctl/$1:dev" "$here/$1" > "/tmp/benchctl-build-$1.log" 2>&1; then
+        echo "build of $1 failed; last lines of /tmp/benchctl-build-$1.log:"; tail -n 15 "/tmp/benchctl-build-$1.log"
+        exit 1
+    fi
+    echo "build $1: $(( $(now_ms) - t0 )) ms"
+}
+
+# start NAME PORT [extra docker args]: runs the container, prints ms until the first 200 for /.
+start() {
+    srv=$1 name=benchctl-dev-$1 p=$2; shift 2
+    docker rm -f "$name" >/dev/null 2>&1 || true
+    containers="$containers $name"
+    t0=$(now_ms)
+    docker run -d --name "$name" --label "$label" --network host \
+        -v "$docroot:/srv/www:ro" -e "BENCH_PORT=$p" "$@" "benchctl/$srv:dev" >/dev/null
+    i=0
+    while [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$p/" || true)" != 200 ]; do
+        i=$((i + 1))
+        if [ $i -gt 1000 ] || [ "$(docker inspect -f '{{.State.Running}}' "$name")" != true ]; then
+            echo "FAIL: $name never answered 200; its log:"; docker logs --tail 20 "$name" 2>&1; exit 1
+        fi
+        sleep 0.01
+    done
+    echo "start $name: $(( $(now_ms) - t0 )) ms to first 200"
+}
+
+if [ "$server" = varnish ]; then
+    [ -n "$backend_port" ] || { echo "varnish needs BACKEND_PORT" >&2; exit 2; }
+    build nginx
+    start nginx "$backend_port"
+    build varnish
+    start varnish "$port" -e "BENCH_BACKEND=127.0.0.1:$backend_port"
+else
+    build "$server"
+    start "$server" "$port"
+fi
+
+base=http://127.0.0.1:$port
+h=$docroot.h b=$docroot.b
+
+# check PATH FILE [curl options]: one request, status 200, exact length and bytes, no encoding.
+check() {
+    path=$1 file=$2; shift 2
+    code=$(curl -s -D "$h" -o "$b" -w '%{http_code}' --max-time 5 "$@" "$base$path" || echo 000)
+    [ "$code" = 200 ] || { bad "$path ($*): status $code"; return; }
+    len=$(tr -d '\r' < "$h" | awk 'tolower($1)=="content-length:" {print $2}')
+    [ "$len" = "$(wc -c < "$file")" ] || bad "$path ($*): Content-Length '$len', file has $(wc -c < "$file")"
+    if tr -d '\r' < "$h" | grep -qi '^content-encoding:'; then bad "$path ($*): has a Content-Encoding"; fi
+    cmp -s "$b" "$file" || bad "$path ($*): body differs from the file"
+}
+
+for v in --http1.0 --http1.1; do
+    check /index.html "$docroot/index.html" $v -H 'Accept-Encoding: gzip, deflate'
+    check / "$docroot/index.html" $v
+    check /image.png "$docroot/image.png" $v -H 'Accept-Encoding: gzip, deflate'
+    check /robots.txt "$docroot/robots.txt" $v
+    check /hello "$docroot/hello" $v
+done
+status_line=$(curl -s -D - -o /dev/null --http1.0 "$base/index.html" | head -n 1 | tr -d '\r')
+server_hdr=$(tr -d '\r' < "$h" | awk 'tolower($1)=="server:" {$1=""; print substr($0,2)}')
+echo "status line: $status_line; Server: $server_hdr"
+
+# Two requests on one HTTP/1.1 connection: curl must reuse it (one connect in all).
+conns=$(curl -s -o /dev/null -o /dev/null -w '%{num_connects}\n' "$base/index.html" "$base/image.png" | paste -sd+ | bc)
+[ "$conns" = 1 ] || bad "HTTP/1.1 keep-alive: $conns connections for 2 requests"
+
+head_code=$(curl -s -I -o /dev/null -w '%{http_code}' "$base/index.html" || true)
+[ "$head_code" = 200 ] || bad "HEAD /index.html: status $head_code"
+dir_code=$(curl -s -o /dev/null -w '%{http_code}' "$base/sub/" || true)
+[ "$dir_code" != 200 ] || bad "/sub/ (no index) answered 200: directory listing?"
+miss_code=$(curl -s -o /dev/null -w '%{http_code}' "$base/missing.html" || true)
+[ "$miss_code" = 404 ] || bad "/missing.html: status $miss_code, not 404"
+
+for k in "" -k; do
+    out=$(ab $k -n "$ab_n" -c "$ab_c" "$base/index.html" 2>&1) || { bad "ab $k exited non-zero: $(echo "$out" | tail -n 2)"; continue; }
+    complete=$(echo "$out" | awk '/^Complete requests:/ {print $3}')
+    failed=$(echo "$out" | awk '/^Failed requests:/ {print $3}')
+    non2xx=$(echo "$out" | awk '/^Non-2xx responses:/ {print $3}')
+    rps=$(echo "$out" | awk '/^Requests per second:/ {print $4}')
+    kar=$(echo "$out" | awk '/^Keep-Alive requests:/ {print $3}')
+    echo "ab $k -n $ab_n -c $ab_c: complete ${complete:-?}, failed ${failed:-?}, non-2xx ${non2xx:-0}, keep-alive ${kar:--}, ${rps:-?} req/s"
+    [ "$complete" = "$ab_n" ] && [ "$failed" = 0 ] && [ -z "$non2xx" ] || bad "ab $k: failures"
+done
+
+if [ "$(docker inspect -f '{{.State.Running}}' "benchctl-dev-$server")" != true ]; then bad "container exited"; fi
+t0=$(now_ms); docker stop -t 10 "benchctl-dev-$server" >/dev/null
+echo "docker stop: $(( $(now_ms) - t0 )) ms, exit code $(docker inspect -f '{{.State.ExitCode}}' "benchctl-dev-$server")"
+logs=$(docker logs "benchctl-dev-$server" 2>&1 | tail -n 5)
+[ -z "$logs" ] || { echo "last log lines:"; echo "$logs"; }
+rm -f "$h" "$b"
+[ $fail = 0 ] && echo "OK: $server" || echo "FAILED: $server"
+exit $fail
