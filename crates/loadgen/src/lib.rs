@@ -4,8 +4,14 @@
 //! One OS thread per worker, each with a current-thread tokio runtime; every connection task
 //! records into its worker's [`stats::Recorder`], and recorders are merged once at the end.
 
+pub mod ab;
+pub mod config;
+pub mod cpu;
+pub mod engine;
+pub mod http;
+pub mod json;
 pub mod stats;
 
+pub use config::{HttpVersion, LoadConfig, Method, Progress, Target};
+pub use engine::{run, run_until, LoadError, StopFlag};
 pub use stats::{FailureKind, Failures, Measurement, Sample, ServerInfo};
-pub mod ab;
-pub mod json;

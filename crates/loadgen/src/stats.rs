@@ -346,6 +346,8 @@ pub struct Measurement {
     pub client_cpu: Duration,
     /// Why the run stopped early, when it did (time limit, Ctrl-C...).
     pub stopped_early: Option<String>,
+    /// Things a reader of the numbers must know (port exhaustion, refused connections...).
+    pub notes: Vec<String>,
 }
 
 /// A merged [`Recorder`] with samples sorted as ab needs them left to the reporter.

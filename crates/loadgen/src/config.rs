@@ -1,0 +1,368 @@
+//! What a load run is asked to do, checked before any socket opens: a malformed URL or an
+//! impossible combination of options is a [`ConfigError`] with a one-line message, never a
+//! panic or a hang.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+use thiserror::Error;
+
+/// A problem with the options of a load run.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("invalid URL {url:?}: {why}")]
+    Url { url: String, why: String },
+    #[error("{0}")]
+    Option(String),
+}
+
+fn url_err(url: &str, why: impl Into<String>) -> ConfigError {
+    ConfigError::Url {
+        url: url.to_string(),
+        why: why.into(),
+    }
+}
+
+/// Where requests go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The host as written in the URL (without brackets), for display as ab's "Server Hostname".
+    pub host: String,
+    pub port: u16,
+    /// Path and query, as sent on the request line.
+    pub path: String,
+    /// The Host header value: `host` plus `:port` unless the port is 80, as ab sends it.
+    pub host_header: String,
+    /// Resolved address; filled by [`Target::resolve`].
+    pub addr: Option<SocketAddr>,
+}
+
+impl Target {
+    /// Parses `http://host[:port][/path]`.
+    pub fn parse(url: &str) -> Result<Target, ConfigError> {
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return Err(url_err(
+                url,
+                "no scheme; write it as http://HOST[:PORT]/PATH",
+            ));
+        };
+        match scheme.to_ascii_lowercase().as_str() {
+            "http" => {}
+            "https" => {
+                return Err(url_err(
+                    url,
+                    "https is not supported yet (planned); benchmark over http://",
+                ))
+            }
+            other => return Err(url_err(url, format!("unsupported scheme {other:?}; use http://"))),
+        }
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
+            Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
+            None => (rest, "/".to_string()),
+        };
+        let path = match path.split_once('#') {
+            Some((p, _)) => p.to_string(),
+            None => path,
+        };
+        if authority.contains('@') {
+            return Err(url_err(url, "user information in URLs is not supported"));
+        }
+        let (host, port_str) = if let Some(v6) = authority.strip_prefix('[') {
+            let Some((h, after)) = v6.split_once(']') else {
+                return Err(url_err(url, "unclosed '[' in IPv6 address"));
+            };
+            match after {
+                "" => (h, None),
+                p if p.starts_with(':') => (h, Some(&p[1..])),
+                _ => return Err(url_err(url, "unexpected text after IPv6 address")),
+            }
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (authority, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(url_err(url, "no host"));
+        }
+        if path.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
+            return Err(url_err(url, "the path contains spaces or control characters"));
+        }
+        let port = match port_str {
+            None => 80,
+            Some(p) => match p.parse::<u16>() {
+                Ok(0) => return Err(url_err(url, "port 0 is not a port one can connect to")),
+                Ok(n) => n,
+                Err(_) => {
+                    return Err(url_err(url, format!("bad port {p:?}: expected 1-65535")))
+                }
+            },
+        };
+        let host_in_header = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.to_string()
+        };
+        let host_header = if port == 80 {
+            host_in_header
+        } else {
+            format!("{host_in_header}:{port}")
+        };
+        Ok(Target {
+            host: host.to_string(),
+            port,
+            path,
+            host_header,
+            addr: None,
+        })
+    }
+
+    /// Resolves the host once, before the run: names are looked up a single time, like ab.
+    pub fn resolve(&mut self) -> Result<SocketAddr, ConfigError> {
+        let addr = (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .map_err(|e| ConfigError::Option(format!("cannot resolve {:?}: {e}", self.host)))?
+            .next()
+            .ok_or_else(|| ConfigError::Option(format!("{:?} resolves to no address", self.host)))?;
+        self.addr = Some(addr);
+        Ok(addr)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpVersion {
+    Http10,
+    Http11,
+}
+
+/// How progress is shown while the run goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    Quiet,
+    /// ab's "Completed N requests" lines on stderr.
+    Lines,
+    /// A live progress bar on stderr (for a terminal).
+    Bar,
+}
+
+/// ab's `-t` without `-n` caps the run at this many requests, as ab does.
+pub const AB_TIMELIMIT_REQUESTS: u64 = 50_000;
+
+/// Everything a load run needs.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub target: Target,
+    /// `-n`: requests to perform. None with `--duration`.
+    pub requests: Option<u64>,
+    /// `-c`: connections at once.
+    pub concurrency: u32,
+    /// `-k`: reuse connections where the server agrees.
+    pub keep_alive: bool,
+    /// `-t` / `--duration`: stop issuing requests after this long.
+    pub time_limit: Option<Duration>,
+    /// Load applied and discarded before measuring.
+    pub warmup: Duration,
+    /// Worker threads (each with its own runtime and share of connections).
+    pub threads: usize,
+    /// CPUs the workers are pinned to, round-robin.
+    pub cpus: Option<Vec<usize>>,
+    /// Constant request rate (requests/s across all workers): an open-model run.
+    pub rate: Option<f64>,
+    /// `-s`: per-request timeout.
+    pub timeout: Duration,
+    /// `-H`: extra request headers.
+    pub headers: Vec<(String, String)>,
+    /// `-l`: accept a varying document length.
+    pub variable_length: bool,
+    pub method: Method,
+    pub version: HttpVersion,
+    pub progress: Progress,
+    /// Keep every request's timings for ab's exact tables (bounded runs only).
+    pub keep_samples: bool,
+}
+
+impl LoadConfig {
+    /// ab's defaults for a URL: one request, one connection, no keep-alive, 30 s timeout.
+    pub fn new(target: Target) -> Self {
+        LoadConfig {
+            target,
+            requests: Some(1),
+            concurrency: 1,
+            keep_alive: false,
+            time_limit: None,
+            warmup: Duration::ZERO,
+            threads: 1,
+            cpus: None,
+            rate: None,
+            timeout: Duration::from_secs(30),
+            headers: Vec::new(),
+            variable_length: false,
+            method: Method::Get,
+            version: HttpVersion::Http10,
+            progress: Progress::Quiet,
+            keep_samples: true,
+        }
+    }
+
+    /// Checks the combination of options.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Option(m));
+        if self.concurrency == 0 {
+            return bad("-c must be at least 1".into());
+        }
+        if self.concurrency > 1_000_000 {
+            return bad(format!("-c {} is beyond any sane concurrency", self.concurrency));
+        }
+        match self.requests {
+            Some(0) => return bad("-n must be at least 1".into()),
+            Some(n) if u64::from(self.concurrency) > n => {
+                return bad(format!(
+                    "cannot use concurrency level greater than total number of requests (-c {} > -n {n})",
+                    self.concurrency
+                ))
+            }
+            None if self.time_limit.is_none() => {
+                return bad("give a request count (-n) or a duration (--duration / -t)".into())
+            }
+            _ => {}
+        }
+        if self.time_limit.is_some_and(|d| d.is_zero()) {
+            return bad("the time limit must be longer than zero".into());
+        }
+        if self.timeout.is_zero() {
+            return bad("-s (timeout) must be longer than zero".into());
+        }
+        if self.threads == 0 {
+            return bad("--threads must be at least 1".into());
+        }
+        if let Some(r) = self.rate {
+            if !(r.is_finite() && r > 0.0) {
+                return bad(format!("--rate must be a positive number, not {r}"));
+            }
+        }
+        if let Some(cpus) = &self.cpus {
+            if cpus.is_empty() {
+                return bad("--cpus needs at least one CPU".into());
+            }
+            let n = crate::cpu::online_cpus();
+            if let Some(c) = cpus.iter().find(|&&c| c >= n) {
+                return bad(format!("--cpus names CPU {c}, but this machine has CPUs 0-{}", n - 1));
+            }
+        }
+        for (k, v) in &self.headers {
+            if k.is_empty() || k.bytes().any(|b| b <= b' ' || b == b':' || b >= 0x7f) {
+                return bad(format!("bad header name {k:?}"));
+            }
+            if v.bytes().any(|b| b == b'\r' || b == b'\n') {
+                return bad(format!("header {k:?} has a line break in its value"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses a duration such as `500ms`, `10s`, `2m`, `1h` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("bad duration {s:?}: expected e.g. 500ms, 10s, 2m"))?;
+    let secs = match unit.trim() {
+        "" | "s" => v,
+        "ms" => v / 1e3,
+        "us" | "µs" => v / 1e6,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        u => return Err(format!("bad duration {s:?}: unknown unit {u:?} (use ms, s, m or h)")),
+    };
+    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+        return Err(format!("bad duration {s:?}"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses a CPU list such as `0`, `0,2` or `0-3,6`.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let part = part.trim();
+        let bad = || format!("bad CPU list {s:?}: expected e.g. 0, 0,2 or 0-3");
+        if let Some((a, b)) = part.split_once('-') {
+            let a: usize = a.trim().parse().map_err(|_| bad())?;
+            let b: usize = b.trim().parse().map_err(|_| bad())?;
+            if a > b {
+                return Err(bad());
+            }
+            out.extend(a..=b);
+        } else {
+            out.push(part.parse().map_err(|_| bad())?);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let t = Target::parse("http://127.0.0.1:8080/a/b?x=1#frag").unwrap();
+        assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("127.0.0.1", 8080, "/a/b?x=1"));
+        assert_eq!(t.host_header, "127.0.0.1:8080");
+        let t = Target::parse("http://localhost").unwrap();
+        assert_eq!((t.port, t.path.as_str(), t.host_header.as_str()), (80, "/", "localhost"));
+        let t = Target::parse("http://[::1]:81/").unwrap();
+        assert_eq!((t.host.as_str(), t.host_header.as_str()), ("::1", "[::1]:81"));
+        let t = Target::parse("http://127.0.0.1?q").unwrap();
+        assert_eq!(t.path, "/?q");
+    }
+
+    #[test]
+    fn bad_urls_say_why() {
+        let e = |u: &str| Target::parse(u).unwrap_err().to_string();
+        assert!(e("127.0.0.1:80/").contains("no scheme"));
+        assert!(e("https://127.0.0.1/").contains("https is not supported yet"));
+        assert!(e("http://127.0.0.1:99999/").contains("bad port"));
+        assert!(e("http://127.0.0.1:x/").contains("bad port"));
+        assert!(e("http://127.0.0.1:0/").contains("port 0"));
+        assert!(e("http:///x").contains("no host"));
+        assert!(e("ftp://h/").contains("unsupported scheme"));
+    }
+
+    #[test]
+    fn option_checks() {
+        let mut c = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
+        c.concurrency = 0;
+        assert!(c.validate().unwrap_err().to_string().contains("-c"));
+        c.concurrency = 5;
+        c.requests = Some(2);
+        assert!(c.validate().unwrap_err().to_string().contains("greater than"));
+        c.requests = None;
+        assert!(c.validate().is_err());
+        c.time_limit = Some(Duration::from_secs(1));
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn durations_and_cpus() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("5 parsecs").is_err());
+        assert_eq!(parse_cpu_list("0-2,5,1"), Ok(vec![0, 1, 2, 5]));
+        assert!(parse_cpu_list("3-1").is_err());
+    }
+}

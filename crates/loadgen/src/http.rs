@@ -1,0 +1,600 @@
+//! HTTP/1.x on the wire, reduced to what a load generator needs: building the request bytes once,
+//! and an incremental response parser that finds the end of each response (Content-Length,
+//! chunked, or close-delimited) while counting bytes instead of keeping them.
+//!
+//! The parser is fed whatever each read returned. The head is parsed in place when it arrives in
+//! one read (the common case); only a head split across reads is copied, into a small buffer
+//! that is reused for the life of the connection.
+
+use crate::config::{HttpVersion, Method, Target};
+
+/// Largest response head accepted; a longer one is an exception, not a reason to grow forever.
+const MAX_HEAD: usize = 64 * 1024;
+
+/// Builds the request bytes once per run: every request of a run is identical.
+///
+/// ab's request by default: `GET path HTTP/1.0`, then `Connection: Keep-Alive` with `-k`, the
+/// user's `-H` headers, then Host, User-Agent and Accept unless the user gave them.
+pub fn build_request(
+    target: &Target,
+    method: Method,
+    version: HttpVersion,
+    keep_alive: bool,
+    headers: &[(String, String)],
+) -> Vec<u8> {
+    let mut r = String::with_capacity(128);
+    r.push_str(match method {
+        Method::Get => "GET ",
+        Method::Head => "HEAD ",
+    });
+    r.push_str(&target.path);
+    r.push_str(match version {
+        HttpVersion::Http10 => " HTTP/1.0\r\n",
+        HttpVersion::Http11 => " HTTP/1.1\r\n",
+    });
+    match (version, keep_alive) {
+        (HttpVersion::Http10, true) => r.push_str("Connection: Keep-Alive\r\n"),
+        (HttpVersion::Http11, false) => r.push_str("Connection: close\r\n"),
+        _ => {}
+    }
+    let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    for (k, v) in headers {
+        r.push_str(k);
+        r.push_str(": ");
+        r.push_str(v);
+        r.push_str("\r\n");
+    }
+    if !has("host") {
+        r.push_str("Host: ");
+        r.push_str(&target.host_header);
+        r.push_str("\r\n");
+    }
+    if !has("user-agent") {
+        r.push_str(concat!("User-Agent: benchctl/", env!("CARGO_PKG_VERSION"), "\r\n"));
+    }
+    if !has("accept") {
+        r.push_str("Accept: */*\r\n");
+    }
+    r.push_str("\r\n");
+    r.into_bytes()
+}
+
+/// Why a response could not be understood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseError {
+    /// Not HTTP, a head over 64 KiB, a bad chunk size, bytes after the end of a response.
+    Malformed,
+}
+
+/// What the head of a response said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Head {
+    pub status: u16,
+    /// The server is willing to keep the connection open after this response.
+    pub keep_alive: bool,
+    pub head_len: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    Length(u64),
+    Chunked(Chunk),
+    UntilClose,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// Reading the hex size; `seen_digit` guards against an empty size line.
+    Size { size: u64, seen_digit: bool },
+    /// In a chunk extension, skipping to the end of the line.
+    Ext { size: u64 },
+    /// Expecting the LF of the size line.
+    SizeLf { size: u64 },
+    Data(u64),
+    DataCr,
+    DataLf,
+    /// In the trailer section: `at_line_start` tells an empty line (the end) from a field.
+    Trailer { at_line_start: bool },
+    TrailerLf { at_line_start: bool },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Head,
+    Body(Body),
+    Done,
+}
+
+/// The outcome of feeding bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feed {
+    /// More bytes are needed.
+    More,
+    /// The response is complete.
+    Done,
+}
+
+/// Incremental parser for one response at a time; `reset` readies it for the next one on the
+/// same connection.
+#[derive(Debug)]
+pub struct ResponseParser {
+    state: State,
+    head_only: bool,
+    partial_head: Vec<u8>,
+    pub head: Head,
+    /// Body bytes (chunk payload only, for chunked responses).
+    pub body_len: u64,
+    /// Every byte of this response read so far.
+    pub wire_len: u64,
+    /// Set when the head carried a `Server` header and `want_server` was on.
+    pub server: Option<String>,
+    want_server: bool,
+}
+
+impl ResponseParser {
+    pub fn new(head_only: bool) -> Self {
+        ResponseParser {
+            state: State::Head,
+            head_only,
+            partial_head: Vec::new(),
+            head: Head::default(),
+            body_len: 0,
+            wire_len: 0,
+            server: None,
+            want_server: false,
+        }
+    }
+
+    /// Readies the parser for the next response; `want_server` asks it to keep the Server
+    /// header (done once per run, not per request).
+    pub fn reset(&mut self, want_server: bool) {
+        self.state = State::Head;
+        self.partial_head.clear();
+        self.head = Head::default();
+        self.body_len = 0;
+        self.wire_len = 0;
+        self.server = None;
+        self.want_server = want_server;
+    }
+
+    /// True once any byte of the response has been seen.
+    pub fn started(&self) -> bool {
+        self.wire_len > 0
+    }
+
+    pub fn head_done(&self) -> bool {
+        !matches!(self.state, State::Head)
+    }
+
+    /// True when the body runs until the server closes the connection.
+    pub fn until_close(&self) -> bool {
+        matches!(self.state, State::Body(Body::UntilClose))
+    }
+
+    /// Feeds the bytes of one read.
+    pub fn feed(&mut self, data: &[u8]) -> Result<Feed, ParseError> {
+        self.wire_len += data.len() as u64;
+        let mut rest = data;
+        if let State::Head = self.state {
+            let used = if self.partial_head.is_empty() {
+                match self.parse_head(data)? {
+                    Some(n) => n,
+                    None => {
+                        self.stash(data)?;
+                        return Ok(Feed::More);
+                    }
+                }
+            } else {
+                let before = self.partial_head.len();
+                self.stash(data)?;
+                let buf = std::mem::take(&mut self.partial_head);
+                let parsed = self.parse_head(&buf);
+                self.partial_head = buf;
+                match parsed? {
+                    Some(n) => n - before,
+                    None => return Ok(Feed::More),
+                }
+            };
+            rest = &data[used..];
+            if self.state == State::Done {
+                return if rest.is_empty() {
+                    Ok(Feed::Done)
+                } else {
+                    Err(ParseError::Malformed)
+                };
+            }
+        }
+        match &mut self.state {
+            State::Head => unreachable!("head parsed above"),
+            State::Done => {
+                if data.is_empty() {
+                    Ok(Feed::Done)
+                } else {
+                    Err(ParseError::Malformed)
+                }
+            }
+            State::Body(Body::UntilClose) => {
+                self.body_len += rest.len() as u64;
+                Ok(Feed::More)
+            }
+            State::Body(Body::Length(remaining)) => {
+                let n = rest.len() as u64;
+                if n > *remaining {
+                    return Err(ParseError::Malformed);
+                }
+                *remaining -= n;
+                self.body_len += n;
+                if *remaining == 0 {
+                    self.state = State::Done;
+                    Ok(Feed::Done)
+                } else {
+                    Ok(Feed::More)
+                }
+            }
+            State::Body(Body::Chunked(_)) => self.feed_chunked(rest),
+        }
+    }
+
+    /// The server closed the connection: completes a close-delimited body.
+    pub fn eof(&mut self) -> Feed {
+        if let State::Body(Body::UntilClose) = self.state {
+            self.state = State::Done;
+            return Feed::Done;
+        }
+        if self.state == State::Done {
+            Feed::Done
+        } else {
+            Feed::More
+        }
+    }
+
+    fn stash(&mut self, data: &[u8]) -> Result<(), ParseError> {
+        if self.partial_head.len() + data.len() > MAX_HEAD {
+            return Err(ParseError::Malformed);
+        }
+        self.partial_head.extend_from_slice(data);
+        Ok(())
+    }
+
+    /// Parses a complete head from `buf` if it holds one; returns the head's length.
+    fn parse_head(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
+        let mut headers = [httparse::EMPTY_HEADER; 48];
+        let mut resp = httparse::Response::new(&mut headers);
+        let len = match resp.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => {
+                return if buf.len() > MAX_HEAD {
+                    Err(ParseError::Malformed)
+                } else {
+                    Ok(None)
+                }
+            }
+            Err(_) => return Err(ParseError::Malformed),
+        };
+        let status = resp.code.unwrap_or(0);
+        let http11 = resp.version == Some(1);
+        let mut content_length: Option<u64> = None;
+        let mut chunked = false;
+        let mut conn_close = false;
+        let mut conn_keep = false;
+        for h in resp.headers.iter() {
+            let name = h.name.as_bytes();
+            if name.eq_ignore_ascii_case(b"content-length") {
+                let v = parse_u64(h.value).ok_or(ParseError::Malformed)?;
+                if content_length.is_some_and(|c| c != v) {
+                    return Err(ParseError::Malformed);
+                }
+                content_length = Some(v);
+            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+                chunked = last_token_is(h.value, b"chunked");
+            } else if name.eq_ignore_ascii_case(b"connection") {
+                for t in h.value.split(|&b| b == b',') {
+                    let t = trim(t);
+                    if t.eq_ignore_ascii_case(b"close") {
+                        conn_close = true;
+                    } else if t.eq_ignore_ascii_case(b"keep-alive") {
+                        conn_keep = true;
+                    }
+                }
+            } else if self.want_server && name.eq_ignore_ascii_case(b"server") {
+                self.server = Some(String::from_utf8_lossy(h.value).into_owned());
+            }
+        }
+        let no_body =
+            self.head_only || (100..200).contains(&status) || status == 204 || status == 304;
+        let body = if no_body {
+            None
+        } else if chunked {
+            Some(Body::Chunked(Chunk::Size {
+                size: 0,
+                seen_digit: false,
+            }))
+        } else if let Some(n) = content_length {
+            Some(Body::Length(n))
+        } else {
+            Some(Body::UntilClose)
+        };
+        let framed = !matches!(body, Some(Body::UntilClose));
+        self.head = Head {
+            status,
+            keep_alive: framed && !conn_close && (conn_keep || http11),
+            head_len: len,
+        };
+        self.state = match body {
+            None | Some(Body::Length(0)) => State::Done,
+            Some(b) => State::Body(b),
+        };
+        Ok(Some(len))
+    }
+
+    fn feed_chunked(&mut self, data: &[u8]) -> Result<Feed, ParseError> {
+        let State::Body(Body::Chunked(mut st)) = self.state else {
+            unreachable!("only called in the chunked state")
+        };
+        let mut i = 0;
+        while i < data.len() {
+            let b = data[i];
+            st = match st {
+                Chunk::Data(rem) => {
+                    let take = rem.min((data.len() - i) as u64);
+                    self.body_len += take;
+                    i += take as usize;
+                    let rem = rem - take;
+                    if rem == 0 {
+                        Chunk::DataCr
+                    } else {
+                        Chunk::Data(rem)
+                    }
+                }
+                Chunk::Size { size, seen_digit } => {
+                    i += 1;
+                    match b {
+                        b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
+                            let d = (b as char).to_digit(16).unwrap_or(0) as u64;
+                            let size = size
+                                .checked_mul(16)
+                                .and_then(|s| s.checked_add(d))
+                                .ok_or(ParseError::Malformed)?;
+                            Chunk::Size {
+                                size,
+                                seen_digit: true,
+                            }
+                        }
+                        b';' | b' ' | b'\t' if seen_digit => Chunk::Ext { size },
+                        b'\r' if seen_digit => Chunk::SizeLf { size },
+                        _ => return Err(ParseError::Malformed),
+                    }
+                }
+                Chunk::Ext { size } => {
+                    i += 1;
+                    if b == b'\r' {
+                        Chunk::SizeLf { size }
+                    } else {
+                        Chunk::Ext { size }
+                    }
+                }
+                Chunk::SizeLf { size } => {
+                    i += 1;
+                    if b != b'\n' {
+                        return Err(ParseError::Malformed);
+                    }
+                    if size == 0 {
+                        Chunk::Trailer {
+                            at_line_start: true,
+                        }
+                    } else {
+                        Chunk::Data(size)
+                    }
+                }
+                Chunk::DataCr => {
+                    i += 1;
+                    if b != b'\r' {
+                        return Err(ParseError::Malformed);
+                    }
+                    Chunk::DataLf
+                }
+                Chunk::DataLf => {
+                    i += 1;
+                    if b != b'\n' {
+                        return Err(ParseError::Malformed);
+                    }
+                    Chunk::Size {
+                        size: 0,
+                        seen_digit: false,
+                    }
+                }
+                Chunk::Trailer { at_line_start } => {
+                    i += 1;
+                    if b == b'\r' {
+                        Chunk::TrailerLf { at_line_start }
+                    } else {
+                        Chunk::Trailer {
+                            at_line_start: false,
+                        }
+                    }
+                }
+                Chunk::TrailerLf { at_line_start } => {
+                    i += 1;
+                    if b != b'\n' {
+                        return Err(ParseError::Malformed);
+                    }
+                    if at_line_start {
+                        self.state = State::Done;
+                        return if i == data.len() {
+                            Ok(Feed::Done)
+                        } else {
+                            Err(ParseError::Malformed)
+                        };
+                    }
+                    Chunk::Trailer {
+                        at_line_start: true,
+                    }
+                }
+            };
+        }
+        self.state = State::Body(Body::Chunked(st));
+        Ok(Feed::More)
+    }
+}
+
+fn trim(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+fn parse_u64(v: &[u8]) -> Option<u64> {
+    let v = trim(v);
+    if v.is_empty() || v.len() > 19 {
+        return None;
+    }
+    v.iter().try_fold(0u64, |acc, &b| {
+        b.is_ascii_digit().then(|| acc * 10 + (b - b'0') as u64)
+    })
+}
+
+fn last_token_is(v: &[u8], token: &[u8]) -> bool {
+    v.split(|&b| b == b',')
+        .next_back()
+        .is_some_and(|t| trim(t).eq_ignore_ascii_case(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_all(p: &mut ResponseParser, parts: &[&[u8]]) -> Result<Feed, ParseError> {
+        let mut last = Feed::More;
+        for part in parts {
+            last = p.feed(part)?;
+        }
+        Ok(last)
+    }
+
+    #[test]
+    fn content_length_in_one_read() {
+        let mut p = ResponseParser::new(false);
+        p.reset(true);
+        let r = b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nContent-Length: 13\r\n\r\nHello, World!";
+        assert_eq!(p.feed(r), Ok(Feed::Done));
+        assert_eq!(p.body_len, 13);
+        assert_eq!(p.wire_len, r.len() as u64);
+        assert_eq!(p.head.status, 200);
+        assert!(p.head.keep_alive);
+        assert_eq!(p.server.as_deref(), Some("nginx/1.22.1"));
+    }
+
+    #[test]
+    fn head_split_anywhere() {
+        let r: &[u8] = b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 5\r\n\r\nhello";
+        for cut in 1..r.len() {
+            for cut2 in cut..r.len() {
+                let mut p = ResponseParser::new(false);
+                let got = feed_all(&mut p, &[&r[..cut], &r[cut..cut2], &r[cut2..]]).unwrap();
+                assert_eq!(got, Feed::Done, "cuts {cut} {cut2}");
+                assert_eq!(p.body_len, 5);
+                assert!(p.head.keep_alive);
+            }
+        }
+    }
+
+    #[test]
+    fn http10_without_keep_alive_header_closes() {
+        let mut p = ResponseParser::new(false);
+        p.feed(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nhi")
+            .unwrap();
+        assert!(!p.head.keep_alive);
+        let mut p = ResponseParser::new(false);
+        p.feed(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nhi")
+            .unwrap();
+        assert!(!p.head.keep_alive);
+    }
+
+    #[test]
+    fn chunked_split_byte_by_byte() {
+        let r: &[u8] =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-Trailer: y\r\n\r\n";
+        let mut p = ResponseParser::new(false);
+        let mut last = Feed::More;
+        for b in r.chunks(1) {
+            last = p.feed(b).unwrap();
+        }
+        assert_eq!(last, Feed::Done);
+        assert_eq!(p.body_len, 31);
+        assert!(p.head.keep_alive);
+        let mut p = ResponseParser::new(false);
+        assert_eq!(p.feed(r), Ok(Feed::Done));
+        assert_eq!(p.body_len, 31);
+    }
+
+    #[test]
+    fn close_delimited_body_ends_at_eof() {
+        let mut p = ResponseParser::new(false);
+        assert_eq!(p.feed(b"HTTP/1.0 200 OK\r\n\r\nabc"), Ok(Feed::More));
+        assert!(p.until_close());
+        assert_eq!(p.feed(b"defg"), Ok(Feed::More));
+        assert_eq!(p.eof(), Feed::Done);
+        assert_eq!(p.body_len, 7);
+        assert!(!p.head.keep_alive);
+    }
+
+    #[test]
+    fn head_request_and_no_body_statuses() {
+        let mut p = ResponseParser::new(true);
+        assert_eq!(
+            p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"),
+            Ok(Feed::Done)
+        );
+        assert_eq!(p.body_len, 0);
+        let mut p = ResponseParser::new(false);
+        assert_eq!(
+            p.feed(b"HTTP/1.1 304 Not Modified\r\nContent-Length: 100\r\n\r\n"),
+            Ok(Feed::Done)
+        );
+    }
+
+    #[test]
+    fn garbage_and_excess_are_malformed() {
+        let mut p = ResponseParser::new(false);
+        assert_eq!(p.feed(b"SSH-2.0-OpenSSH\r\n\r\n"), Err(ParseError::Malformed));
+        let mut p = ResponseParser::new(false);
+        assert_eq!(
+            p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi!"),
+            Err(ParseError::Malformed)
+        );
+        let mut p = ResponseParser::new(false);
+        assert_eq!(
+            p.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
+            Err(ParseError::Malformed)
+        );
+        let mut p = ResponseParser::new(false);
+        let huge = vec![b'a'; MAX_HEAD + 10];
+        assert_eq!(p.feed(b"HTTP/1.1 200 OK\r\nX: "), Ok(Feed::More));
+        assert_eq!(p.feed(&huge), Err(ParseError::Malformed));
+    }
+
+    #[test]
+    fn request_bytes_follow_ab() {
+        let t = Target::parse("http://127.0.0.1:8080/index.html").unwrap();
+        let r = build_request(&t, Method::Get, HttpVersion::Http10, true, &[]);
+        let s = String::from_utf8(r).unwrap();
+        assert!(s.starts_with(
+            "GET /index.html HTTP/1.0\r\nConnection: Keep-Alive\r\nHost: 127.0.0.1:8080\r\n"
+        ));
+        assert!(s.ends_with("Accept: */*\r\n\r\n"));
+        let r = build_request(
+            &t,
+            Method::Head,
+            HttpVersion::Http11,
+            false,
+            &[("Host".into(), "example".into())],
+        );
+        let s = String::from_utf8(r).unwrap();
+        assert!(s.starts_with("HEAD /index.html HTTP/1.1\r\nConnection: close\r\nHost: example\r\n"));
+        assert_eq!(s.matches("Host:").count(), 1);
+    }
+}
