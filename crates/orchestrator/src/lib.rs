@@ -1,1 +1,136 @@
-//! orchestrator (see DESIGN.md).
+//! The Docker side of benchctl: build each server's image from its folder, start it on the host
+//! network, wait until it answers, check it serves the expected bytes, sample its CPU and memory
+//! while the load runs, and make sure no container outlives the run.
+//!
+//! It knows nothing of scenarios or load generation: the CLI maps a scenario's plan onto
+//! [`Orchestrator`]'s calls. Everything goes through the Engine API (bollard) with the API version
+//! negotiated down to the daemon's, because the daemons benchctl runs on (20.10, API 1.41) refuse
+//! newer request paths.
+//!
+//! Containers are owned by [`ContainerGuard`]s that force-remove them when dropped, carry the
+//! labels `benchctl=1` and `benchctl.run=<run id>`, and can be swept by run ([`Orchestrator::remove_run`])
+//! or all at once ([`Orchestrator::gc`]); [`signal::install_ctrl_c_cleanup`] covers Ctrl-C.
+
+mod bootstrap;
+mod container;
+mod error;
+mod image;
+mod probe;
+pub mod signal;
+mod stats;
+
+use bollard::Docker;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use container::{ContainerGuard, ContainerSpec};
+pub use error::{OrchestratorError, Result};
+pub use image::{context_hash, dockerfile_bases, BuiltImage};
+pub use probe::{ExpectedDoc, Verified};
+pub use signal::{install_ctrl_c_cleanup, Interrupt, Signal};
+pub use stats::{ContainerUsage, StatsSampler};
+
+/// Label every benchctl container carries; `gc` removes whatever has it.
+pub const LABEL_OWNER: &str = "benchctl";
+/// Label naming the run a container belongs to.
+pub const LABEL_RUN: &str = "benchctl.run";
+/// Label naming the server a container (or image) is for.
+pub const LABEL_SERVER: &str = "benchctl.server";
+
+/// A negotiated connection to the Docker daemon plus the few settings that shape builds.
+#[derive(Clone)]
+pub struct Orchestrator {
+    docker: Docker,
+    /// How long a single image build may take before it is abandoned (the daemon cancels a
+    /// build whose client goes away).
+    build_timeout: Duration,
+    /// How long a pull attempt for a missing base image may take; registries are unreachable on
+    /// the machines benchctl targets, so this must fail fast.
+    pull_timeout: Duration,
+    /// How long mmdebstrap may run when a base image is made locally.
+    bootstrap_timeout: Duration,
+    /// Makes container names unique within this process even for the same server twice in a run.
+    sequence: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Orchestrator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Orchestrator")
+            .field("api_version", &self.docker.client_version().to_string())
+            .field("build_timeout", &self.build_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Orchestrator {
+    /// Connects to the daemon (`DOCKER_HOST` or the local socket) and negotiates the API version.
+    pub async fn connect() -> Result<Orchestrator> {
+        let docker = Docker::connect_with_defaults()
+            .map_err(|source| OrchestratorError::Unreachable { source })?;
+        let docker = docker
+            .negotiate_version()
+            .await
+            .map_err(classify_connect_error)?;
+        // A failed negotiation leaves the client on its newest version; prove the pair works.
+        docker.ping().await.map_err(classify_connect_error)?;
+        Ok(Orchestrator {
+            docker,
+            build_timeout: Duration::from_secs(30 * 60),
+            pull_timeout: Duration::from_secs(15),
+            bootstrap_timeout: Duration::from_secs(15 * 60),
+            sequence: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Overrides the limit on one image build (default 30 min).
+    pub fn with_build_timeout(mut self, timeout: Duration) -> Self {
+        self.build_timeout = timeout;
+        self
+    }
+
+    /// Overrides the limit on one base-image pull attempt (default 15 s).
+    pub fn with_pull_timeout(mut self, timeout: Duration) -> Self {
+        self.pull_timeout = timeout;
+        self
+    }
+
+    /// Overrides the limit on one mmdebstrap run (default 15 min).
+    pub fn with_bootstrap_timeout(mut self, timeout: Duration) -> Self {
+        self.bootstrap_timeout = timeout;
+        self
+    }
+
+    /// The daemon's version string (e.g. `20.10.24+dfsg1`), for the run's host facts.
+    pub async fn docker_version(&self) -> Result<String> {
+        let v = self
+            .docker
+            .version()
+            .await
+            .map_err(|e| OrchestratorError::docker("version", e))?;
+        Ok(v.version.unwrap_or_else(|| "unknown".to_string()))
+    }
+
+    /// The Engine API version in use after negotiation (e.g. `1.41`).
+    pub fn api_version(&self) -> String {
+        self.docker.client_version().to_string()
+    }
+
+    /// The underlying bollard client, for calls this crate does not wrap.
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+}
+
+fn classify_connect_error(err: bollard::errors::Error) -> OrchestratorError {
+    match err {
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 400,
+            message,
+        } => OrchestratorError::ApiVersion { message },
+        bollard::errors::Error::APIVersionParseError {} => OrchestratorError::ApiVersion {
+            message: "the daemon reported no usable API version".to_string(),
+        },
+        other => OrchestratorError::Unreachable { source: other },
+    }
+}

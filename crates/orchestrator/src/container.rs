@@ -1,0 +1,342 @@
+//! Server containers and the guard that guarantees their removal.
+//!
+//! Every container runs on the host network (no NAT or userland proxy between load and server),
+//! carries `benchctl=1`, `benchctl.run=<run id>` and `benchctl.server=<name>`, and is owned by a
+//! [`ContainerGuard`].
+//!
+//! Why the guard's `Drop` removes the container with a blocking call on a helper thread rather
+//! than by spawning a task on the current runtime: a guard is most often dropped exactly when the
+//! runtime is going away (a test body that panicked, `main` returning an error, a `select!` that
+//! abandoned the work on Ctrl-C). A task spawned then is cancelled with the runtime before it
+//! runs, and the container leaks. So `Drop` starts a short-lived thread with its own
+//! single-threaded runtime and its own daemon connection (a connection made on the caller's
+//! runtime would need that runtime to make progress, which a blocked `Drop` prevents) and joins
+//! it, with a bound. This blocks the dropping thread for one `DELETE /containers/{id}?force=1`
+//! (tens of milliseconds), which is acceptable for teardown and works the same from async code,
+//! sync code, a panic's unwinding and any runtime flavour. The orderly path,
+//! [`ContainerGuard::remove`], does the same asynchronously and disarms the `Drop`.
+//!
+//! `std::process::exit` skips destructors: callers must let guards drop (or call
+//! [`Orchestrator::remove_run`]) before exiting; `panic = "abort"` would skip them as well.
+
+use crate::error::{is_not_found, is_removal_in_progress, OrchestratorError, Result};
+use crate::{Orchestrator, LABEL_OWNER, LABEL_RUN, LABEL_SERVER};
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// How long a `Drop` may wait for the daemon to remove its container.
+const DROP_REMOVE_BOUND: Duration = Duration::from_secs(20);
+
+/// What to run: one server, listening on 127.0.0.1:`port`.
+#[derive(Debug, Clone, Default)]
+pub struct ContainerSpec {
+    /// The server's name (`nginx`, `varnish`, ...): in the container name and its labels.
+    pub name: String,
+    /// Image to run (a [`crate::BuiltImage::tag`] or id).
+    pub image: String,
+    /// Extra environment; `BENCH_PORT` is always set from `port`.
+    pub env: Vec<(String, String)>,
+    /// The port the server listens on (host networking: a port on the host itself).
+    pub port: u16,
+    /// CPUs to pin the server to, in cpuset syntax (`"1"`, `"2-3"`).
+    pub cpuset: Option<String>,
+    /// Memory limit in bytes.
+    pub memory_bytes: Option<u64>,
+    /// Folder of documents, mounted read-only at `/srv/www`.
+    pub docroot: Option<PathBuf>,
+    /// The run this container belongs to; names it and labels it.
+    pub run_id: String,
+    /// Additional labels.
+    pub labels: Vec<(String, String)>,
+    /// Overrides the image's command (tests use it; servers normally keep their entrypoint's).
+    pub cmd: Option<Vec<String>>,
+}
+
+/// A running container that is force-removed when this guard is dropped or [`removed`](Self::remove).
+#[derive(Debug)]
+pub struct ContainerGuard {
+    pub(crate) docker: Docker,
+    id: String,
+    name: String,
+    port: u16,
+    /// When the create request was sent: readiness time counts from here, like `docker run`.
+    started: Instant,
+    armed: bool,
+}
+
+impl ContainerGuard {
+    /// The container's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The container's (unique) name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The port from the spec.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// When the container was created.
+    pub fn started_at(&self) -> Instant {
+        self.started
+    }
+
+    /// Removes the container (forced) and waits for the daemon to confirm.
+    pub async fn remove(mut self) -> Result<()> {
+        self.armed = false;
+        remove_container(&self.docker, &self.id).await
+    }
+
+    /// Forgets the container without removing it (it stays labelled, so `gc` still finds it).
+    pub fn leak(mut self) -> String {
+        self.armed = false;
+        std::mem::take(&mut self.id)
+    }
+}
+
+impl Drop for ContainerGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let id = self.id.clone();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("benchctl-container-drop".to_string())
+            .spawn(move || {
+                let result = blocking_remove(&id);
+                let _ = done_tx.send(result);
+            });
+        match spawned {
+            Ok(_) => match done_rx.recv_timeout(DROP_REMOVE_BOUND) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => eprintln!(
+                    "benchctl: could not remove container {} ({e}); `benchctl gc` removes it",
+                    self.name
+                ),
+                Err(_) => eprintln!(
+                    "benchctl: removing container {} is taking too long; `benchctl gc` removes it",
+                    self.name
+                ),
+            },
+            Err(e) => eprintln!(
+                "benchctl: could not start removing container {} ({e}); `benchctl gc` removes it",
+                self.name
+            ),
+        }
+    }
+}
+
+/// Removal from any context: a fresh runtime and connection on the calling thread.
+fn blocking_remove(id: &str) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| OrchestratorError::io("starting a runtime to remove a container", e))?;
+    rt.block_on(async {
+        let docker = Docker::connect_with_defaults()
+            .map_err(|source| OrchestratorError::Unreachable { source })?
+            .negotiate_version()
+            .await
+            .map_err(|source| OrchestratorError::Unreachable { source })?;
+        remove_container(&docker, id).await
+    })
+}
+
+pub(crate) async fn remove_container(docker: &Docker, id: &str) -> Result<()> {
+    let options = RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .v(true)
+        .build();
+    match docker.remove_container(id, Some(options)).await {
+        Ok(()) => Ok(()),
+        Err(e) if is_not_found(&e) || is_removal_in_progress(&e) => Ok(()),
+        Err(e) => Err(OrchestratorError::docker(
+            format!("remove container {id}"),
+            e,
+        )),
+    }
+}
+
+/// Docker names allow `[a-zA-Z0-9][a-zA-Z0-9_.-]*`; anything else becomes '-'.
+fn name_part(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+impl Orchestrator {
+    /// Creates and starts a container for `spec` and returns the guard that will remove it.
+    pub async fn start(&self, spec: &ContainerSpec) -> Result<ContainerGuard> {
+        if spec.name.is_empty() || spec.image.is_empty() || spec.run_id.is_empty() {
+            return Err(OrchestratorError::Invalid(
+                "a container needs a name, an image and a run id".to_string(),
+            ));
+        }
+        // With host networking a port already taken means either a failed bind inside the
+        // container or, worse, probing and measuring whatever else listens there.
+        if std::net::TcpListener::bind(("127.0.0.1", spec.port)).is_err() {
+            return Err(OrchestratorError::PortBusy { port: spec.port });
+        }
+
+        let seq = self.sequence.fetch_add(1, Ordering::Relaxed);
+        let name = format!(
+            "benchctl-{}-{}-{}-{seq}",
+            name_part(&spec.run_id),
+            name_part(&spec.name),
+            std::process::id()
+        );
+
+        let mut labels: HashMap<String, String> = spec.labels.iter().cloned().collect();
+        labels.insert(LABEL_OWNER.to_string(), "1".to_string());
+        labels.insert(LABEL_RUN.to_string(), spec.run_id.clone());
+        labels.insert(LABEL_SERVER.to_string(), spec.name.clone());
+
+        let mut env: Vec<String> = spec
+            .env
+            .iter()
+            .filter(|(k, _)| k != "BENCH_PORT")
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        env.push(format!("BENCH_PORT={}", spec.port));
+
+        let binds = match &spec.docroot {
+            Some(dir) => {
+                let abs = std::fs::canonicalize(dir).map_err(|e| {
+                    OrchestratorError::io(format!("document root {}", dir.display()), e)
+                })?;
+                let abs = abs.to_str().ok_or_else(|| {
+                    OrchestratorError::Invalid(format!("{}: path must be UTF-8", abs.display()))
+                })?;
+                Some(vec![format!("{abs}:/srv/www:ro")])
+            }
+            None => None,
+        };
+
+        let memory = spec
+            .memory_bytes
+            .map(|m| {
+                i64::try_from(m).map_err(|_| {
+                    OrchestratorError::Invalid(format!("memory limit {m} bytes is too large"))
+                })
+            })
+            .transpose()?;
+        let host_config = HostConfig {
+            network_mode: Some("host".to_string()),
+            cpuset_cpus: spec.cpuset.clone(),
+            memory,
+            // Without this the limit would allow as much swap again, and swapping servers measure the disk.
+            memory_swap: memory,
+            binds,
+            init: Some(false),
+            ..Default::default()
+        };
+        let body = ContainerCreateBody {
+            image: Some(spec.image.clone()),
+            env: Some(env),
+            cmd: spec.cmd.clone(),
+            labels: Some(labels),
+            host_config: Some(host_config),
+            ..Default::default()
+        };
+
+        let started = Instant::now();
+        let options = CreateContainerOptionsBuilder::default().name(&name).build();
+        let created = self
+            .docker
+            .create_container(Some(options), body)
+            .await
+            .map_err(|e| OrchestratorError::docker(format!("create container {name}"), e))?;
+        // From here on the container exists: the guard owns it even if starting fails.
+        let guard = ContainerGuard {
+            docker: self.docker.clone(),
+            id: created.id,
+            name,
+            port: spec.port,
+            started,
+            armed: true,
+        };
+        self.docker
+            .start_container(
+                &guard.id,
+                None::<bollard::query_parameters::StartContainerOptions>,
+            )
+            .await
+            .map_err(|e| OrchestratorError::docker(format!("start container {}", guard.name), e))?;
+        Ok(guard)
+    }
+
+    /// The last `lines` lines of a container's stdout and stderr, interleaved as written.
+    pub async fn log_tail(&self, container: &str, lines: usize) -> Vec<String> {
+        let options = LogsOptionsBuilder::default()
+            .stdout(true)
+            .stderr(true)
+            .tail(&lines.to_string())
+            .build();
+        let mut stream = self.docker.logs(container, Some(options));
+        let mut tail = crate::image::Tail::new();
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(out) => tail.push(&out.to_string()),
+                Err(e) => {
+                    tail.push(&format!("\n(could not read the logs: {e})\n"));
+                    break;
+                }
+            }
+        }
+        tail.finish()
+    }
+
+    /// Force-removes every container of run `run_id`; returns how many there were.
+    pub async fn remove_run(&self, run_id: &str) -> Result<usize> {
+        self.remove_labelled(&format!("{LABEL_RUN}={run_id}")).await
+    }
+
+    /// Force-removes every container labelled `benchctl=1`, whatever its run: the sweep done at
+    /// the start of each run and by `benchctl gc`.
+    pub async fn gc(&self) -> Result<usize> {
+        self.remove_labelled(&format!("{LABEL_OWNER}=1")).await
+    }
+
+    async fn remove_labelled(&self, label: &str) -> Result<usize> {
+        let filters = HashMap::from([("label".to_string(), vec![label.to_string()])]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let list = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|e| {
+                OrchestratorError::docker(format!("list containers labelled {label}"), e)
+            })?;
+        let ids: Vec<String> = list.into_iter().filter_map(|c| c.id).collect();
+        let results =
+            futures_util::future::join_all(ids.iter().map(|id| remove_container(&self.docker, id)))
+                .await;
+        for r in results {
+            r?;
+        }
+        Ok(ids.len())
+    }
+}

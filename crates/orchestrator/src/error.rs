@@ -1,0 +1,160 @@
+//! One error type for everything the orchestrator does, so the CLI can tell "this server is
+//! unavailable, here is why" apart from "Docker itself is unusable", and so every message ends
+//! with what the reader can do about it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything that can go wrong while talking to Docker on benchctl's behalf.
+#[derive(Debug, thiserror::Error)]
+pub enum OrchestratorError {
+    /// The daemon did not answer at all.
+    #[error(
+        "cannot reach the Docker daemon ({source}); is dockerd running? `.ci/run` / `./x` starts it, \
+         and DOCKER_HOST must point at it if it is not on /var/run/docker.sock"
+    )]
+    Unreachable {
+        #[source]
+        source: bollard::errors::Error,
+    },
+
+    /// The daemon answered but refused the API version, or sent one we cannot parse.
+    #[error(
+        "the Docker daemon refused the Engine API version ({message}); benchctl negotiates down to \
+         the daemon's version, so this daemon is older than any version bollard can speak; upgrade docker.io"
+    )]
+    ApiVersion { message: String },
+
+    /// Any other Engine API call that failed; `action` says which one.
+    #[error("docker {action} failed: {source}")]
+    Docker {
+        action: String,
+        #[source]
+        source: bollard::errors::Error,
+    },
+
+    /// An image build failed; the message is the daemon's, the tail is the end of the build log.
+    #[error(
+        "building the {server} image failed: {message}\n  (full log: {log_path})\n{}",
+        indent(log_tail)
+    )]
+    Build {
+        server: String,
+        message: String,
+        log_tail: Vec<String>,
+        log_path: PathBuf,
+    },
+
+    /// A Dockerfile names a base image that is neither local, nor pullable, nor one we can make.
+    #[error(
+        "base image {image} is not available: {reason}; pull it on a machine with a registry, or \
+         use a debian:<suite> base that `benchctl images bootstrap` can create"
+    )]
+    BaseImage { image: String, reason: String },
+
+    /// mmdebstrap is not installed.
+    #[error("making base image {image} needs mmdebstrap, which is not installed: install Debian's mmdebstrap (apt-get install mmdebstrap)")]
+    MmdebstrapMissing { image: String },
+
+    /// Creating a base image with mmdebstrap or importing it failed.
+    #[error("making base image {image} failed: {message}\n{}", indent(stderr_tail))]
+    Bootstrap {
+        image: String,
+        message: String,
+        stderr_tail: Vec<String>,
+    },
+
+    /// The port the server is to listen on is already taken on the host (host networking).
+    #[error(
+        "port {port} on 127.0.0.1 is already in use by another process; with host networking the \
+         server would fail to bind or benchctl would measure the wrong server: stop it or choose another port"
+    )]
+    PortBusy { port: u16 },
+
+    /// The container stopped before it answered (or while it was being used).
+    #[error("container {name} exited (code {}) before it was ready; its last log lines:\n{}", code.map_or("unknown".to_string(), |c| c.to_string()), indent(log_tail))]
+    Exited {
+        name: String,
+        code: Option<i64>,
+        log_tail: Vec<String>,
+    },
+
+    /// The server did not answer in time although its container kept running.
+    #[error("container {name} did not answer HTTP on 127.0.0.1:{port} within {waited:?}; check that it listens on $BENCH_PORT; its last log lines:\n{}", indent(log_tail))]
+    NotReady {
+        name: String,
+        port: u16,
+        waited: Duration,
+        log_tail: Vec<String>,
+    },
+
+    /// A document the server returned is not the one expected.
+    #[error("verifying {url_path} on 127.0.0.1:{port}: {what}")]
+    Verify {
+        port: u16,
+        url_path: String,
+        what: String,
+    },
+
+    /// A local file operation (build context, log file, sources file) failed.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The arguments cannot work (bad server name, relative path, ...).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Shorthand used throughout the crate.
+pub type Result<T, E = OrchestratorError> = std::result::Result<T, E>;
+
+impl OrchestratorError {
+    pub(crate) fn docker(action: impl Into<String>, source: bollard::errors::Error) -> Self {
+        OrchestratorError::Docker {
+            action: action.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        OrchestratorError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+fn indent(lines: &[String]) -> String {
+    if lines.is_empty() {
+        return "    (no output)".to_string();
+    }
+    lines
+        .iter()
+        .map(|l| format!("    | {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whether an Engine API error means "no such object", which removal treats as success.
+pub(crate) fn is_not_found(err: &bollard::errors::Error) -> bool {
+    matches!(
+        err,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 404,
+            ..
+        }
+    )
+}
+
+/// Whether removal failed only because the daemon is already removing the container (409).
+pub(crate) fn is_removal_in_progress(err: &bollard::errors::Error) -> bool {
+    matches!(
+        err,
+        bollard::errors::Error::DockerResponseServerError { status_code: 409, message }
+            if message.contains("already in progress")
+    )
+}

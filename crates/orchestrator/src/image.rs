@@ -1,0 +1,478 @@
+//! Server images, built from `docker/<server>/` and tagged by a hash of that folder.
+//!
+//! The tag is the first 12 hex digits of a SHA-256 over every file's relative path, mode and
+//! contents, so editing any file in the folder makes a new tag (and a rebuild) while an untouched
+//! folder finds its image and skips the build. The build context is sent as a tar with a fixed
+//! file order and zeroed timestamps/owners, so the same folder always produces the same bytes.
+//!
+//! Builds run with host networking (the default bridge cannot reach Debian's mirrors here). A
+//! build's failure arrives as a message inside a successful HTTP stream, so the whole stream is
+//! drained into the log file and its error turned into [`OrchestratorError::Build`] with the
+//! last lines of the log: a build that fails (Cherokee's source download, on these machines) is a
+//! value the CLI can print, never a panic or a hang.
+
+use crate::error::{OrchestratorError, Result};
+use crate::{Orchestrator, LABEL_OWNER, LABEL_SERVER};
+use bollard::query_parameters::{BuildImageOptionsBuilder, CreateImageOptionsBuilder};
+use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, VecDeque};
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// How many log lines an error carries.
+pub(crate) const TAIL_LINES: usize = 20;
+
+/// The outcome of [`Orchestrator::build_image`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuiltImage {
+    /// `benchctl/<server>:<12 hex digits of the context hash>`.
+    pub tag: String,
+    /// The image id (`sha256:...`), recorded in results.
+    pub id: String,
+    /// False when an image with this tag already existed and the build was skipped.
+    pub built: bool,
+    /// Wall-clock seconds spent here, including base-image preparation.
+    pub seconds: f64,
+}
+
+/// One file of a build context, as hashed and archived.
+struct Entry {
+    rel: String,
+    path: PathBuf,
+    mode: u32,
+    kind: EntryKind,
+}
+
+enum EntryKind {
+    Dir,
+    File,
+    Symlink(PathBuf),
+}
+
+/// Every entry under `root`, sorted by relative path so hash and tar do not depend on readdir order.
+fn collect(root: &Path) -> Result<Vec<Entry>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let rd = std::fs::read_dir(&dir)
+            .map_err(|e| OrchestratorError::io(format!("reading {}", dir.display()), e))?;
+        for item in rd {
+            let item =
+                item.map_err(|e| OrchestratorError::io(format!("reading {}", dir.display()), e))?;
+            let path = item.path();
+            let meta = std::fs::symlink_metadata(&path)
+                .map_err(|e| OrchestratorError::io(format!("stat {}", path.display()), e))?;
+            let rel = path
+                .strip_prefix(root)
+                .expect("walked paths stay under the root")
+                .to_str()
+                .ok_or_else(|| {
+                    OrchestratorError::Invalid(format!(
+                        "{}: file names in a build context must be UTF-8",
+                        path.display()
+                    ))
+                })?
+                .to_string();
+            let mode = meta.permissions().mode() & 0o7777;
+            let kind = if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).map_err(|e| {
+                    OrchestratorError::io(format!("readlink {}", path.display()), e)
+                })?;
+                EntryKind::Symlink(target)
+            } else if meta.is_dir() {
+                stack.push(path.clone());
+                EntryKind::Dir
+            } else if meta.is_file() {
+                EntryKind::File
+            } else {
+                // Sockets and fifos cannot be sent to the daemon; they never belong in a context.
+                continue;
+            };
+            out.push(Entry {
+                rel,
+                path,
+                mode,
+                kind,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    Ok(out)
+}
+
+/// SHA-256 (hex) over a folder's relative paths, modes and contents: the identity of a build context.
+pub fn context_hash(root: &Path) -> Result<String> {
+    let mut h = Sha256::new();
+    for e in collect(root)? {
+        // Length-prefixed fields, so no two different folders can feed the same byte sequence.
+        let mut field = |tag: u8, bytes: &[u8]| {
+            h.update([tag]);
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        field(b'p', e.rel.as_bytes());
+        field(b'm', &e.mode.to_le_bytes());
+        match &e.kind {
+            EntryKind::Dir => field(b'd', &[]),
+            EntryKind::Symlink(t) => field(b'l', t.as_os_str().as_encoded_bytes()),
+            EntryKind::File => {
+                let data = std::fs::read(&e.path).map_err(|err| {
+                    OrchestratorError::io(format!("reading {}", e.path.display()), err)
+                })?;
+                field(b'f', &data);
+            }
+        }
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+/// The build context as a tar archive with a fixed order and no timestamps or owners.
+fn context_tar(root: &Path) -> Result<Vec<u8>> {
+    let mut b = tar::Builder::new(Vec::new());
+    let err = |e: std::io::Error| OrchestratorError::io(format!("archiving {}", root.display()), e);
+    for e in collect(root)? {
+        let mut header = tar::Header::new_gnu();
+        header.set_mode(e.mode);
+        header.set_mtime(0);
+        header.set_uid(0);
+        header.set_gid(0);
+        match &e.kind {
+            EntryKind::Dir => {
+                header.set_entry_type(tar::EntryType::Directory);
+                header.set_size(0);
+                b.append_data(&mut header, &e.rel, std::io::empty())
+                    .map_err(err)?;
+            }
+            EntryKind::Symlink(target) => {
+                header.set_entry_type(tar::EntryType::Symlink);
+                header.set_size(0);
+                b.append_link(&mut header, &e.rel, target).map_err(err)?;
+            }
+            EntryKind::File => {
+                let data = std::fs::read(&e.path).map_err(err)?;
+                header.set_entry_type(tar::EntryType::Regular);
+                header.set_size(data.len() as u64);
+                b.append_data(&mut header, &e.rel, data.as_slice())
+                    .map_err(err)?;
+            }
+        }
+    }
+    b.into_inner().map_err(err)
+}
+
+/// The images a Dockerfile's `FROM` lines name, in order, leaving out `scratch`, earlier stages
+/// (`FROM x AS build` ... `FROM build`) and names built from `ARG`s, which cannot be resolved here.
+pub fn dockerfile_bases(dockerfile: &str) -> Vec<String> {
+    let mut stages: Vec<String> = Vec::new();
+    let mut bases: Vec<String> = Vec::new();
+    // Continuation lines are joined first so a FROM split over lines is still seen.
+    let joined = dockerfile.replace("\\\n", " ");
+    for line in joined.lines() {
+        let mut words = line.split_whitespace();
+        if !words.next().is_some_and(|w| w.eq_ignore_ascii_case("FROM")) {
+            continue;
+        }
+        let rest: Vec<&str> = words.filter(|w| !w.starts_with("--")).collect();
+        let Some(image) = rest.first() else { continue };
+        let image = image.to_string();
+        let names_a_stage = stages.contains(&image.to_ascii_lowercase());
+        if rest.len() >= 3 && rest[1].eq_ignore_ascii_case("AS") {
+            stages.push(rest[2].to_ascii_lowercase());
+        }
+        if image == "scratch" || image.contains('$') || names_a_stage || bases.contains(&image) {
+            continue;
+        }
+        bases.push(image);
+    }
+    bases
+}
+
+/// Keeps the last lines written to a log, for error messages.
+pub(crate) struct Tail {
+    lines: VecDeque<String>,
+    partial: String,
+}
+
+impl Tail {
+    pub(crate) fn new() -> Self {
+        Tail {
+            lines: VecDeque::new(),
+            partial: String::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, text: &str) {
+        for ch in text.chars() {
+            if ch == '\n' || ch == '\r' {
+                let line = std::mem::take(&mut self.partial);
+                if !line.trim().is_empty() {
+                    if self.lines.len() == TAIL_LINES {
+                        self.lines.pop_front();
+                    }
+                    self.lines.push_back(line);
+                }
+            } else {
+                self.partial.push(ch);
+            }
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> Vec<String> {
+        self.push("\n");
+        self.lines.into()
+    }
+}
+
+fn valid_server_name(server: &str) -> bool {
+    !server.is_empty()
+        && server
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && server.as_bytes()[0].is_ascii_alphanumeric()
+}
+
+impl Orchestrator {
+    /// Builds `benchctl/<server>:<hash>` from `context_dir` unless that tag already exists,
+    /// making missing base images first. Every build message goes to `log_path`.
+    pub async fn build_image(
+        &self,
+        server: &str,
+        context_dir: &Path,
+        log_path: &Path,
+    ) -> Result<BuiltImage> {
+        let started = Instant::now();
+        if !valid_server_name(server) {
+            return Err(OrchestratorError::Invalid(format!(
+                "server name {server:?} cannot name an image: use lowercase letters, digits, '-' or '_'"
+            )));
+        }
+        let dockerfile_path = context_dir.join("Dockerfile");
+        let dockerfile = std::fs::read_to_string(&dockerfile_path).map_err(|e| {
+            OrchestratorError::io(format!("reading {}", dockerfile_path.display()), e)
+        })?;
+        let hash = context_hash(context_dir)?;
+        let tag = format!("benchctl/{server}:{}", &hash[..12]);
+
+        if let Some(id) = self.image_id(&tag).await? {
+            return Ok(BuiltImage {
+                tag,
+                id,
+                built: false,
+                seconds: started.elapsed().as_secs_f64(),
+            });
+        }
+
+        for base in dockerfile_bases(&dockerfile) {
+            self.ensure_base_image(&base).await?;
+        }
+
+        let context = context_tar(context_dir)?;
+        if let Some(parent) = log_path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| OrchestratorError::io(format!("creating {}", parent.display()), e))?;
+        }
+        let log_file = std::fs::File::create(log_path)
+            .map_err(|e| OrchestratorError::io(format!("creating {}", log_path.display()), e))?;
+        let mut log = std::io::BufWriter::new(log_file);
+        let mut tail = Tail::new();
+        let write_err = |e| OrchestratorError::io(format!("writing {}", log_path.display()), e);
+
+        let labels = HashMap::from([
+            (LABEL_OWNER.to_string(), "1".to_string()),
+            (LABEL_SERVER.to_string(), server.to_string()),
+        ]);
+        let options = BuildImageOptionsBuilder::default()
+            .dockerfile("Dockerfile")
+            .t(&tag)
+            .networkmode("host")
+            .rm(true)
+            .forcerm(true)
+            .labels(&labels)
+            .build();
+        let mut stream =
+            self.docker
+                .build_image(options, None, Some(bollard::body_full(context.into())));
+
+        let mut failure: Option<String> = None;
+        let deadline = tokio::time::sleep(self.build_timeout);
+        tokio::pin!(deadline);
+        loop {
+            let item = tokio::select! {
+                item = stream.next() => item,
+                _ = &mut deadline => {
+                    failure = Some(format!("the build did not finish within {:?} and was abandoned", self.build_timeout));
+                    break;
+                }
+            };
+            let Some(item) = item else { break };
+            let text = match item {
+                Ok(info) => {
+                    let mut text = String::new();
+                    if let Some(s) = info.stream {
+                        text.push_str(&s);
+                    }
+                    if let Some(s) = info.status {
+                        text.push_str(&s);
+                        if let Some(p) = info.progress_detail.and_then(|p| p.current.zip(p.total)) {
+                            text.push_str(&format!(" {}/{}", p.0, p.1));
+                        }
+                        text.push('\n');
+                    }
+                    if let Some(msg) = info.error_detail.and_then(|d| d.message) {
+                        text.push_str(&format!("ERROR: {msg}\n"));
+                        failure.get_or_insert(msg);
+                    }
+                    text
+                }
+                Err(bollard::errors::Error::DockerStreamError { error }) => {
+                    let text = format!("ERROR: {error}\n");
+                    failure.get_or_insert(error);
+                    text
+                }
+                Err(e) => {
+                    let text = format!("ERROR: {e}\n");
+                    failure.get_or_insert(e.to_string());
+                    text
+                }
+            };
+            log.write_all(text.as_bytes()).map_err(write_err)?;
+            tail.push(&text);
+        }
+        log.flush().map_err(write_err)?;
+
+        let id = match failure {
+            None => self.image_id(&tag).await?,
+            Some(_) => None,
+        };
+        match id {
+            Some(id) => Ok(BuiltImage {
+                tag,
+                id,
+                built: true,
+                seconds: started.elapsed().as_secs_f64(),
+            }),
+            None => Err(OrchestratorError::Build {
+                server: server.to_string(),
+                message: failure.unwrap_or_else(|| {
+                    format!("the build stream ended without an error, yet {tag} does not exist")
+                }),
+                log_tail: tail.finish(),
+                log_path: log_path.to_path_buf(),
+            }),
+        }
+    }
+
+    /// The id of a local image, or `None` if there is none by that name.
+    pub async fn image_id(&self, image: &str) -> Result<Option<String>> {
+        match self.docker.inspect_image(image).await {
+            Ok(info) => Ok(info.id),
+            Err(e) if crate::error::is_not_found(&e) => Ok(None),
+            Err(e) => Err(OrchestratorError::docker(
+                format!("inspect image {image}"),
+                e,
+            )),
+        }
+    }
+
+    /// Makes sure `image` exists locally: present, or pulled, or (for `debian:<suite>` names)
+    /// made with mmdebstrap. Returns whether anything had to be done.
+    pub async fn ensure_base_image(&self, image: &str) -> Result<bool> {
+        if self.image_id(image).await?.is_some() {
+            return Ok(false);
+        }
+        let pull_error = match self.try_pull(image).await {
+            Ok(()) if self.image_id(image).await?.is_some() => return Ok(true),
+            Ok(()) => "the pull reported success but the image is not there".to_string(),
+            Err(reason) => reason,
+        };
+        if crate::bootstrap::debian_suite(image).is_none() {
+            return Err(OrchestratorError::BaseImage {
+                image: image.to_string(),
+                reason: format!("not present locally and the pull failed ({pull_error})"),
+            });
+        }
+        self.bootstrap_base_image(image).await?;
+        Ok(true)
+    }
+
+    async fn try_pull(&self, image: &str) -> std::result::Result<(), String> {
+        let options = CreateImageOptionsBuilder::default()
+            .from_image(image)
+            .build();
+        let pull = async {
+            let mut stream = self.docker.create_image(Some(options), None, None);
+            let mut failure = None;
+            while let Some(item) = stream.next().await {
+                if let Err(e) = item {
+                    failure.get_or_insert(e.to_string());
+                }
+            }
+            failure.map_or(Ok(()), Err)
+        };
+        match tokio::time::timeout(self.pull_timeout, pull).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "no answer from the registry within {:?}",
+                self.pull_timeout
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_lines() {
+        let df = "# comment\nFROM --platform=linux/amd64 debian:bookworm-slim AS build\nRUN x\n\
+                  FROM build\nFROM scratch\nfrom debian:bullseye-slim\nARG B=x\nFROM $B\n\
+                  FROM debian:bookworm-slim\n";
+        assert_eq!(
+            dockerfile_bases(df),
+            vec!["debian:bookworm-slim", "debian:bullseye-slim"]
+        );
+    }
+
+    #[test]
+    fn hash_and_tar_are_deterministic_and_sensitive() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("Dockerfile"), "FROM x\n").unwrap();
+        std::fs::create_dir(dir.path().join("conf")).unwrap();
+        std::fs::write(dir.path().join("conf/a.conf"), "a").unwrap();
+        let h1 = context_hash(dir.path()).unwrap();
+        assert_eq!(h1, context_hash(dir.path()).unwrap());
+        assert_eq!(
+            context_tar(dir.path()).unwrap(),
+            context_tar(dir.path()).unwrap()
+        );
+
+        std::fs::write(dir.path().join("conf/a.conf"), "b").unwrap();
+        let h2 = context_hash(dir.path()).unwrap();
+        assert_ne!(h1, h2);
+
+        let p = dir.path().join("conf/a.conf");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_ne!(h2, context_hash(dir.path()).unwrap());
+
+        // Moving content between file names must change the hash too.
+        std::fs::rename(&p, dir.path().join("conf/b.conf")).unwrap();
+        assert_ne!(h2, context_hash(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn tail_keeps_last_lines() {
+        let mut t = Tail::new();
+        for i in 0..30 {
+            t.push(&format!("line {i}\n\n"));
+        }
+        t.push("partial");
+        let lines = t.finish();
+        assert_eq!(lines.len(), TAIL_LINES);
+        assert_eq!(lines.last().unwrap(), "partial");
+        assert_eq!(lines[0], "line 11");
+    }
+}

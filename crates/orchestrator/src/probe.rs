@@ -1,0 +1,205 @@
+//! Readiness and verification: before a server is measured it must answer, and it must serve
+//! exactly the bytes the scenario expects.
+//!
+//! Readiness polls with a raw HTTP/1.0 GET over a fresh TCP connection every ~15 ms (any HTTP
+//! status line counts: a 404 still proves the server is up), bounded by a deadline, and checks
+//! the container's state every few attempts so a server that crashed on its config fails in
+//! about a tenth of a second with its last log lines instead of waiting out the deadline.
+//!
+//! Verification fetches every document with an HTTP client that never uses a proxy (every
+//! request goes to 127.0.0.1), hashing the body as it streams so a 100 MB file is never held in
+//! memory, and records the Server header, which the results keep as the server's version.
+
+use crate::container::ContainerGuard;
+use crate::error::{OrchestratorError, Result};
+use crate::image::TAIL_LINES;
+use crate::Orchestrator;
+use sha2::{Digest, Sha256};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Pause between readiness attempts.
+const POLL_INTERVAL: Duration = Duration::from_millis(15);
+/// One attempt may not take longer than this (a server that accepts but never answers).
+const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(500);
+/// Check the container's state every this many attempts.
+const STATE_EVERY: u32 = 5;
+
+/// A document the server must serve exactly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectedDoc {
+    /// Path and query, starting with '/'.
+    pub url_path: String,
+    /// Body length in bytes.
+    pub length: u64,
+    /// SHA-256 of the body, lowercase hex.
+    pub sha256_hex: String,
+}
+
+/// What verification learned about the server.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Verified {
+    /// The `Server` response header, if the server sends one.
+    pub server_header: Option<String>,
+}
+
+/// One attempt: connect, send a GET, and see whether the reply starts like HTTP.
+async fn answers_http(port: u16, path: &str) -> bool {
+    let attempt = async {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()?;
+        let request = format!(
+            "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: benchctl\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut head = [0u8; 5];
+        stream.read_exact(&mut head).await.ok()?;
+        Some(&head == b"HTTP/")
+    };
+    matches!(
+        tokio::time::timeout(ATTEMPT_TIMEOUT, attempt).await,
+        Ok(Some(true))
+    )
+}
+
+impl Orchestrator {
+    /// Polls 127.0.0.1:`port``path` until the server answers HTTP, the container exits, or
+    /// `deadline` (counted from now) passes. Returns the time from container creation to ready.
+    pub async fn wait_ready(
+        &self,
+        guard: &ContainerGuard,
+        port: u16,
+        path: &str,
+        deadline: Duration,
+    ) -> Result<Duration> {
+        let until = Instant::now() + deadline;
+        let max_attempts = (deadline.as_millis() / POLL_INTERVAL.as_millis()).max(1) as u32 + 1;
+        for attempt in 0..max_attempts {
+            if answers_http(port, path).await {
+                return Ok(guard.started_at().elapsed());
+            }
+            if attempt % STATE_EVERY == 0 {
+                self.fail_if_exited(guard).await?;
+            }
+            if Instant::now() >= until {
+                break;
+            }
+            tokio::time::sleep(POLL_INTERVAL).await;
+        }
+        // Last chance to report the more useful error: it may have died at the very end.
+        self.fail_if_exited(guard).await?;
+        Err(OrchestratorError::NotReady {
+            name: guard.name().to_string(),
+            port,
+            waited: deadline,
+            log_tail: self.log_tail(guard.id(), TAIL_LINES).await,
+        })
+    }
+
+    /// `Err(Exited)` with the log tail if the container is no longer running.
+    pub async fn fail_if_exited(&self, guard: &ContainerGuard) -> Result<()> {
+        let info = self
+            .docker
+            .inspect_container(
+                guard.id(),
+                None::<bollard::query_parameters::InspectContainerOptions>,
+            )
+            .await;
+        let state = match info {
+            Ok(info) => info.state,
+            Err(e) if crate::error::is_not_found(&e) => {
+                return Err(OrchestratorError::Exited {
+                    name: guard.name().to_string(),
+                    code: None,
+                    log_tail: vec!["(the container was removed)".to_string()],
+                })
+            }
+            Err(e) => {
+                return Err(OrchestratorError::docker(
+                    format!("inspect container {}", guard.name()),
+                    e,
+                ))
+            }
+        };
+        let running = state.as_ref().and_then(|s| s.running).unwrap_or(false);
+        if running {
+            return Ok(());
+        }
+        Err(OrchestratorError::Exited {
+            name: guard.name().to_string(),
+            code: state.and_then(|s| s.exit_code),
+            log_tail: self.log_tail(guard.id(), TAIL_LINES).await,
+        })
+    }
+
+    /// Fetches each document from 127.0.0.1:`port` and checks status 200, exact length and
+    /// SHA-256. Returns the Server header of the first response.
+    pub async fn verify(&self, port: u16, docs: &[ExpectedDoc]) -> Result<Verified> {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .pool_max_idle_per_host(0)
+            .timeout(Duration::from_secs(120))
+            .build()
+            .map_err(|e| OrchestratorError::Invalid(format!("cannot make an HTTP client: {e}")))?;
+        let mut verified = Verified::default();
+        for (i, doc) in docs.iter().enumerate() {
+            let fail = |what: String| OrchestratorError::Verify {
+                port,
+                url_path: doc.url_path.clone(),
+                what,
+            };
+            if !doc.url_path.starts_with('/') {
+                return Err(fail("the path must start with '/'".to_string()));
+            }
+            let url = format!("http://127.0.0.1:{port}{}", doc.url_path);
+            let mut resp = client
+                .get(&url)
+                .send()
+                .await
+                .map_err(|e| fail(format!("request failed: {e}")))?;
+            if i == 0 {
+                verified.server_header = resp
+                    .headers()
+                    .get(reqwest::header::SERVER)
+                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            }
+            if resp.status() != reqwest::StatusCode::OK {
+                return Err(fail(format!(
+                    "status {} where 200 was expected",
+                    resp.status()
+                )));
+            }
+            let mut hasher = Sha256::new();
+            let mut length: u64 = 0;
+            while let Some(chunk) = resp
+                .chunk()
+                .await
+                .map_err(|e| fail(format!("reading the body failed after {length} bytes: {e}")))?
+            {
+                length += chunk.len() as u64;
+                if length > doc.length {
+                    return Err(fail(format!(
+                        "body is longer than the expected {} bytes",
+                        doc.length
+                    )));
+                }
+                hasher.update(&chunk);
+            }
+            if length != doc.length {
+                return Err(fail(format!(
+                    "body is {length} bytes where {} were expected",
+                    doc.length
+                )));
+            }
+            let got = hex::encode(hasher.finalize());
+            if !got.eq_ignore_ascii_case(&doc.sha256_hex) {
+                return Err(fail(format!(
+                    "SHA-256 is {got} where {} was expected (same length, different bytes)",
+                    doc.sha256_hex
+                )));
+            }
+        }
+        Ok(verified)
+    }
+}
