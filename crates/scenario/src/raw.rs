@@ -1,0 +1,133 @@
+//! The scenario file exactly as written: a serde schema that rejects unknown keys and wrong
+//! types, keeping the position of every value whose meaning is checked afterwards in
+//! `validate`. Nothing here has defaults applied; `scenarios/README.md` documents each key.
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use serde_spanned::Spanned;
+use std::fmt;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScenario {
+    /// Required. `[a-z0-9-]+`, used in result file names and container labels.
+    pub name: Spanned<String>,
+    /// Free text shown in reports.
+    pub description: Option<String>,
+    /// The reference post this scenario reproduces, e.g. `004_e68670c19e296475.txt`.
+    pub seed: Option<String>,
+    /// Repetitions of the whole comparison (>= 1, default 1); servers take turns each round.
+    pub runs: Option<Spanned<i64>>,
+    /// Which CPUs the servers and the load generator may use.
+    pub cpus: Option<Spanned<RawCpus>>,
+    /// Load defaults for every document.
+    pub load: Option<Spanned<RawLoad>>,
+    /// `[[server]]` tables, one per server under test.
+    #[serde(default)]
+    pub server: Vec<Spanned<RawServer>>,
+    /// `[[document]]` tables, one per URL measured.
+    #[serde(default)]
+    pub document: Vec<Spanned<RawDocument>>,
+}
+
+/// `[cpus]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCpus {
+    /// cpuset list for every server container (default `"1"`).
+    pub servers: Option<Spanned<String>>,
+    /// cpuset list for the load generator (default `"0"`); must not overlap `servers`.
+    pub loadgen: Option<Spanned<String>>,
+}
+
+/// `[load]` and `[document.load]`: ApacheBench's parameters.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLoad {
+    /// `-n`: total requests (>= 1). Exclusive with `duration`.
+    pub requests: Option<Spanned<i64>>,
+    /// `-c`: requests in flight at once (1..=10000, <= requests). Default 1, as ab.
+    pub concurrency: Option<Spanned<i64>>,
+    /// `-k`: reuse connections. Default false, as ab.
+    pub keep_alive: Option<bool>,
+    /// `"1.0"` (ab's request line, the default) or `"1.1"`.
+    pub http: Option<Spanned<String>>,
+    /// Per-request timeout, e.g. `"30s"` (default `"30s"`, as ab's `-s`).
+    pub timeout: Option<Spanned<String>>,
+    /// Load sent and discarded before measuring, e.g. `"2s"` (default `"0s"`).
+    pub warmup: Option<Spanned<String>>,
+    /// Measure for this long instead of a request count. Exclusive with `requests`.
+    pub duration: Option<Spanned<String>>,
+    /// Constant request rate in requests per second (open model); default: as fast as possible.
+    pub rate: Option<Spanned<f64>>,
+    /// `"GET"` (default) or `"HEAD"`.
+    pub method: Option<Spanned<String>>,
+}
+
+/// `[[server]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawServer {
+    /// Unique id, `[a-z0-9-]+`.
+    pub name: Spanned<String>,
+    /// nginx, apache, varnish, tornado, gatling or cherokee.
+    pub kind: Spanned<String>,
+    /// Container memory limit (default `"1g"`).
+    pub memory: Option<Spanned<RawSize>>,
+    /// Fixed port; default: a free port chosen at run time.
+    pub port: Option<Spanned<i64>>,
+    /// Varnish only, required there: the server Varnish forwards misses to.
+    pub backend: Option<Spanned<String>>,
+    /// Varnish only: malloc storage size (default `"256m"`); must exceed the largest document.
+    pub storage: Option<Spanned<RawSize>>,
+}
+
+/// `[[document]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawDocument {
+    /// Unique id, `[a-z0-9-]+`.
+    pub name: Spanned<String>,
+    /// URL path, starting with `/`.
+    pub path: Spanned<String>,
+    /// hello, html, png or blob. Exclusive with `file`.
+    pub generate: Option<Spanned<String>>,
+    /// Exact size in bytes for html, png and blob (a number, or `"100m"`).
+    pub size: Option<Spanned<RawSize>>,
+    /// A file to serve, relative to the scenario file. Exclusive with `generate`.
+    pub file: Option<Spanned<String>>,
+    /// Overrides of `[load]` for this document.
+    pub load: Option<Spanned<RawLoad>>,
+}
+
+/// A byte count written either as a TOML integer or as a string with a suffix.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum RawSize {
+    Number(i64),
+    Text(String),
+}
+
+impl<'de> Deserialize<'de> for RawSize {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SizeVisitor;
+        impl Visitor<'_> for SizeVisitor {
+            type Value = RawSize;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a size in bytes such as 468 or a string such as \"512m\"")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawSize, E> {
+                Ok(RawSize::Number(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawSize, E> {
+                i64::try_from(v)
+                    .map(RawSize::Number)
+                    .map_err(|_| E::custom("size is too large"))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawSize, E> {
+                Ok(RawSize::Text(v.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(SizeVisitor)
+    }
+}

@@ -1,0 +1,228 @@
+//! The small value languages a scenario uses — byte sizes (`"512m"`), durations (`"30s"`) and
+//! cpuset lists (`"0-1,3"`) — parsed strictly so that a typo is an error, not a surprise.
+
+use std::time::Duration;
+
+/// Parses a byte size: digits with an optional suffix `b`, `k`, `m`, `g` or `t`
+/// (case-insensitive, powers of 1024 as Docker reads `--memory`).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, suffix) = t.split_at(digits_end);
+    if digits.is_empty() {
+        return Err(format!(
+            "`{text}` is not a size (write bytes as a number, or with a suffix: \"512m\", \"1g\")"
+        ));
+    }
+    let shift = match suffix.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => {
+            return Err(format!(
+                "`{text}` has an unknown size suffix `{suffix}` (use b, k, m, g or t)"
+            ))
+        }
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1u64 << shift))
+        .ok_or_else(|| format!("`{text}` is too large (use a smaller size)"))
+}
+
+/// Parses a duration: a number (fraction allowed) followed by `us`, `ms`, `s`, `m` or `h`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let number_end = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(number_end);
+    let unit_nanos: u128 = match unit {
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "" => {
+            return Err(format!(
+                "`{text}` has no unit (write it as \"500ms\", \"30s\", \"2m\" or \"1h\")"
+            ))
+        }
+        _ => {
+            return Err(format!(
+                "`{text}` has an unknown unit `{unit}` (use us, ms, s, m or h)"
+            ))
+        }
+    };
+    let bad = || format!("`{text}` is not a duration (write it as \"500ms\", \"30s\" or \"1.5s\")");
+    let (whole, frac) = match number.split_once('.') {
+        Some((w, f)) => (w, f),
+        None => (number, ""),
+    };
+    if whole.is_empty() || frac.contains('.') || (number.contains('.') && frac.is_empty()) {
+        return Err(bad());
+    }
+    let whole: u128 = whole.parse().map_err(|_| bad())?;
+    // Exact decimal arithmetic: "0.1s" is exactly 100ms, not 99.999...ms.
+    let frac_digits = frac.len().min(18) as u32;
+    let frac_value: u128 = if frac_digits == 0 {
+        0
+    } else {
+        frac[..frac_digits as usize].parse().map_err(|_| bad())?
+    };
+    let nanos = whole
+        .checked_mul(unit_nanos)
+        .and_then(|w| w.checked_add(frac_value * unit_nanos / 10u128.pow(frac_digits)))
+        .filter(|n| *n <= u64::MAX as u128)
+        .ok_or_else(|| format!("`{text}` is too long (use a shorter duration)"))?;
+    Ok(Duration::from_nanos(nanos as u64))
+}
+
+/// Highest CPU number accepted; far above any real machine, low enough to catch typos.
+pub const MAX_CPU: usize = 4095;
+
+/// Parses a cpuset list as Docker's `--cpuset-cpus` takes it: `"1"`, `"0-3"`, `"0,2-3"`.
+/// Returns the CPUs sorted and without repeats.
+pub fn parse_cpuset(text: &str) -> Result<Vec<usize>, String> {
+    let bad = |why: &str| {
+        format!("`{text}` is not a cpuset list: {why} (write it as \"1\", \"0-1\" or \"0,2-3\")")
+    };
+    if text.trim().is_empty() {
+        return Err(bad("it is empty"));
+    }
+    let mut cpus = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        let number = |s: &str| -> Result<usize, String> {
+            let n: usize = s
+                .trim()
+                .parse()
+                .map_err(|_| bad(&format!("`{s}` is not a CPU number")))?;
+            if n > MAX_CPU {
+                return Err(bad(&format!("CPU {n} is beyond {MAX_CPU}")));
+            }
+            Ok(n)
+        };
+        match part.split_once('-') {
+            Some((lo, hi)) => {
+                let (lo, hi) = (number(lo)?, number(hi)?);
+                if lo > hi {
+                    return Err(bad(&format!("range {lo}-{hi} runs backwards")));
+                }
+                cpus.extend(lo..=hi);
+            }
+            None => cpus.push(number(part)?),
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// Formats CPUs back into the compact list Docker's `cpuset_cpus` expects: `[0,1,2,5]` → `"0-2,5"`.
+pub fn format_cpuset(cpus: &[usize]) -> String {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        let mut end = start;
+        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
+            i += 1;
+            end = sorted[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+/// Human form of a byte count for messages: exact bytes, plus the binary unit when round.
+pub(crate) fn describe_bytes(n: u64) -> String {
+    for (shift, unit) in [(30u32, "g"), (20, "m"), (10, "k")] {
+        if n >= 1 << shift && n % (1 << shift) == 0 {
+            return format!("{n} bytes ({}{unit})", n >> shift);
+        }
+    }
+    format!("{n} bytes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_use_binary_suffixes() {
+        assert_eq!(parse_size("468"), Ok(468));
+        assert_eq!(parse_size("100m"), Ok(104_857_600));
+        assert_eq!(parse_size("256M"), Ok(256 << 20));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert_eq!(parse_size("2k"), Ok(2048));
+        assert_eq!(parse_size("7b"), Ok(7));
+        assert!(parse_size("").is_err());
+        assert!(parse_size("m").is_err());
+        assert!(parse_size("12q")
+            .unwrap_err()
+            .contains("unknown size suffix `q`"));
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("99999999999999t")
+            .unwrap_err()
+            .contains("too large"));
+    }
+
+    #[test]
+    fn durations_are_exact() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("0.1s"), Ok(Duration::from_millis(100)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        assert!(parse_duration("30").unwrap_err().contains("no unit"));
+        assert!(parse_duration("30sec")
+            .unwrap_err()
+            .contains("unknown unit"));
+        assert!(parse_duration(".5s").is_err());
+        assert!(parse_duration("5.s").is_err());
+        assert!(parse_duration("1.2.3s").is_err());
+        assert!(parse_duration("s").is_err());
+    }
+
+    #[test]
+    fn cpusets_parse_and_format_round_trip() {
+        assert_eq!(parse_cpuset("1"), Ok(vec![1]));
+        assert_eq!(parse_cpuset("0-1,3"), Ok(vec![0, 1, 3]));
+        assert_eq!(parse_cpuset("3, 1,1"), Ok(vec![1, 3]));
+        assert!(parse_cpuset("").is_err());
+        assert!(parse_cpuset("2-1").unwrap_err().contains("runs backwards"));
+        assert!(parse_cpuset("a")
+            .unwrap_err()
+            .contains("`a` is not a CPU number"));
+        assert!(parse_cpuset("0,,1").is_err());
+        assert!(parse_cpuset("9999").is_err());
+        assert_eq!(format_cpuset(&[0, 1, 2, 5]), "0-2,5");
+        assert_eq!(format_cpuset(&[3, 1]), "1,3");
+        assert_eq!(format_cpuset(&[]), "");
+        for text in ["0", "0-3", "0,2-4,7"] {
+            assert_eq!(format_cpuset(&parse_cpuset(text).unwrap()), text);
+        }
+    }
+
+    #[test]
+    fn byte_descriptions_name_round_units() {
+        assert_eq!(describe_bytes(104_857_600), "104857600 bytes (100m)");
+        assert_eq!(describe_bytes(468), "468 bytes");
+        assert_eq!(describe_bytes(2048), "2048 bytes (2k)");
+    }
+}
