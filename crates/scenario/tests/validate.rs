@@ -1,0 +1,272 @@
+//! What a valid scenario becomes: defaults, overrides, dependency order, hashes.
+
+use scenario::{
+    parse_str, DocumentSource, GeneratorKind, ScenarioError, ServerKind, DEFAULT_MEMORY,
+    DEFAULT_TIMEOUT,
+};
+use std::path::Path;
+use std::time::Duration;
+
+const MINIMAL: &str = r#"
+name = "minimal"
+[load]
+requests = 10
+[[server]]
+name = "nginx"
+kind = "nginx"
+[[document]]
+name = "hello"
+path = "/"
+generate = "hello"
+"#;
+
+#[test]
+fn defaults_are_resolved_like_ab() {
+    let plan = parse_str(MINIMAL, Path::new("minimal.toml")).unwrap();
+    assert_eq!(plan.runs, 1);
+    assert_eq!(plan.description, "");
+    assert_eq!(plan.seed, None);
+    assert_eq!(plan.cpus.servers, [1]);
+    assert_eq!(plan.cpus.loadgen, [0]);
+    assert_eq!(plan.cpus.servers_cpuset(), "1");
+    let server = &plan.servers[0];
+    assert_eq!(server.memory, DEFAULT_MEMORY);
+    assert_eq!(
+        (server.port, &server.backend, server.storage),
+        (None, &None, None)
+    );
+    let doc = &plan.documents[0];
+    assert_eq!(doc.disk_path, Path::new("index.html"));
+    let load = &doc.load;
+    assert_eq!(load.requests, Some(10));
+    assert_eq!(load.duration, None);
+    assert_eq!(load.concurrency, 1);
+    assert!(!load.keep_alive && !load.http11 && !load.head);
+    assert_eq!(load.timeout, DEFAULT_TIMEOUT);
+    assert_eq!(load.warmup, Duration::ZERO);
+    assert_eq!(load.rate, None);
+}
+
+#[test]
+fn the_hash_is_sha256_of_the_source_bytes() {
+    let plan = parse_str(MINIMAL, Path::new("minimal.toml")).unwrap();
+    assert_eq!(plan.scenario_hash, scenario::sha256_hex(MINIMAL.as_bytes()));
+    assert_eq!(plan.scenario_hash.len(), 64);
+    let changed = MINIMAL.replace("requests = 10", "requests = 11");
+    let other = parse_str(&changed, Path::new("minimal.toml")).unwrap();
+    assert_ne!(plan.scenario_hash, other.scenario_hash);
+    // Known vector: SHA-256 of "abc".
+    assert_eq!(
+        scenario::sha256_hex(b"abc"),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+}
+
+#[test]
+fn documents_override_the_scenario_load_key_by_key() {
+    let src = r#"
+name = "overrides"
+[load]
+requests = 1000
+concurrency = 200
+keep_alive = true
+timeout = "5s"
+method = "HEAD"
+[[server]]
+name = "nginx"
+kind = "nginx"
+[[document]]
+name = "a"
+path = "/a.html"
+generate = "html"
+size = 468
+[[document]]
+name = "b"
+path = "/b.bin"
+generate = "blob"
+size = "1k"
+[document.load]
+duration = "1.5s"
+http = "1.1"
+rate = 5000
+warmup = "500ms"
+keep_alive = false
+"#;
+    let plan = parse_str(src, Path::new("o.toml")).unwrap();
+    let a = &plan.documents[0].load;
+    assert_eq!(
+        (a.requests, a.duration, a.concurrency),
+        (Some(1000), None, 200)
+    );
+    assert!(a.keep_alive && a.head && !a.http11);
+    assert_eq!(a.timeout, Duration::from_secs(5));
+    let b = &plan.documents[1];
+    assert_eq!(b.length, 1024);
+    let b = &b.load;
+    // A document's duration replaces the inherited request count.
+    assert_eq!(
+        (b.requests, b.duration),
+        (None, Some(Duration::from_millis(1500)))
+    );
+    assert_eq!(b.concurrency, 200);
+    assert!(!b.keep_alive && b.http11 && b.head);
+    assert_eq!(b.rate, Some(5000.0));
+    assert_eq!(b.warmup, Duration::from_millis(500));
+    assert_eq!(b.timeout, Duration::from_secs(5));
+}
+
+#[test]
+fn servers_come_in_dependency_order() {
+    let src = r#"
+name = "chain"
+[cpus]
+servers = "2-3"
+loadgen = "0,1"
+[load]
+requests = 10
+[[server]]
+name = "front"
+kind = "varnish"
+backend = "middle"
+[[server]]
+name = "apache"
+kind = "apache"
+port = 8081
+[[server]]
+name = "middle"
+kind = "varnish"
+backend = "nginx"
+storage = "64m"
+memory = "128m"
+[[server]]
+name = "nginx"
+kind = "nginx"
+[[document]]
+name = "hello"
+path = "/"
+generate = "hello"
+"#;
+    let plan = parse_str(src, Path::new("chain.toml")).unwrap();
+    let names: Vec<&str> = plan.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["nginx", "middle", "front", "apache"]);
+    for (i, s) in plan.servers.iter().enumerate() {
+        if let Some(b) = &s.backend {
+            assert!(b.index < i);
+            assert_eq!(plan.servers[b.index].name, b.name);
+        }
+    }
+    assert_eq!(plan.servers[1].storage, Some(64 << 20));
+    assert_eq!(plan.servers[1].memory, 128 << 20);
+    assert_eq!(
+        plan.servers[2].storage,
+        Some(scenario::DEFAULT_VARNISH_STORAGE)
+    );
+    assert_eq!(plan.servers[3].port, Some(8081));
+    assert_eq!(plan.cpus.servers, [2, 3]);
+    assert_eq!(plan.cpus.loadgen_cpuset(), "0-1");
+}
+
+#[test]
+fn huge_documents_with_many_requests_are_fine() {
+    let src = r#"
+name = "huge"
+[load]
+requests = 1000000000
+concurrency = 10000
+[[server]]
+name = "nginx"
+kind = "nginx"
+[[document]]
+name = "big"
+path = "/big"
+generate = "blob"
+size = "50g"
+"#;
+    let plan = parse_str(src, Path::new("huge.toml")).unwrap();
+    assert_eq!(plan.documents[0].length, 50 << 30);
+    assert_eq!(plan.documents[0].load.requests, Some(1_000_000_000));
+}
+
+#[test]
+fn file_documents_resolve_against_the_scenario_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("docs")).unwrap();
+    std::fs::write(dir.path().join("docs/page.txt"), b"twelve bytes").unwrap();
+    let path = dir.path().join("s.toml");
+    std::fs::write(
+        &path,
+        r#"name = "files"
+[load]
+requests = 5
+[[server]]
+name = "nginx"
+kind = "nginx"
+[[document]]
+name = "page"
+path = "/sub/page.txt"
+file = "docs/page.txt"
+"#,
+    )
+    .unwrap();
+    let plan = scenario::load_file(&path).unwrap();
+    let doc = &plan.documents[0];
+    assert_eq!(
+        doc.source,
+        DocumentSource::File(dir.path().join("docs/page.txt"))
+    );
+    assert_eq!(doc.length, 12);
+    assert_eq!(doc.disk_path, Path::new("sub/page.txt"));
+}
+
+#[test]
+fn an_unreadable_file_is_a_read_error_naming_it() {
+    let err = scenario::load_file(Path::new("no/such/scenario.toml")).unwrap_err();
+    assert!(matches!(err, ScenarioError::Read { .. }));
+    assert!(err.diagnostics().is_empty());
+    assert!(err
+        .to_string()
+        .starts_with("no/such/scenario.toml: error: cannot read the scenario file"));
+}
+
+#[test]
+fn invalid_utf8_is_positioned() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, b"name = \"ok\"\ndescription = \"caf\xe9\"\n").unwrap();
+    let err = scenario::load_file(&path).unwrap_err();
+    let d = &err.diagnostics()[0];
+    assert_eq!((d.line, d.column), (2, 19));
+    assert!(d.message.starts_with("the file is not valid UTF-8"));
+}
+
+#[test]
+fn all_semantic_errors_are_reported_together() {
+    let src = r#"
+name = "many"
+[load]
+requests = 0
+[[server]]
+name = "a"
+kind = "lighttpd"
+[[server]]
+name = "b"
+kind = "varnish"
+[[document]]
+name = "x"
+path = "x"
+generate = "png"
+size = 10
+"#;
+    let err = parse_str(src, Path::new("many.toml")).unwrap_err();
+    let lines: Vec<usize> = err.diagnostics().iter().map(|d| d.line).collect();
+    // requests, kind, varnish without backend, path, png size: in file order.
+    assert_eq!(lines, [4, 7, 8, 13, 15]);
+}
+
+#[test]
+fn generator_kind_and_server_kind_names_round_trip() {
+    for kind in ServerKind::ALL {
+        assert_eq!(kind.as_str().parse::<ServerKind>(), Ok(kind));
+    }
+    assert_eq!(GeneratorKind::Png.to_string(), "png");
+}
