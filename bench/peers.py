@@ -1,0 +1,902 @@
+#!/usr/bin/env python3
+"""Peer benchmark: `benchctl load` against wrk, ab and oha on the same native nginx.
+
+Starts the Debian nginx binary with its own temporary configuration (one worker, no access log,
+a 13-byte page) pinned to one CPU, then drives it from the other CPU with each load generator in
+turn, round by round, in two modes:
+
+  keep-alive   -c 100, each tool for --seconds
+  close        -c 300, a new connection per request (ab's default, HTTP/1.0)
+
+Per run it records the tool's own requests/s and the client's CPU time (user + sys from the
+child's rusage), and prints per mode the median over rounds with ratios to benchctl. A Markdown
+and a JSON copy go to bench/results/peers-latest.{md,json}.
+
+Usage:  python3 bench/peers.py [--rounds 3] [--seconds 5] [--tools benchctl,wrk,ab,oha]
+        (build first: cargo build --release -p benchctl; `just bench` does both)
+
+Only 127.0.0.1 is ever contacted; every run is bounded in requests or time and has a timeout.
+Python 3 standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import http.client
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_BENCHCTL = REPO / "target" / "release" / "benchctl"
+DEFAULT_OUT_DIR = REPO / "bench" / "results"
+NGINX = "/usr/sbin/nginx"
+BODY = b"Hello, World!"  # 13 bytes, as in the posts being reproduced
+
+TOOLS = ("benchctl", "wrk", "ab", "oha")
+MODES = ("keep-alive", "close")
+CONCURRENCY = {"keep-alive": 100, "close": 300}
+
+# Close mode fills the TIME_WAIT table; the local port range is 32768-60999 (28k ports).
+TIME_WAIT_LIMIT = 5000
+TIME_WAIT_MAX_WAIT_S = 90.0
+PORT_EXHAUSTION_PATTERNS = (
+    "Cannot assign requested address",
+    "EADDRNOTAVAIL",
+    "os error 99",
+    "AddrNotAvailable",
+)
+
+
+def log(msg: str) -> None:
+    print(f"[peers] {msg}", file=sys.stderr, flush=True)
+
+
+class Fatal(Exception):
+    """A problem that ends the benchmark with a clear message and exit status 2."""
+
+
+# ---------------------------------------------------------------------------------------------
+# nginx
+
+
+class Nginx:
+    """The Debian nginx binary with a throw-away prefix; never the system service."""
+
+    def __init__(self, cpu: int | None):
+        self.cpu = cpu
+        self.dir = Path(tempfile.mkdtemp(prefix="benchctl-peers-nginx-"))
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+
+    def start(self) -> None:
+        if not os.access(NGINX, os.X_OK):
+            raise Fatal(f"{NGINX} not found: apt-get install nginx (./x bench-deps does it)")
+        html = self.dir / "html"
+        html.mkdir()
+        (html / "index.html").write_bytes(BODY)
+        # As root nginx's worker runs as nobody, which must be able to read the page.
+        for p in (self.dir, html):
+            os.chmod(p, 0o755)
+        os.chmod(html / "index.html", 0o644)
+
+        for attempt in range(5):
+            self.port = free_port()
+            conf = self.dir / "nginx.conf"
+            conf.write_text(self._config(html))
+            cmd = pin(self.cpu) + [NGINX, "-p", str(self.dir), "-c", str(conf), "-e", str(self.dir / "error.log")]
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            if self._wait_ready(10.0):
+                return
+            err = self._stop_and_collect()
+            if "Address already in use" in err and attempt < 4:
+                continue  # someone took the port between our probe and nginx's bind
+            raise Fatal(f"nginx did not start on 127.0.0.1:{self.port}: {err.strip() or 'no output'}")
+
+    def _config(self, html: Path) -> str:
+        d = self.dir
+        return f"""# written by bench/peers.py for one benchmark run
+worker_processes 1;
+daemon off;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    keepalive_timeout 65;
+    default_type text/html;
+    client_body_temp_path {d}/client_body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    server {{
+        listen 127.0.0.1:{self.port} backlog=4096;
+        root {html};
+        index index.html;
+    }}
+}}
+"""
+
+    def _wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is None or self.proc.poll() is not None:
+                return False
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1.0)
+                conn.request("GET", "/")
+                resp = conn.getresponse()
+                body = resp.read()
+                conn.close()
+                if resp.status == 200 and body == BODY:
+                    return True
+                raise Fatal(f"nginx answered {resp.status} with {len(body)} bytes, expected 200 and {BODY!r}")
+            except (OSError, http.client.HTTPException):
+                time.sleep(0.05)
+        return False
+
+    def _stop_and_collect(self) -> str:
+        err = ""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.terminate()  # SIGTERM: nginx's fast shutdown
+                try:
+                    self.proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(5)
+            if self.proc.stderr is not None:
+                err = self.proc.stderr.read().decode(errors="replace")
+                self.proc.stderr.close()
+            self.proc = None
+        errlog = self.dir / "error.log"
+        if errlog.exists():
+            err += errlog.read_text(errors="replace")
+        return err
+
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def version(self) -> str:
+        out = subprocess.run([NGINX, "-v"], capture_output=True, text=True, timeout=10)
+        return (out.stderr or out.stdout).strip().removeprefix("nginx version: ")
+
+    def stop(self) -> None:
+        self._stop_and_collect()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pin(cpu: int | None) -> list[str]:
+    return ["taskset", "-c", str(cpu)] if cpu is not None else []
+
+
+# ---------------------------------------------------------------------------------------------
+# running one client
+
+
+@dataclass
+class RunResult:
+    tool: str
+    mode: str
+    round: int
+    ok: bool
+    requests_per_second: float | None = None
+    completed: int | None = None
+    failed: int | None = None
+    cpu_s: float | None = None  # client user + sys, from the child's rusage
+    wall_s: float | None = None
+    reported_cpu_s: float | None = None  # what benchctl says it used, for cross-checking
+    port_exhaustion: bool = False
+    error: str | None = None
+    command: list[str] = field(default_factory=list)
+
+    @property
+    def cpu_per_100k(self) -> float | None:
+        if self.cpu_s is None or not self.completed:
+            return None
+        return self.cpu_s / self.completed * 100_000
+
+
+def run_child(cmd: list[str], timeout: float) -> tuple[int, str, str, float, float, bool]:
+    """Run cmd to completion; return (status, stdout, stderr, cpu seconds, wall seconds, timed out).
+
+    The CPU time is the child's own rusage (os.wait4), so nothing else this script does counts.
+    Output goes to files, not pipes, so a chatty child can never block on a full pipe.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        timed_out = False
+        try:
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid != 0:
+                    break
+                if time.monotonic() - start > timeout:
+                    timed_out = True
+                    proc.kill()
+                    pid, status, usage = os.wait4(proc.pid, 0)
+                    break
+                time.sleep(0.02)
+        except BaseException:
+            # Ctrl-C or an error here: never leave the client running.
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            raise
+        proc.returncode = os.waitstatus_to_exitcode(status)  # keep Popen from waiting again
+        wall = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        return (
+            proc.returncode,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+            usage.ru_utime + usage.ru_stime,
+            wall,
+            timed_out,
+        )
+
+
+def number(pattern: str, text: str, cast=float):
+    m = re.search(pattern, text, re.MULTILINE)
+    return cast(m.group(1)) if m else None
+
+
+class Tool:
+    """How to call one load generator and read its answer."""
+
+    name = ""
+    binary = ""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def command(self, mode: str, url: str, cfg: "Config", round_no: int) -> list[str]:
+        raise NotImplementedError
+
+    def smoke_command(self, url: str) -> list[str]:
+        raise NotImplementedError
+
+    def parse(self, stdout: str, stderr: str, r: RunResult) -> None:
+        raise NotImplementedError
+
+    def version(self) -> str:
+        return ""
+
+
+class Benchctl(Tool):
+    name = "benchctl"
+
+    def command(self, mode, url, cfg, round_no):
+        c = CONCURRENCY[mode]
+        cmd = [self.path, "load", url, "-c", str(c)]
+        if mode == "keep-alive":
+            cmd += ["-k", "--duration", f"{cfg.seconds}s"]
+        else:
+            cmd += ["-n", str(cfg.close_requests)]
+        if cfg.client_cpu is not None:
+            cmd += ["--cpus", str(cfg.client_cpu)]
+        return cmd + ["--json"]
+
+    def smoke_command(self, url):
+        return [self.path, "load", url, "-n", "100", "-c", "2", "--json"]
+
+    def parse(self, stdout, stderr, r):
+        try:
+            data = json.loads(stdout)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"--json output is not JSON ({e}): {stdout[:200]!r}") from None
+        if not isinstance(data, dict) or "requests_per_second" not in data:
+            raise ValueError(f"--json output lacks requests_per_second: {stdout[:200]!r}")
+        r.requests_per_second = float(data["requests_per_second"])
+        r.completed = int(data["complete"]) if "complete" in data else None
+        r.failed = int(data["failed"]) if "failed" in data else None
+        if data.get("client_cpu_s") is not None:
+            r.reported_cpu_s = float(data["client_cpu_s"])
+
+    def version(self):
+        try:
+            out = subprocess.run([self.path, "--version"], capture_output=True, text=True, timeout=10)
+            return out.stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+
+
+class Wrk(Tool):
+    name = "wrk"
+
+    def command(self, mode, url, cfg, round_no):
+        c = CONCURRENCY[mode]
+        cmd = [self.path, "-t1", f"-c{c}", f"-d{cfg.seconds}s"]
+        if mode == "close":
+            cmd += ["-H", "Connection: close"]
+        return cmd + [url]
+
+    def smoke_command(self, url):
+        return [self.path, "-t1", "-c1", "-d1s", url]
+
+    def parse(self, stdout, stderr, r):
+        rate = number(r"^Requests/sec:\s+([\d.]+)", stdout)
+        if rate is None:
+            raise ValueError("no 'Requests/sec:' line in wrk's output")
+        r.requests_per_second = rate
+        r.completed = number(r"^\s*(\d+) requests in", stdout, int)
+        m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", stdout)
+        errors = sum(int(x) for x in m.groups()) if m else 0
+        non2xx = number(r"Non-2xx or 3xx responses: (\d+)", stdout, int) or 0
+        r.failed = errors + non2xx
+        if m and int(m.group(1)) > 0:
+            r.error = f"{m.group(1)} connect errors"
+
+    def version(self):
+        out = subprocess.run([self.path, "-v"], capture_output=True, text=True, timeout=10)
+        first = (out.stdout or out.stderr).splitlines()
+        return first[0].split(" Copyright")[0].strip() if first else ""
+
+
+class Ab(Tool):
+    name = "ab"
+
+    def command(self, mode, url, cfg, round_no):
+        c = CONCURRENCY[mode]
+        if mode == "keep-alive":
+            # ab has no duration flag: size -n from the rates seen so far to take ~--seconds.
+            n = cfg.ab_keepalive_requests(c)
+            return [self.path, "-q", "-k", "-c", str(c), "-n", str(n), url]
+        return [self.path, "-q", "-c", str(c), "-n", str(cfg.close_requests), url]
+
+    def smoke_command(self, url):
+        return [self.path, "-q", "-n", "100", "-c", "2", url]
+
+    def parse(self, stdout, stderr, r):
+        rate = number(r"^Requests per second:\s+([\d.]+)", stdout)
+        if rate is None:
+            raise ValueError("no 'Requests per second:' line in ab's output")
+        r.requests_per_second = rate
+        r.completed = number(r"^Complete requests:\s+(\d+)", stdout, int)
+        failed = number(r"^Failed requests:\s+(\d+)", stdout, int) or 0
+        non2xx = number(r"^Non-2xx responses:\s+(\d+)", stdout, int) or 0
+        r.failed = failed + non2xx
+
+    def version(self):
+        out = subprocess.run([self.path, "-V"], capture_output=True, text=True, timeout=10)
+        m = re.search(r"Version ([^\s,]+)", out.stdout)
+        return f"ApacheBench {m.group(1)}" if m else ""
+
+
+class Oha(Tool):
+    name = "oha"
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.extra: list[str] = []
+        try:
+            help_text = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            help_text = ""
+        # One runtime thread: the client has exactly one CPU, as wrk -t1 has.
+        if "--worker-threads" in help_text:
+            self.extra += ["--worker-threads", "1"]
+        self.json_flags = ["--output-format", "json"] if "--output-format" in help_text else ["-j"]
+
+    def command(self, mode, url, cfg, round_no):
+        c = CONCURRENCY[mode]
+        cmd = [self.path, "--no-tui", *self.json_flags, *self.extra, "-c", str(c), "-z", f"{cfg.seconds}s"]
+        if mode == "close":
+            cmd.append("--disable-keepalive")
+        return cmd + [url]
+
+    def smoke_command(self, url):
+        return [self.path, "--no-tui", *self.json_flags, "-n", "100", "-c", "2", url]
+
+    def parse(self, stdout, stderr, r):
+        try:
+            data = json.loads(stdout)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"oha's JSON output is not JSON ({e}): {stdout[:200]!r}") from None
+        summary = data.get("summary", {})
+        statuses = {int(k): int(v) for k, v in data.get("statusCodeDistribution", {}).items()}
+        errors = {k: int(v) for k, v in data.get("errorDistribution", {}).items()}
+        total_s = float(summary.get("total") or 0)
+        responses = sum(statuses.values())
+        # oha's own requestsPerSec counts the requests cut off at the deadline as well; count
+        # the answered ones, as wrk and ab do.
+        if total_s > 0:
+            r.requests_per_second = responses / total_s
+        else:
+            r.requests_per_second = float(summary["requestsPerSec"])
+        r.completed = responses
+        deadline = sum(v for k, v in errors.items() if "deadline" in k.lower())
+        non2xx = sum(v for k, v in statuses.items() if not 200 <= k < 300)
+        r.failed = sum(errors.values()) - deadline + non2xx
+        if any(any(p in k for p in PORT_EXHAUSTION_PATTERNS) for k in errors):
+            r.port_exhaustion = True
+        other = {k: v for k, v in errors.items() if "deadline" not in k.lower()}
+        if other:
+            r.error = "; ".join(f"{k}: {v}" for k, v in list(other.items())[:3])
+
+    def version(self):
+        out = subprocess.run([self.path, "--version"], capture_output=True, text=True, timeout=10)
+        return out.stdout.strip()
+
+
+TOOL_CLASSES = {"benchctl": Benchctl, "wrk": Wrk, "ab": Ab, "oha": Oha}
+
+
+# ---------------------------------------------------------------------------------------------
+# the benchmark
+
+
+@dataclass
+class Config:
+    rounds: int
+    seconds: int
+    close_requests: int
+    client_cpu: int | None
+    server_cpu: int | None
+    ab_default_rate: float = 60_000.0
+    rates_seen: dict[str, list[float]] = field(default_factory=dict)
+
+    def ab_keepalive_requests(self, concurrency: int) -> int:
+        """ab -n for ~--seconds of keep-alive: from ab's own earlier rate, else any tool's."""
+        rates = self.rates_seen.get("ab") or [x for t, v in self.rates_seen.items() for x in v]
+        rate = statistics.median(rates) if rates else self.ab_default_rate
+        n = int(rate * self.seconds)
+        return max(concurrency * 10, min(n, 2_000_000))
+
+    def timeout_for(self, tool: str, mode: str) -> float:
+        # Generous: duration-based runs take --seconds; -n runs depend on the tool's speed.
+        return 60.0 + 10.0 * self.seconds
+
+
+def time_wait_count() -> int:
+    """Sockets in TIME_WAIT (state 06), read from /proc like ss does."""
+    n = 0
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                next(f, None)
+                for line in f:
+                    parts = line.split(None, 4)
+                    if len(parts) > 3 and parts[3] == "06":
+                        n += 1
+        except OSError:
+            pass
+    return n
+
+
+def wait_for_time_wait(limit: int = TIME_WAIT_LIMIT, max_wait: float = TIME_WAIT_MAX_WAIT_S) -> tuple[int, float]:
+    start = time.monotonic()
+    n = time_wait_count()
+    if n >= limit:
+        log(f"{n} sockets in TIME_WAIT; waiting for fewer than {limit} (at most {max_wait:.0f}s)")
+    while n >= limit and time.monotonic() - start < max_wait:
+        time.sleep(1.0)
+        n = time_wait_count()
+    waited = time.monotonic() - start
+    if waited >= 1.0:
+        log(f"  after {waited:.0f}s: {n} in TIME_WAIT" + ("" if n < limit else " (going on anyway)"))
+    return n, waited
+
+
+def rotated(seq: list[str], k: int) -> list[str]:
+    if not seq:
+        return seq
+    k %= len(seq)
+    return seq[k:] + seq[:k]
+
+
+def run_one(tool: Tool, mode: str, url: str, cfg: Config, round_no: int) -> RunResult:
+    cmd = tool.command(mode, url, cfg, round_no)
+    full = pin(cfg.client_cpu) + cmd
+    r = RunResult(tool=tool.name, mode=mode, round=round_no, ok=False, command=cmd)
+    timeout = cfg.timeout_for(tool.name, mode)
+    status, out, err, cpu, wall, timed_out = run_child(full, timeout)
+    r.cpu_s, r.wall_s = cpu, wall
+    text = out + err
+    if any(p in text for p in PORT_EXHAUSTION_PATTERNS):
+        r.port_exhaustion = True
+    if timed_out:
+        r.error = f"killed after the {timeout:.0f}s timeout"
+        return r
+    if status != 0:
+        last = (err.strip() or out.strip()).splitlines()[-3:]
+        r.error = f"exit {status}: " + " | ".join(last) if last else f"exit {status}"
+        return r
+    try:
+        tool.parse(out, err, r)
+    except (ValueError, KeyError, TypeError) as e:
+        r.error = str(e)
+        return r
+    r.ok = r.requests_per_second is not None and r.requests_per_second > 0
+    if not r.ok and not r.error:
+        r.error = "no requests completed"
+    return r
+
+
+def smoke(tool: Tool, url: str, cfg: Config) -> str | None:
+    """A tiny run before the real ones; returns why the tool cannot take part, or None."""
+    try:
+        status, out, err, _, _, timed_out = run_child(tool.smoke_command(url), 30.0)
+    except OSError as e:
+        return str(e)
+    if timed_out:
+        return "a 100-request smoke run did not finish within 30s"
+    if status != 0:
+        last = (err.strip() or out.strip()).splitlines()[-2:]
+        return f"exit {status}: " + " | ".join(last)
+    probe = RunResult(tool=tool.name, mode="smoke", round=0, ok=False)
+    try:
+        tool.parse(out, err, probe)
+    except (ValueError, KeyError, TypeError) as e:
+        return str(e)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# summarising
+
+
+def median_or_none(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def summarise(results: list[RunResult], tools: list[str], skipped: dict[str, str], modes: list[str]) -> dict:
+    out: dict = {}
+    for mode in modes:
+        rows = []
+        for name in tools:
+            runs = [r for r in results if r.tool == name and r.mode == mode]
+            good = [r for r in runs if r.ok]
+            rates = [r.requests_per_second for r in good]
+            cpus = [r.cpu_per_100k for r in good if r.cpu_per_100k is not None]
+            rows.append(
+                {
+                    "tool": name,
+                    "skipped": skipped.get(name),
+                    "runs": len(runs),
+                    "ok_runs": len(good),
+                    "rps_median": median_or_none(rates),
+                    "rps_min": min(rates) if rates else None,
+                    "rps_max": max(rates) if rates else None,
+                    "cpu_per_100k_median": median_or_none(cpus),
+                    "failed_requests": sum(r.failed or 0 for r in good),
+                    "completed_requests": sum(r.completed or 0 for r in good),
+                    "port_exhaustion_runs": sum(1 for r in runs if r.port_exhaustion),
+                    "errors": sorted({r.error for r in runs if r.error}),
+                }
+            )
+        base = next((row for row in rows if row["tool"] == "benchctl" and row["rps_median"]), None)
+        for row in rows:
+            row["rps_ratio"] = row["rps_median"] / base["rps_median"] if base and row["rps_median"] else None
+            row["cpu_ratio"] = (
+                row["cpu_per_100k_median"] / base["cpu_per_100k_median"]
+                if base and row["cpu_per_100k_median"] and base["cpu_per_100k_median"]
+                else None
+            )
+        out[mode] = rows
+    return out
+
+
+def fmt_int(x: float | None) -> str:
+    return f"{x:,.0f}" if x is not None else "-"
+
+
+def fmt_f(x: float | None, digits: int = 2) -> str:
+    return f"{x:.{digits}f}" if x is not None else "-"
+
+
+def note_for(row: dict) -> str:
+    notes = []
+    if row["skipped"]:
+        notes.append(f"skipped: {row['skipped']}")
+    elif row["ok_runs"] < row["runs"]:
+        notes.append(f"{row['runs'] - row['ok_runs']} of {row['runs']} runs failed")
+    if row["failed_requests"]:
+        notes.append(f"{row['failed_requests']:,} failed requests")
+    if row["port_exhaustion_runs"]:
+        notes.append(f"port exhaustion in {row['port_exhaustion_runs']} run(s)")
+    if row["errors"] and not row["skipped"]:
+        notes.append("; ".join(row["errors"])[:160])
+    return "; ".join(notes)
+
+
+HEADERS = ["tool", "req/s (median)", "min-max", "CPU-s/100k req", "req/s vs benchctl", "CPU vs benchctl", "notes"]
+
+
+def table_rows(rows: list[dict]) -> list[list[str]]:
+    out = []
+    for row in rows:
+        rng = f"{fmt_int(row['rps_min'])}-{fmt_int(row['rps_max'])}" if row["rps_min"] is not None else "-"
+        out.append(
+            [
+                row["tool"],
+                fmt_int(row["rps_median"]),
+                rng,
+                fmt_f(row["cpu_per_100k_median"]),
+                fmt_f(row["rps_ratio"]),
+                fmt_f(row["cpu_ratio"]),
+                note_for(row),
+            ]
+        )
+    return out
+
+
+def mode_title(mode: str, cfg: Config) -> str:
+    c = CONCURRENCY[mode]
+    if mode == "keep-alive":
+        return f"keep-alive, -c {c}, {cfg.seconds} s per run (ab: -n sized to ~{cfg.seconds} s)"
+    return (
+        f"new connection per request, -c {c}, -n {cfg.close_requests:,} (benchctl, ab) / "
+        f"{cfg.seconds} s (wrk with Connection: close, oha --disable-keepalive)"
+    )
+
+
+def render_text(summary: dict, cfg: Config) -> str:
+    lines = []
+    for mode, rows in summary.items():
+        lines.append(f"== {mode_title(mode, cfg)}, {cfg.rounds} round(s)")
+        cells = [HEADERS] + table_rows(rows)
+        widths = [max(len(r[i]) for r in cells) for i in range(len(HEADERS) - 1)]
+        for r in cells:
+            left = "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+            lines.append(f"{left}  {r[-1]}".rstrip())
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
+    lines = [
+        "# Peer benchmark: benchctl load against wrk, ab and oha",
+        "",
+        f"Measured {meta['date']} with:",
+        "",
+        "```",
+        meta["reproduce"],
+        "```",
+        "",
+        f"- server: {meta['nginx']} (native, 1 worker, 13-byte page, access log off), "
+        f"CPU {meta['server_cpu']}; clients on CPU {meta['client_cpu']}",
+        f"- host: {meta['cpu_model']}, {meta['cores']} cores, Linux {meta['kernel']}",
+        "- tools: " + ", ".join(f"{k} `{v}`" for k, v in meta["versions"].items() if v),
+        f"- {cfg.rounds} round(s), tools interleaved and their order rotated each round; "
+        "figures are medians over rounds",
+        "- CPU-s/100k req: the client's user + system CPU time (from its rusage) per 100,000 "
+        "completed requests; lower is better",
+        "",
+    ]
+    for mode, rows in summary.items():
+        lines += [f"## {mode_title(mode, cfg)}", ""]
+        lines.append("| " + " | ".join(HEADERS) + " |")
+        lines.append("|" + "|".join(["---"] + ["---:"] * (len(HEADERS) - 2) + ["---"]) + "|")
+        for r in table_rows(rows):
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def host_facts() -> dict:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu_model": model or platform.processor(), "cores": os.cpu_count(), "kernel": platform.release()}
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description="Compare benchctl load with wrk, ab and oha against a native nginx on 127.0.0.1."
+    )
+    p.add_argument("--rounds", type=int, default=3, help="rounds per mode (default 3)")
+    p.add_argument("--seconds", type=int, default=5, help="seconds per duration-based run (default 5)")
+    p.add_argument(
+        "--close-requests",
+        type=int,
+        default=None,
+        help="-n for benchctl and ab in close mode (default 20000 per --seconds: 100000 at 5 s)",
+    )
+    p.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
+    p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
+    p.add_argument("--benchctl", default=str(DEFAULT_BENCHCTL), help="benchctl binary (default target/release/benchctl)")
+    p.add_argument("--client-cpu", type=int, default=0, help="CPU for the load generators (default 0)")
+    p.add_argument("--server-cpu", type=int, default=1, help="CPU for nginx (default 1)")
+    p.add_argument("--out-dir", default=str(DEFAULT_OUT_DIR), help="where peers-latest.{md,json} go")
+    p.add_argument("--no-write", action="store_true", help="print the tables only, write no files")
+    a = p.parse_args(argv)
+    if a.rounds < 1 or a.seconds < 1:
+        p.error("--rounds and --seconds must be at least 1")
+    if a.close_requests is None:
+        a.close_requests = 20_000 * a.seconds
+    if a.close_requests < CONCURRENCY["close"]:
+        p.error(f"--close-requests must be at least {CONCURRENCY['close']}")
+    a.tools = [t.strip() for t in a.tools.split(",") if t.strip()]
+    a.modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    for t in a.tools:
+        if t not in TOOLS:
+            p.error(f"unknown tool {t!r} (known: {', '.join(TOOLS)})")
+    for m in a.modes:
+        if m not in MODES:
+            p.error(f"unknown mode {m!r} (known: {', '.join(MODES)})")
+    return a
+
+
+def find_tools(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, str]]:
+    tools: dict[str, Tool] = {}
+    skipped: dict[str, str] = {}
+    for name in args.tools:
+        if name == "benchctl":
+            path = args.benchctl
+            if not os.access(path, os.X_OK):
+                raise Fatal(f"{path} is missing: build it first with `cargo build --release -p benchctl`")
+        else:
+            path = shutil.which(name) or ""
+            if not path and name == "oha":
+                cargo_bin = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo")) / "bin" / "oha"
+                path = str(cargo_bin) if os.access(cargo_bin, os.X_OK) else ""
+            if not path:
+                hint = "cargo install oha --locked" if name == "oha" else "./x bench-deps"
+                skipped[name] = f"not installed ({hint})"
+                log(f"{name}: not installed, skipped")
+                continue
+        tools[name] = TOOL_CLASSES[name](path)
+    return tools, skipped
+
+
+def choose_cpus(args: argparse.Namespace) -> tuple[int | None, int | None]:
+    if shutil.which("taskset") is None:
+        log("taskset not found (util-linux): running unpinned")
+        return None, None
+    allowed = os.sched_getaffinity(0)
+    if args.client_cpu == args.server_cpu or not {args.client_cpu, args.server_cpu} <= allowed:
+        log(f"CPUs {args.client_cpu} and {args.server_cpu} are not two distinct usable CPUs "
+            f"(allowed: {sorted(allowed)}): running unpinned, figures are less comparable")
+        return None, None
+    return args.client_cpu, args.server_cpu
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    client_cpu, server_cpu = choose_cpus(args)
+    cfg = Config(
+        rounds=args.rounds,
+        seconds=args.seconds,
+        close_requests=args.close_requests,
+        client_cpu=client_cpu,
+        server_cpu=server_cpu,
+    )
+    tools, skipped = find_tools(args)
+
+    # SIGTERM takes the same path as Ctrl-C, so nginx is always stopped.
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+
+    nginx = Nginx(server_cpu)
+    results: list[RunResult] = []
+    try:
+        nginx.start()
+        url = nginx.url()
+        log(f"nginx ({nginx.version()}) on {url}, CPU {server_cpu}; clients on CPU {client_cpu}")
+
+        for name, tool in list(tools.items()):
+            why = smoke(tool, url, cfg)
+            if why:
+                log(f"{name}: smoke run failed, skipped: {why}")
+                skipped[name] = f"smoke run failed: {why}"
+                del tools[name]
+
+        order = [t for t in args.tools if t in tools]
+        total = cfg.rounds * len(args.modes) * len(order)
+        done = 0
+        for rnd in range(cfg.rounds):
+            for mode in args.modes:
+                for name in rotated(order, rnd):
+                    if mode == "close":
+                        wait_for_time_wait()
+                    else:
+                        time.sleep(0.5)
+                    done += 1
+                    r = run_one(tools[name], mode, url, cfg, rnd + 1)
+                    results.append(r)
+                    if r.ok:
+                        if mode == "keep-alive":
+                            cfg.rates_seen.setdefault(name, []).append(r.requests_per_second)
+                        log(
+                            f"[{done}/{total}] round {rnd + 1} {mode:10} {name:8} "
+                            f"{r.requests_per_second:>10,.0f} req/s  cpu {r.cpu_s:.2f}s"
+                            + (f"  failed {r.failed}" if r.failed else "")
+                            + ("  PORT EXHAUSTION" if r.port_exhaustion else "")
+                        )
+                    else:
+                        log(f"[{done}/{total}] round {rnd + 1} {mode:10} {name:8} FAILED: {r.error}")
+        nginx_version = nginx.version()
+    except KeyboardInterrupt:
+        log("interrupted; nginx stopped, nothing written")
+        return 130
+    finally:
+        nginx.stop()
+
+    # Keep the table in the order asked for, skipped tools included.
+    summary = summarise(results, args.tools, skipped, args.modes)
+    print(render_text(summary, cfg))
+
+    if not args.no_write:
+        versions = {name: tool.version() for name, tool in tools.items()}
+        reproduce = "python3 bench/peers.py " + " ".join(argv) if argv else "just bench   # or: python3 bench/peers.py"
+        meta = {
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "reproduce": reproduce.strip(),
+            "nginx": nginx_version,
+            "server_cpu": server_cpu,
+            "client_cpu": client_cpu,
+            "versions": versions,
+            **host_facts(),
+        }
+        out_dir = Path(args.out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        md = out_dir / "peers-latest.md"
+        js = out_dir / "peers-latest.json"
+        write_atomic(md, render_markdown(summary, cfg, meta))
+        payload = {
+            "meta": meta,
+            "config": {k: v for k, v in asdict(cfg).items() if k != "rates_seen"},
+            "summary": summary,
+            "runs": [{**asdict(r), "cpu_per_100k": r.cpu_per_100k} for r in results],
+        }
+        write_atomic(js, json.dumps(payload, indent=2) + "\n")
+        log(f"wrote {rel(md)} and {rel(js)}")
+
+    return 0
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def rel(p: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(REPO))
+    except ValueError:
+        return str(p)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except Fatal as e:
+        print(f"peers: error: {e}", file=sys.stderr)
+        sys.exit(2)
