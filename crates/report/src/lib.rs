@@ -1,1 +1,28 @@
-//! report (see DESIGN.md).
+//! benchctl's results model and everything computed from it: the versioned results record
+//! written after each load, statistics across repetitions, comparison of a run against a
+//! baseline, Bencher (BMF) export, and reports rendered from tera templates.
+//!
+//! It reads [`loadgen::json::LoadReport`]s and knows nothing of Docker or sockets, so every
+//! report and verdict can be recomputed exactly from a stored file.
+//!
+//! The CLI's path through it: [`RunRecord::write_atomic`] during a run;
+//! [`RunRecord::load`] then [`render()`] for `benchctl report`; [`RunRecord::load`] twice then
+//! [`compare()`], [`render_comparison`] and [`Comparison::has_regression`] for
+//! `benchctl compare`; [`bmf::to_bmf_json`] for the Bencher export.
+
+pub mod bmf;
+pub mod charts;
+pub mod compare;
+pub mod error;
+pub mod record;
+pub mod render;
+pub mod stats;
+
+pub use compare::{compare, Comparison, Verdict, DEFAULT_THRESHOLD};
+pub use error::ReportError;
+pub use record::{
+    HostFacts, LoadRecord, RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus,
+    Usage, SCHEMA_VERSION,
+};
+pub use render::{render, render_comparison, Format, Renderer};
+pub use stats::{summarize, GroupStats, Metric, Summary};

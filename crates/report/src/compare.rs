@@ -1,0 +1,256 @@
+//! Holding a run against a baseline run: per server, document and metric a verdict of better,
+//! same or worse, and whether any of it is a regression the nightly job must fail on.
+//!
+//! A metric is **worse** when its median moved in the bad direction by more than the threshold
+//! (5% by default) **and** the move is statistically significant across the rounds: Welch's
+//! two-sample t-test, p < 0.05. Welch rather than Mann–Whitney U (benchstat's choice) because
+//! with the 3 rounds a nightly job affords per side, Mann–Whitney's smallest possible two-sided
+//! p-value is 2/20 = 0.1, so it could never report a regression; Welch's test does not assume
+//! equal variances, which two runs on different days do not have. A move beyond the threshold
+//! that is not significant is **same** (within noise). With a single round on either side no
+//! test is possible: the threshold alone decides, and the verdict says so.
+
+use crate::record::RunRecord;
+use crate::stats::{self, GroupStats, Metric, Summary};
+use serde::Serialize;
+
+/// The threshold the CLI uses when none is given: 5%.
+pub const DEFAULT_THRESHOLD: f64 = 0.05;
+/// Significance level of the test.
+pub const ALPHA: f64 = 0.05;
+
+/// How the current run compares with the baseline on one metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Better,
+    Same,
+    Worse,
+}
+
+impl Verdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Better => "better",
+            Verdict::Same => "same",
+            Verdict::Worse => "worse",
+        }
+    }
+}
+
+/// One metric of one (server, document) in both runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricComparison {
+    pub metric: Metric,
+    pub baseline: Summary,
+    pub current: Summary,
+    /// (current − baseline) / baseline of the medians; infinite when the baseline is 0 and the
+    /// current is not.
+    pub change: f64,
+    /// Welch's two-sided p-value; `None` when a side has a single round.
+    pub p_value: Option<f64>,
+    pub verdict: Verdict,
+    /// Why the verdict is what it is, when the numbers alone do not say ("within noise",
+    /// "1 run: not tested for significance").
+    pub note: Option<String>,
+}
+
+/// All metrics of one server serving one document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupComparison {
+    pub server: String,
+    pub document: String,
+    pub metrics: Vec<MetricComparison>,
+}
+
+/// A whole comparison, in the current run's order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub baseline_run_id: String,
+    pub current_run_id: String,
+    /// Relative threshold, e.g. 0.05.
+    pub threshold: f64,
+    /// The scenarios' hashes differ: the two runs did not measure the same thing.
+    pub scenario_changed: bool,
+    pub groups: Vec<GroupComparison>,
+    /// (server, document) measured in the baseline but not now: a server that no longer starts
+    /// shows up here.
+    pub missing_in_current: Vec<(String, String)>,
+    /// (server, document) measured now but not in the baseline.
+    pub new_in_current: Vec<(String, String)>,
+}
+
+impl Comparison {
+    /// Any metric worse beyond the threshold (and significant, where testable).
+    pub fn has_regression(&self) -> bool {
+        self.regressions().next().is_some()
+    }
+
+    /// Every worse metric, with its group.
+    pub fn regressions(&self) -> impl Iterator<Item = (&GroupComparison, &MetricComparison)> {
+        self.groups.iter().flat_map(|g| {
+            g.metrics
+                .iter()
+                .filter(|m| m.verdict == Verdict::Worse)
+                .map(move |m| (g, m))
+        })
+    }
+}
+
+/// Compares `current` with `baseline`, metric by metric, for every (server, document) both
+/// measured. `threshold` is relative (0.05 for 5%).
+pub fn compare(baseline: &RunRecord, current: &RunRecord, threshold: f64) -> Comparison {
+    let base = stats::summarize(baseline);
+    let cur = stats::summarize(current);
+    let key = |g: &GroupStats| (g.server.clone(), g.document.clone());
+    let find = |set: &[GroupStats], k: &(String, String)| {
+        set.iter().find(|g| g.server == k.0 && g.document == k.1).cloned()
+    };
+
+    let mut groups = Vec::new();
+    let mut new_in_current = Vec::new();
+    for c in &cur {
+        let k = key(c);
+        let Some(b) = find(&base, &k) else {
+            new_in_current.push(k);
+            continue;
+        };
+        let metrics = Metric::ALL
+            .iter()
+            .filter_map(|&m| Some(compare_metric(m, b.get(m)?, c.get(m)?, threshold)))
+            .collect();
+        groups.push(GroupComparison {
+            server: k.0,
+            document: k.1,
+            metrics,
+        });
+    }
+    let missing_in_current = base
+        .iter()
+        .map(key)
+        .filter(|k| find(&cur, k).is_none())
+        .collect();
+
+    Comparison {
+        baseline_run_id: baseline.run_id.clone(),
+        current_run_id: current.run_id.clone(),
+        threshold,
+        scenario_changed: baseline.scenario.sha256 != current.scenario.sha256,
+        groups,
+        missing_in_current,
+        new_in_current,
+    }
+}
+
+/// The verdict on one metric.
+pub fn compare_metric(
+    metric: Metric,
+    baseline: &Summary,
+    current: &Summary,
+    threshold: f64,
+) -> MetricComparison {
+    let change = relative_change(baseline.median, current.median);
+    // Positive when the move is for the better.
+    let goodness = if metric.higher_is_better() {
+        change
+    } else {
+        -change
+    };
+    let p_value = stats::welch_t_test(&baseline.values, &current.values);
+    let beyond = goodness.abs() > threshold;
+    let direction = if goodness > 0.0 {
+        Verdict::Better
+    } else {
+        Verdict::Worse
+    };
+    let (verdict, note) = match (beyond, p_value) {
+        (false, None) => (
+            Verdict::Same,
+            Some("1 run: not tested for significance".to_string()),
+        ),
+        (false, Some(_)) => (Verdict::Same, None),
+        (true, Some(p)) if p < ALPHA => (direction, None),
+        (true, Some(p)) => (
+            Verdict::Same,
+            Some(format!("within noise (p = {p:.2})")),
+        ),
+        (true, None) => (
+            direction,
+            Some("1 run: not tested for significance".to_string()),
+        ),
+    };
+    MetricComparison {
+        metric,
+        baseline: baseline.clone(),
+        current: current.clone(),
+        change,
+        p_value,
+        verdict,
+        note,
+    }
+}
+
+fn relative_change(base: f64, cur: f64) -> f64 {
+    if base == cur {
+        0.0
+    } else if base == 0.0 {
+        if cur > 0.0 {
+            f64::INFINITY
+        } else {
+            f64::NEG_INFINITY
+        }
+    } else {
+        (cur - base) / base.abs()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[f64]) -> Summary {
+        Summary::of(v)
+    }
+
+    #[test]
+    fn direction_of_goodness() {
+        let base = s(&[100.0, 101.0, 99.0]);
+        let up = s(&[130.0, 131.0, 129.0]);
+        let rps = compare_metric(Metric::RequestsPerSecond, &base, &up, 0.05);
+        assert_eq!(rps.verdict, Verdict::Better);
+        let lat = compare_metric(Metric::MeanLatencyMs, &base, &up, 0.05);
+        assert_eq!(lat.verdict, Verdict::Worse);
+        assert!((lat.change - 0.30).abs() < 1e-12);
+    }
+
+    #[test]
+    fn beyond_threshold_but_noisy_is_same() {
+        let base = s(&[100.0, 140.0, 60.0]);
+        let cur = s(&[90.0, 130.0, 50.0]);
+        let c = compare_metric(Metric::RequestsPerSecond, &base, &cur, 0.05);
+        assert_eq!(c.verdict, Verdict::Same);
+        assert!(c.note.as_deref().unwrap().starts_with("within noise"));
+    }
+
+    #[test]
+    fn single_run_uses_threshold_alone() {
+        let c = compare_metric(Metric::RequestsPerSecond, &s(&[100.0]), &s(&[80.0]), 0.05);
+        assert_eq!(c.verdict, Verdict::Worse);
+        assert_eq!(c.p_value, None);
+        assert_eq!(
+            c.note.as_deref(),
+            Some("1 run: not tested for significance")
+        );
+        let c = compare_metric(Metric::RequestsPerSecond, &s(&[100.0]), &s(&[97.0]), 0.05);
+        assert_eq!(c.verdict, Verdict::Same);
+    }
+
+    #[test]
+    fn failures_from_zero_are_worse() {
+        let c = compare_metric(Metric::Failures, &s(&[0.0]), &s(&[3.0]), 0.05);
+        assert_eq!(c.verdict, Verdict::Worse);
+        assert!(c.change.is_infinite());
+        let c = compare_metric(Metric::Failures, &s(&[0.0, 0.0]), &s(&[0.0, 0.0]), 0.05);
+        assert_eq!(c.verdict, Verdict::Same);
+    }
+}

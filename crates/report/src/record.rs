@@ -1,0 +1,434 @@
+//! The results record: one versioned JSON document per run, holding everything a later report or
+//! comparison needs (the scenario text and hash, host facts, each server's identity, and per
+//! document and round the load generator's full [`LoadReport`] with its histograms), so nothing
+//! has to be re-measured to re-render or re-compare a run.
+//!
+//! The CLI rewrites the file after each server and round with [`RunRecord::write_atomic`]: a
+//! reader sees either the previous complete document or the new one, never a torn write, and a
+//! crash later in the run loses only the load in flight.
+
+use crate::error::ReportError;
+use loadgen::json::{LoadReport, LOAD_REPORT_VERSION};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::io::Write as _;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Layout version of [`RunRecord`]; bumped on any change an older reader would misread.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything one `benchctl run` produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRecord {
+    /// Always [`SCHEMA_VERSION`] when written by this crate.
+    pub schema_version: u32,
+    /// The benchctl that wrote the record (`CARGO_PKG_VERSION` of the binary).
+    pub benchctl_version: String,
+    /// Unique per run; also the label on the run's containers.
+    pub run_id: String,
+    /// RFC 3339, UTC, whole seconds.
+    pub started_at: String,
+    /// RFC 3339, UTC; absent while the run is still going (or when its writer died).
+    pub finished_at: Option<String>,
+    pub status: RunStatus,
+    pub scenario: ScenarioRecord,
+    pub host: HostFacts,
+    /// In scenario order; the first one is the reference that ratios are taken against.
+    pub servers: Vec<ServerRecord>,
+    /// In the order they were measured: round by round, servers interleaved within a round.
+    pub loads: Vec<LoadRecord>,
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case", deny_unknown_fields)]
+pub enum RunStatus {
+    /// Still going: a record left in this state by a killed process is partial.
+    Running,
+    /// Every planned load ran.
+    Complete,
+    /// Stopped on request (Ctrl-C, a signal); the loads recorded are valid but not all ran.
+    Interrupted { reason: String },
+    /// Stopped by an error; the loads recorded before it are valid.
+    Failed { reason: String },
+}
+
+impl RunStatus {
+    /// The word reports print ("complete", "interrupted"...).
+    pub fn label(&self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted { .. } => "interrupted",
+            RunStatus::Failed { .. } => "failed",
+        }
+    }
+
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            RunStatus::Interrupted { reason } | RunStatus::Failed { reason } => Some(reason),
+            _ => None,
+        }
+    }
+}
+
+/// The scenario as it was when the run started: its text is kept so the run can be repeated
+/// even after the file changed, and its hash tells at a glance whether two runs ran the same.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioRecord {
+    pub name: String,
+    /// As given on the command line.
+    pub path: String,
+    /// SHA-256 of `source`, lowercase hex.
+    pub sha256: String,
+    /// The TOML text.
+    pub source: String,
+}
+
+impl ScenarioRecord {
+    /// Records a scenario, hashing its text.
+    pub fn new(name: impl Into<String>, path: impl Into<String>, source: impl Into<String>) -> Self {
+        let source = source.into();
+        let sha256 = hex::encode(Sha256::digest(source.as_bytes()));
+        ScenarioRecord {
+            name: name.into(),
+            path: path.into(),
+            sha256,
+            source,
+        }
+    }
+}
+
+/// The machine the run was measured on: numbers from different hosts are not comparable, and
+/// these facts are what a reader checks first when two runs disagree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostFacts {
+    pub cpu_model: String,
+    /// Logical CPUs online.
+    pub cores: u32,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// The Docker Engine's version, when one was asked.
+    pub docker_version: Option<String>,
+}
+
+impl HostFacts {
+    /// Reads the CPU model, core count and kernel release from /proc. Facts that cannot be read
+    /// are recorded as "unknown" rather than failing a run over a report detail. The Docker
+    /// version is left for the caller, who has the Docker connection.
+    pub fn collect() -> HostFacts {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let (cpu_model, processors) = parse_cpuinfo(&cpuinfo);
+        let cores = if processors > 0 {
+            processors
+        } else {
+            std::thread::available_parallelism().map_or(0, |n| n.get() as u32)
+        };
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "unknown".to_string());
+        HostFacts {
+            cpu_model,
+            cores,
+            kernel,
+            docker_version: None,
+        }
+    }
+}
+
+/// The CPU model and the number of `processor` entries of a /proc/cpuinfo text. x86 names the
+/// model "model name"; some ARM kernels only give "Hardware" or "Processor".
+fn parse_cpuinfo(text: &str) -> (String, u32) {
+    let mut model = None;
+    let mut fallback = None;
+    let mut processors = 0;
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let (key, value) = (key.trim(), value.trim());
+        match key {
+            "processor" => processors += 1,
+            "model name" if model.is_none() && !value.is_empty() => {
+                model = Some(value.to_string())
+            }
+            "Hardware" | "Processor" | "cpu model" if fallback.is_none() && !value.is_empty() => {
+                fallback = Some(value.to_string())
+            }
+            _ => {}
+        }
+    }
+    let model = model
+        .or(fallback)
+        .unwrap_or_else(|| "unknown".to_string());
+    (model, processors)
+}
+
+/// One server of the scenario and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerRecord {
+    /// The scenario's name for it ("nginx", "apache-php").
+    pub name: String,
+    /// What software it is ("nginx", "apache", "varnish"...).
+    pub kind: String,
+    pub image_tag: String,
+    /// The Docker image id (`sha256:...`), when the image was built.
+    pub image_id: Option<String>,
+    /// The `Server` header it answered with, taken as its version; absent when it sent none.
+    pub server_header: Option<String>,
+    pub status: ServerStatus,
+}
+
+/// Whether a server could be measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ServerStatus {
+    /// Started and verified; `ready_s` is how long it took to answer correctly, seconds.
+    Available { ready_s: f64 },
+    /// Could not be built, started or verified: reports list it with the reason.
+    Unavailable { reason: String },
+}
+
+// `ready_s` is a float, but never NaN in practice; reports compare records as wholes.
+impl Eq for ServerStatus {}
+
+/// One load: one server, one document, one round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadRecord {
+    /// [`ServerRecord::name`].
+    pub server: String,
+    /// The scenario's name for the document ("hello", "robots.txt").
+    pub document: String,
+    /// The path requested.
+    pub url_path: String,
+    /// 0-based repetition.
+    pub round: u32,
+    pub load: LoadReport,
+    /// The server container's resource use while this load ran, when Docker reported it.
+    pub server_usage: Option<Usage>,
+    /// The load generator used about a full core per thread: the numbers may measure the
+    /// client rather than the server.
+    pub client_bound: bool,
+}
+
+/// A container's resource use over one load.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    /// CPU seconds (user + system) the container used.
+    pub cpu_s: f64,
+    /// Highest memory use seen, bytes.
+    pub peak_memory_bytes: u64,
+}
+
+impl RunRecord {
+    /// Writes the record to `path` so that a reader never sees a partial file: the JSON goes to
+    /// a temporary file in the same directory, is flushed to disk, then renamed over `path`.
+    pub fn write_atomic(&self, path: &Path) -> Result<(), ReportError> {
+        let write_err = |source| ReportError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut json = serde_json::to_vec_pretty(self).map_err(ReportError::Serialize)?;
+        json.push(b'\n');
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".benchctl-results-")
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .map_err(write_err)?;
+        tmp.write_all(&json).map_err(write_err)?;
+        tmp.as_file().sync_all().map_err(write_err)?;
+        tmp.persist(path).map_err(|e| write_err(e.error))?;
+        // The rename itself is durable only once the directory entry is on disk.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+
+    /// Reads a results file, telling apart a file that is not JSON, JSON that is not a results
+    /// file, and a results file newer than this reader.
+    pub fn load(path: &Path) -> Result<RunRecord, ReportError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        RunRecord::from_json(&text, path)
+    }
+
+    /// [`RunRecord::load`] on text already read; `path` only names it in errors.
+    pub fn from_json(text: &str, path: &Path) -> Result<RunRecord, ReportError> {
+        let not_record = |detail: String| ReportError::NotARunRecord {
+            path: path.to_path_buf(),
+            detail,
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| ReportError::NotJson {
+                path: path.to_path_buf(),
+                line: e.line(),
+                column: e.column(),
+                message: strip_position(&e.to_string()),
+            })?;
+        let obj = value.as_object().ok_or_else(|| {
+            not_record(format!(
+                "the top level is {}, not an object",
+                json_kind(&value)
+            ))
+        })?;
+        let version = match obj.get("schema_version") {
+            None => {
+                return Err(not_record(
+                    "it has no \"schema_version\" field".to_string(),
+                ))
+            }
+            Some(v) => v.as_u64().ok_or_else(|| {
+                not_record(format!(
+                    "\"schema_version\" is {}, not a whole number",
+                    json_kind(v)
+                ))
+            })?,
+        };
+        if version > u64::from(SCHEMA_VERSION) {
+            return Err(ReportError::NewerVersion {
+                path: path.to_path_buf(),
+                what: "schema",
+                found: version,
+                supported: u64::from(SCHEMA_VERSION),
+            });
+        }
+        // Checked before the full parse so a newer load layout is reported as such, not as a
+        // confusing missing or unknown field deep inside a load.
+        if let Some(loads) = obj.get("loads").and_then(|l| l.as_array()) {
+            for l in loads {
+                if let Some(v) = l.pointer("/load/version").and_then(|v| v.as_u64()) {
+                    if v > u64::from(LOAD_REPORT_VERSION) {
+                        return Err(ReportError::NewerVersion {
+                            path: path.to_path_buf(),
+                            what: "load report",
+                            found: v,
+                            supported: u64::from(LOAD_REPORT_VERSION),
+                        });
+                    }
+                }
+            }
+        }
+        // Parsed again from the text rather than from `value` so the error keeps its position.
+        serde_json::from_str(text).map_err(|e| not_record(e.to_string()))
+    }
+}
+
+/// serde_json appends " at line L column C" to its messages; the error prints them apart.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// `t` as RFC 3339 in UTC with whole seconds ("2024-05-01T12:00:00Z"); times before 1970 are
+/// clamped to the epoch, which no run can have started before.
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The current time as [`rfc3339`].
+pub fn now_rfc3339() -> String {
+    rfc3339(SystemTime::now())
+}
+
+/// Gregorian (year, month, day) of a day count since 1970-01-01, by splitting time into
+/// 400-year eras of 146 097 days whose years start on March 1st, so leap days fall at the end.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468; // days from 0000-03-01 to 1970-01-01
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // day of era, 0..=146096
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // year of era, 0..=399
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // day of year from March 1st
+    let mp = (5 * doy + 2) / 153; // month from March, 0..=11
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        // 2000-02-29 is a leap day of a century divisible by 400.
+        let t = UNIX_EPOCH + Duration::from_secs(951_782_400 + 3_661);
+        assert_eq!(rfc3339(t), "2000-02-29T01:01:01Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(rfc3339(t), "2023-11-14T22:13:20Z");
+        // The last second of a year, then the first of the next.
+        let t = UNIX_EPOCH + Duration::from_secs(1_735_689_599);
+        assert_eq!(rfc3339(t), "2024-12-31T23:59:59Z");
+        assert_eq!(
+            rfc3339(t + Duration::from_secs(1)),
+            "2025-01-01T00:00:00Z"
+        );
+    }
+
+    #[test]
+    fn cpuinfo_model_and_count() {
+        let x86 = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t: fpu\n\n\
+                   processor\t: 1\nmodel name\t: AMD EPYC 7B13\n";
+        assert_eq!(parse_cpuinfo(x86), ("AMD EPYC 7B13".to_string(), 2));
+        let arm = "processor\t: 0\nBogoMIPS\t: 50.00\n\nHardware\t: BCM2835\n";
+        assert_eq!(parse_cpuinfo(arm), ("BCM2835".to_string(), 1));
+        assert_eq!(parse_cpuinfo(""), ("unknown".to_string(), 0));
+    }
+
+    #[test]
+    fn host_facts_are_read_from_this_machine() {
+        let h = HostFacts::collect();
+        assert!(h.cores >= 1);
+        assert!(!h.kernel.is_empty());
+        assert!(h.docker_version.is_none());
+    }
+
+    #[test]
+    fn scenario_hash_is_sha256_of_the_text() {
+        let s = ScenarioRecord::new("x", "scenarios/x.toml", "abc");
+        assert_eq!(
+            s.sha256,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

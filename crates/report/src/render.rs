@@ -1,0 +1,817 @@
+//! Reports rendered from tera templates: ab's text layout with head-to-head tables, Markdown for
+//! CI summaries, and one self-contained HTML page with SVG charts.
+//!
+//! The templates live in `templates/` and are embedded in the binary; a directory given to
+//! [`Renderer::new`] overrides any of them by file name. The Rust side computes every number,
+//! already formatted, into a serializable context; templates only lay it out. Nothing depends
+//! on the clock or on hash order, so the same record always renders to the same bytes.
+
+use crate::charts::{self, BarChart, BarInput, LineChart, SeriesInput};
+use crate::compare::{Comparison, Verdict};
+use crate::error::ReportError;
+use crate::record::{LoadRecord, RunRecord, ServerStatus};
+use crate::stats::{self, GroupStats, Metric, Summary};
+use hdrhistogram::Histogram;
+use loadgen::ab::{self, AbOptions};
+use loadgen::stats::Timer;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::Path;
+use std::str::FromStr;
+
+/// The output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Markdown,
+    Html,
+}
+
+impl FromStr for Format {
+    type Err = ReportError;
+    fn from_str(s: &str) -> Result<Format, ReportError> {
+        match s.to_ascii_lowercase().as_str() {
+            "text" | "txt" => Ok(Format::Text),
+            "markdown" | "md" => Ok(Format::Markdown),
+            "html" => Ok(Format::Html),
+            _ => Err(ReportError::UnknownFormat(s.to_string())),
+        }
+    }
+}
+
+/// Template file names, each with its embedded text.
+pub const TEMPLATES: [(&str, &str); 5] = [
+    (
+        "report.txt.tera",
+        include_str!("../../../templates/report.txt.tera"),
+    ),
+    (
+        "report.md.tera",
+        include_str!("../../../templates/report.md.tera"),
+    ),
+    (
+        "report.html.tera",
+        include_str!("../../../templates/report.html.tera"),
+    ),
+    (
+        "compare.txt.tera",
+        include_str!("../../../templates/compare.txt.tera"),
+    ),
+    (
+        "compare.md.tera",
+        include_str!("../../../templates/compare.md.tera"),
+    ),
+];
+
+/// The ab layout template, owned by the load generator; overridable here by the same name.
+const AB_TEMPLATE_NAME: &str = "ab.txt.tera";
+
+/// A loaded set of templates.
+pub struct Renderer {
+    tera: tera::Tera,
+    /// An override of the ab layout, when the template directory has one.
+    ab_template: Option<String>,
+}
+
+impl Renderer {
+    /// The embedded templates, each replaced by the same-named file of `template_dir` when that
+    /// file exists.
+    pub fn new(template_dir: Option<&Path>) -> Result<Renderer, ReportError> {
+        let mut tera = tera::Tera::default();
+        // Only the HTML page is escaped; text and Markdown print names as they are (Markdown
+        // cells get their own filter).
+        tera.autoescape_on(vec![".html.tera"]);
+        tera.register_filter("lpad", pad_filter(true));
+        tera.register_filter("rpad", pad_filter(false));
+        tera.register_filter("md_cell", md_cell_filter);
+        let read = |name: &str| -> Result<Option<String>, ReportError> {
+            let Some(dir) = template_dir else {
+                return Ok(None);
+            };
+            let path = dir.join(name);
+            match std::fs::read_to_string(&path) {
+                Ok(s) => Ok(Some(s)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(source) => Err(ReportError::TemplateRead { path, source }),
+            }
+        };
+        for (name, embedded) in TEMPLATES {
+            let text = read(name)?.unwrap_or_else(|| embedded.to_string());
+            tera.add_raw_template(name, &text)
+                .map_err(|e| ReportError::template(name, &e))?;
+        }
+        let ab_template = read(AB_TEMPLATE_NAME)?;
+        Ok(Renderer { tera, ab_template })
+    }
+
+    /// Renders a run.
+    pub fn render(&self, record: &RunRecord, format: Format) -> Result<String, ReportError> {
+        let name = match format {
+            Format::Text => "report.txt.tera",
+            Format::Markdown => "report.md.tera",
+            Format::Html => "report.html.tera",
+        };
+        let ctx = self.report_context(record, format == Format::Html)?;
+        self.render_template(name, &ctx)
+    }
+
+    /// Renders a comparison as a text or Markdown table; HTML gets the Markdown table, which is
+    /// what CI summaries and pull request comments display.
+    pub fn render_comparison(&self, cmp: &Comparison, format: Format) -> Result<String, ReportError> {
+        let name = match format {
+            Format::Text => "compare.txt.tera",
+            Format::Markdown | Format::Html => "compare.md.tera",
+        };
+        self.render_template(name, &comparison_context(cmp))
+    }
+
+    fn render_template(&self, name: &str, ctx: &impl Serialize) -> Result<String, ReportError> {
+        let ctx =
+            tera::Context::from_serialize(ctx).map_err(|e| ReportError::template(name, &e))?;
+        self.tera
+            .render(name, &ctx)
+            .map_err(|e| ReportError::template(name, &e))
+    }
+
+    fn ab_text(&self, l: &LoadRecord) -> Result<String, ReportError> {
+        let summary = ab::summarize_report(&l.load, &AbOptions::default())
+            .map_err(|e| hist_error(l, &e.to_string()))?;
+        match &self.ab_template {
+            None => Ok(ab::render_text(&summary)),
+            Some(t) => ab::render_text_with(t, &summary)
+                .map_err(|e| ReportError::Template {
+                    name: AB_TEMPLATE_NAME.to_string(),
+                    detail: e.to_string(),
+                }),
+        }
+    }
+
+    fn report_context(&self, record: &RunRecord, html: bool) -> Result<ReportContext, ReportError> {
+        let groups = stats::summarize(record);
+        let server_names = stats::servers(record);
+        let colour_of = |name: &str| {
+            charts::colour(server_names.iter().position(|s| s == name).unwrap_or(0))
+        };
+        let unavailable = stats::unavailable(record);
+        let mut documents = Vec::new();
+        for (di, doc) in stats::documents(record).iter().enumerate() {
+            let doc_groups: Vec<&GroupStats> =
+                groups.iter().filter(|g| &g.document == doc).collect();
+            let reference = doc_groups
+                .first()
+                .and_then(|g| g.get(Metric::RequestsPerSecond))
+                .map(|s| s.median);
+            let rows: Vec<Row> = doc_groups.iter().map(|g| row(g, reference)).collect();
+            let mut ab_blocks = Vec::new();
+            for g in &doc_groups {
+                let loads = group_loads(record, &g.server, doc);
+                let (pick, label) = median_round(&loads);
+                ab_blocks.push(AbBlock {
+                    server: g.server.clone(),
+                    round_label: label,
+                    text: self.ab_text(pick)?,
+                });
+            }
+            let notes = doc_groups.iter().flat_map(|g| notes(g)).collect();
+            let charts = if html {
+                Some(doc_charts(record, di, doc, &doc_groups, &colour_of)?)
+            } else {
+                None
+            };
+            documents.push(DocumentContext {
+                name: doc.clone(),
+                url_path: doc_groups
+                    .first()
+                    .map(|g| g.url_path.clone())
+                    .unwrap_or_default(),
+                widths: Widths::of(&rows),
+                summary: summary_lines(&doc_groups),
+                rows,
+                ab_blocks,
+                notes,
+                charts,
+            });
+        }
+        Ok(ReportContext {
+            run: run_info(record),
+            servers: record
+                .servers
+                .iter()
+                .map(|s| ServerContext {
+                    name: s.name.clone(),
+                    kind: s.kind.clone(),
+                    image_tag: s.image_tag.clone(),
+                    image_id: s.image_id.as_deref().map(short_id).unwrap_or("-").to_string(),
+                    server_header: s.server_header.clone().unwrap_or_else(|| "-".to_string()),
+                    colour: colour_of(&s.name).to_string(),
+                    state: match &s.status {
+                        ServerStatus::Available { ready_s } => format!("ready in {ready_s:.1} s"),
+                        ServerStatus::Unavailable { reason } => format!("unavailable: {reason}"),
+                    },
+                })
+                .collect(),
+            unavailable: unavailable
+                .into_iter()
+                .map(|(server, reason)| Unavailable { server, reason })
+                .collect(),
+            documents,
+        })
+    }
+}
+
+/// Renders a run with the embedded templates, or those of `templates` where it has them.
+pub fn render(record: &RunRecord, format: Format, templates: Option<&Path>) -> Result<String, ReportError> {
+    Renderer::new(templates)?.render(record, format)
+}
+
+/// Renders a comparison with the embedded templates, or those of `templates` where it has them.
+pub fn render_comparison(
+    cmp: &Comparison,
+    format: Format,
+    templates: Option<&Path>,
+) -> Result<String, ReportError> {
+    Renderer::new(templates)?.render_comparison(cmp, format)
+}
+
+fn hist_error(l: &LoadRecord, detail: &str) -> ReportError {
+    ReportError::Histogram {
+        server: l.server.clone(),
+        document: l.document.clone(),
+        round: l.round,
+        detail: detail.to_string(),
+    }
+}
+
+fn group_loads<'a>(record: &'a RunRecord, server: &str, doc: &str) -> Vec<&'a LoadRecord> {
+    let mut v: Vec<&LoadRecord> = record
+        .loads
+        .iter()
+        .filter(|l| l.server == server && l.document == doc)
+        .collect();
+    v.sort_by_key(|l| l.round);
+    v
+}
+
+/// The round whose requests/s is the median (the lower middle one for an even count), so the
+/// ab block shown is a typical round rather than the first or the best.
+fn median_round<'a>(loads: &[&'a LoadRecord]) -> (&'a LoadRecord, String) {
+    let mut by_rps = loads.to_vec();
+    by_rps.sort_by(|a, b| {
+        a.load
+            .requests_per_second
+            .total_cmp(&b.load.requests_per_second)
+            .then(a.round.cmp(&b.round))
+    });
+    let pick = by_rps[(by_rps.len() - 1) / 2];
+    let label = if loads.len() == 1 {
+        "1 round".to_string()
+    } else {
+        format!(
+            "round {} of {}, the median by requests/s",
+            pick.round + 1,
+            loads.len()
+        )
+    };
+    (pick, label)
+}
+
+fn short_id(id: &str) -> &str {
+    let hex = id.strip_prefix("sha256:").unwrap_or(id);
+    &hex[..hex.len().min(12)]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Number formatting: fixed decimals, so output never depends on float printing subtleties.
+
+fn f(v: f64, decimals: usize) -> String {
+    if v.is_finite() {
+        format!("{v:.decimals$}")
+    } else {
+        "-".to_string()
+    }
+}
+
+fn median_or_dash(s: Option<&Summary>, decimals: usize) -> String {
+    s.map_or_else(|| "-".to_string(), |s| f(s.median, decimals))
+}
+
+/// The posts' "1.66x".
+fn ratio(v: f64, reference: Option<f64>) -> String {
+    match reference {
+        Some(r) if r > 0.0 => format!("{:.2}x", v / r),
+        _ => "-".to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Contexts.
+
+#[derive(Serialize)]
+struct ReportContext {
+    run: RunInfo,
+    servers: Vec<ServerContext>,
+    unavailable: Vec<Unavailable>,
+    documents: Vec<DocumentContext>,
+}
+
+#[derive(Serialize)]
+struct RunInfo {
+    run_id: String,
+    benchctl_version: String,
+    started_at: String,
+    finished_at: String,
+    status: String,
+    status_reason: Option<String>,
+    /// Not every planned load ran: reports say the tables are partial.
+    partial: bool,
+    scenario_name: String,
+    scenario_path: String,
+    scenario_sha256: String,
+    cpu_model: String,
+    cores: u32,
+    kernel: String,
+    docker_version: String,
+    loads: usize,
+}
+
+fn run_info(r: &RunRecord) -> RunInfo {
+    RunInfo {
+        run_id: r.run_id.clone(),
+        benchctl_version: r.benchctl_version.clone(),
+        started_at: r.started_at.clone(),
+        finished_at: r.finished_at.clone().unwrap_or_else(|| "-".to_string()),
+        status: r.status.label().to_string(),
+        status_reason: r.status.reason().map(str::to_string),
+        partial: r.status != crate::record::RunStatus::Complete,
+        scenario_name: r.scenario.name.clone(),
+        scenario_path: r.scenario.path.clone(),
+        scenario_sha256: r.scenario.sha256.clone(),
+        cpu_model: r.host.cpu_model.clone(),
+        cores: r.host.cores,
+        kernel: r.host.kernel.clone(),
+        docker_version: r
+            .host
+            .docker_version
+            .clone()
+            .unwrap_or_else(|| "-".to_string()),
+        loads: r.loads.len(),
+    }
+}
+
+#[derive(Serialize)]
+struct ServerContext {
+    name: String,
+    kind: String,
+    image_tag: String,
+    image_id: String,
+    server_header: String,
+    colour: String,
+    state: String,
+}
+
+#[derive(Serialize)]
+struct Unavailable {
+    server: String,
+    reason: String,
+}
+
+#[derive(Serialize)]
+struct DocumentContext {
+    name: String,
+    url_path: String,
+    rows: Vec<Row>,
+    widths: Widths,
+    summary: Vec<String>,
+    ab_blocks: Vec<AbBlock>,
+    notes: Vec<String>,
+    charts: Option<DocCharts>,
+}
+
+#[derive(Serialize)]
+struct AbBlock {
+    server: String,
+    round_label: String,
+    text: String,
+}
+
+/// One server's line of the head-to-head table, every cell already formatted.
+#[derive(Serialize)]
+struct Row {
+    server: String,
+    rounds: String,
+    rps: String,
+    /// "±12.34", or "" for one round.
+    rps_ci: String,
+    /// The median and its "±", as one cell.
+    rps_cell: String,
+    ratio: String,
+    mean_ms: String,
+    p99_ms: String,
+    transfer: String,
+    failures: String,
+    cpu_10k: String,
+    memory_mb: String,
+    /// "noisy", "client-bound", joined by ", ".
+    flags: String,
+}
+
+fn row(g: &GroupStats, reference: Option<f64>) -> Row {
+    let rps = g.get(Metric::RequestsPerSecond);
+    let rps_ci = rps
+        .filter(|s| s.n >= 2)
+        .map(|s| format!("±{}", f(s.ci_half_width(), 2)))
+        .unwrap_or_default();
+    let mut flags = Vec::new();
+    if g.noisy() {
+        flags.push("noisy");
+    }
+    if g.client_bound {
+        flags.push("client-bound");
+    }
+    Row {
+        server: g.server.clone(),
+        rounds: g.rounds.to_string(),
+        rps: median_or_dash(rps, 2),
+        rps_ci: rps_ci.clone(),
+        rps_cell: if rps_ci.is_empty() {
+            median_or_dash(rps, 2)
+        } else {
+            format!("{} {rps_ci}", median_or_dash(rps, 2))
+        },
+        ratio: rps.map_or_else(|| "-".to_string(), |s| ratio(s.median, reference)),
+        mean_ms: median_or_dash(g.get(Metric::MeanLatencyMs), 2),
+        p99_ms: median_or_dash(g.get(Metric::P99LatencyMs), 2),
+        transfer: median_or_dash(g.get(Metric::TransferRateKBps), 2),
+        failures: median_or_dash(g.get(Metric::Failures), 0),
+        cpu_10k: median_or_dash(g.get(Metric::ServerCpuSPer10k), 3),
+        memory_mb: median_or_dash(g.get(Metric::ServerPeakMemoryMb), 1),
+        flags: flags.join(", "),
+    }
+}
+
+/// Column widths of the text table: the widest of header and cells.
+#[derive(Serialize)]
+struct Widths {
+    server: usize,
+    rounds: usize,
+    rps: usize,
+    ratio: usize,
+    mean_ms: usize,
+    p99_ms: usize,
+    transfer: usize,
+    failures: usize,
+    cpu_10k: usize,
+    memory_mb: usize,
+}
+
+impl Widths {
+    /// Headers here must match the text template's.
+    fn of(rows: &[Row]) -> Widths {
+        let w = |header: &str, cell: &dyn Fn(&Row) -> usize| {
+            rows.iter()
+                .map(cell)
+                .chain([header.chars().count()])
+                .max()
+                .unwrap_or(0)
+        };
+        let n = |s: &String| s.chars().count();
+        Widths {
+            server: w("server", &|r| n(&r.server)),
+            rounds: w("runs", &|r| n(&r.rounds)),
+            rps: w("requests/s", &|r| n(&r.rps_cell)),
+            ratio: w("ratio", &|r| n(&r.ratio)),
+            mean_ms: w("mean ms", &|r| n(&r.mean_ms)),
+            p99_ms: w("p99 ms", &|r| n(&r.p99_ms)),
+            transfer: w("KB/s", &|r| n(&r.transfer)),
+            failures: w("failed", &|r| n(&r.failures)),
+            cpu_10k: w("CPU-s/10k", &|r| n(&r.cpu_10k)),
+            memory_mb: w("mem MB", &|r| n(&r.memory_mb)),
+        }
+    }
+}
+
+/// "nginx served 1.66 times as many requests/s as apache", per server after the first.
+fn summary_lines(groups: &[&GroupStats]) -> Vec<String> {
+    let Some((first, rest)) = groups.split_first() else {
+        return Vec::new();
+    };
+    let Some(base) = first
+        .get(Metric::RequestsPerSecond)
+        .map(|s| s.median)
+        .filter(|m| *m > 0.0)
+    else {
+        return Vec::new();
+    };
+    rest.iter()
+        .filter_map(|g| {
+            let m = g.get(Metric::RequestsPerSecond)?.median;
+            Some(format!(
+                "{} served {:.2} times as many requests/s as {}",
+                g.server,
+                m / base,
+                first.server
+            ))
+        })
+        .collect()
+}
+
+fn notes(g: &GroupStats) -> Vec<String> {
+    let mut out = Vec::new();
+    if g.noisy() {
+        let spread = g
+            .get(Metric::RequestsPerSecond)
+            .map_or(0.0, |s| s.relative_spread);
+        out.push(format!(
+            "{}: rounds disagree (requests/s spread {:.1}% of the median); take its numbers with care",
+            g.server,
+            spread * 100.0
+        ));
+    }
+    if g.client_bound {
+        out.push(format!(
+            "{}: client-bound: the load generator used a full core per thread, so these numbers may measure the client rather than the server",
+            g.server
+        ));
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Charts.
+
+#[derive(Serialize)]
+struct DocCharts {
+    rps: BarChart,
+    latency: LineChart,
+    latency_rows: Vec<LatencyRow>,
+    /// Server CPU, then memory, each when any round recorded it.
+    resources: Vec<BarChart>,
+}
+
+/// Percentiles under the latency chart, ms, from the merged histograms of all rounds.
+#[derive(Serialize)]
+struct LatencyRow {
+    server: String,
+    p50: String,
+    p90: String,
+    p99: String,
+    p999: String,
+    max: String,
+}
+
+fn doc_charts(
+    record: &RunRecord,
+    di: usize,
+    doc: &str,
+    groups: &[&GroupStats],
+    colour_of: &dyn Fn(&str) -> &'static str,
+) -> Result<DocCharts, ReportError> {
+    let bars_of = |metric: Metric, decimals: usize| -> Vec<BarInput> {
+        groups
+            .iter()
+            .filter_map(|g| {
+                let s = g.get(metric)?;
+                Some(BarInput {
+                    label: g.server.clone(),
+                    colour: colour_of(&g.server),
+                    value: s.median,
+                    value_label: f(s.median, decimals),
+                    interval: (s.n >= 2).then_some((s.ci_low, s.ci_high)),
+                })
+            })
+            .collect()
+    };
+    let rps = charts::bar_chart(
+        &format!("rps-{di}"),
+        "rps",
+        &format!("Requests per second: {doc}"),
+        "requests/s (median, 95% CI)",
+        &bars_of(Metric::RequestsPerSecond, 0),
+    );
+    let optional = |kind: &str, metric: Metric, title: &str, y: &str, decimals: usize| {
+        let bars = bars_of(metric, decimals);
+        (!bars.is_empty()).then(|| {
+            charts::bar_chart(&format!("{kind}-{di}"), kind, title, y, &bars)
+        })
+    };
+    let cpu = optional(
+        "cpu",
+        Metric::ServerCpuSPer10k,
+        &format!("Server CPU per 10k requests: {doc}"),
+        "CPU-s per 10k requests",
+        3,
+    );
+    let memory = optional(
+        "memory",
+        Metric::ServerPeakMemoryMb,
+        &format!("Server peak memory: {doc}"),
+        "MB",
+        1,
+    );
+
+    let mut series = Vec::new();
+    let mut latency_rows = Vec::new();
+    for g in groups {
+        let Some(h) = merged_total(record, &g.server, doc)? else {
+            continue;
+        };
+        let ms = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
+        // The percentile axis stops where the samples run out: 1000 requests say nothing about
+        // the 99.99th percentile.
+        let limit = (h.len() as f64).log10().min(charts::MAX_NINES);
+        let steps = (limit * 10.0).floor() as usize;
+        let points = (0..=steps)
+            .map(|i| {
+                let nines = i as f64 / 10.0;
+                (nines, ms(1.0 - 10f64.powf(-nines)))
+            })
+            .collect();
+        series.push(SeriesInput {
+            name: g.server.clone(),
+            colour: colour_of(&g.server),
+            points,
+        });
+        latency_rows.push(LatencyRow {
+            server: g.server.clone(),
+            p50: f(ms(0.5), 2),
+            p90: f(ms(0.9), 2),
+            p99: f(ms(0.99), 2),
+            p999: f(ms(0.999), 2),
+            max: f(h.max() as f64 / 1e3, 2),
+        });
+    }
+    let latency = charts::percentile_chart(
+        &format!("latency-{di}"),
+        &format!("Latency by percentile: {doc}"),
+        &series,
+    );
+    Ok(DocCharts {
+        rps,
+        latency,
+        latency_rows,
+        resources: cpu.into_iter().chain(memory).collect(),
+    })
+}
+
+/// The Total-time histograms of every round merged; `None` when no request was timed.
+fn merged_total(
+    record: &RunRecord,
+    server: &str,
+    doc: &str,
+) -> Result<Option<Histogram<u64>>, ReportError> {
+    let mut merged: Option<Histogram<u64>> = None;
+    for l in group_loads(record, server, doc) {
+        let h = l
+            .load
+            .histogram(Timer::Total)
+            .map_err(|e| hist_error(l, &e.to_string()))?;
+        match merged.as_mut() {
+            None => merged = Some(h),
+            Some(m) => m
+                .add(&h)
+                .map_err(|e| hist_error(l, &format!("cannot merge rounds: {e:?}")))?,
+        }
+    }
+    Ok(merged.filter(|h| h.len() > 0))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The comparison table.
+
+#[derive(Serialize)]
+struct ComparisonContext {
+    baseline_run_id: String,
+    current_run_id: String,
+    threshold: String,
+    scenario_changed: bool,
+    regression: bool,
+    regressions: usize,
+    rows: Vec<ComparisonRow>,
+    widths: HashMap<&'static str, usize>,
+    missing_in_current: Vec<String>,
+    new_in_current: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct ComparisonRow {
+    server: String,
+    document: String,
+    metric: String,
+    baseline: String,
+    current: String,
+    change: String,
+    p_value: String,
+    verdict: String,
+    note: String,
+}
+
+fn comparison_context(cmp: &Comparison) -> ComparisonContext {
+    let decimals = |m: Metric| match m {
+        Metric::Failures => 0,
+        Metric::ServerCpuSPer10k => 3,
+        Metric::ServerPeakMemoryMb => 1,
+        _ => 2,
+    };
+    let rows: Vec<ComparisonRow> = cmp
+        .groups
+        .iter()
+        .flat_map(|g| {
+            g.metrics.iter().map(move |m| {
+                let d = decimals(m.metric);
+                ComparisonRow {
+                    server: g.server.clone(),
+                    document: g.document.clone(),
+                    metric: m.metric.label().to_string(),
+                    baseline: f(m.baseline.median, d),
+                    current: f(m.current.median, d),
+                    change: if m.change.is_finite() {
+                        format!("{:+.1}%", m.change * 100.0)
+                    } else {
+                        "new".to_string()
+                    },
+                    p_value: m.p_value.map_or_else(|| "-".to_string(), |p| f(p, 3)),
+                    verdict: match m.verdict {
+                        Verdict::Worse => "WORSE".to_string(),
+                        v => v.label().to_string(),
+                    },
+                    note: m.note.clone().unwrap_or_default(),
+                }
+            })
+        })
+        .collect();
+    let width = |header: &str, cell: fn(&ComparisonRow) -> &String| {
+        rows.iter()
+            .map(|r| cell(r).chars().count())
+            .chain([header.chars().count()])
+            .max()
+            .unwrap_or(0)
+    };
+    // Headers here must match the text template's.
+    let widths = HashMap::from([
+        ("server", width("server", |r| &r.server)),
+        ("document", width("document", |r| &r.document)),
+        ("metric", width("metric", |r| &r.metric)),
+        ("baseline", width("baseline", |r| &r.baseline)),
+        ("current", width("current", |r| &r.current)),
+        ("change", width("change", |r| &r.change)),
+        ("p_value", width("p", |r| &r.p_value)),
+        ("verdict", width("verdict", |r| &r.verdict)),
+    ]);
+    let pair = |(s, d): &(String, String)| format!("{s} / {d}");
+    ComparisonContext {
+        baseline_run_id: cmp.baseline_run_id.clone(),
+        current_run_id: cmp.current_run_id.clone(),
+        threshold: format!("{}%", f(cmp.threshold * 100.0, 1)),
+        scenario_changed: cmp.scenario_changed,
+        regression: cmp.has_regression(),
+        regressions: cmp.regressions().count(),
+        rows,
+        widths,
+        missing_in_current: cmp.missing_in_current.iter().map(pair).collect(),
+        new_in_current: cmp.new_in_current.iter().map(pair).collect(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Template filters.
+
+/// `lpad(width=N)` right-aligns, `rpad(width=N)` left-aligns a value in N columns, so text
+/// templates can lay out tables whose widths the Rust side measured.
+fn pad_filter(
+    right_align: bool,
+) -> impl Fn(&tera::Value, &HashMap<String, tera::Value>) -> tera::Result<tera::Value> {
+    move |v, args| {
+        let w = args
+            .get("width")
+            .and_then(tera::Value::as_u64)
+            .ok_or_else(|| tera::Error::msg("lpad and rpad need a width: lpad(width=8)"))?
+            as usize;
+        let s = match v {
+            tera::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let fill = " ".repeat(w.saturating_sub(s.chars().count()));
+        Ok(tera::Value::String(if right_align {
+            fill + &s
+        } else {
+            s + &fill
+        }))
+    }
+}
+
+/// Makes a value safe inside a Markdown table cell: a `|` would end the cell, a line break the
+/// row.
+fn md_cell_filter(
+    v: &tera::Value,
+    _: &HashMap<String, tera::Value>,
+) -> tera::Result<tera::Value> {
+    let s = match v {
+        tera::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    Ok(tera::Value::String(
+        s.replace('\\', "\\\\")
+            .replace('|', "\\|")
+            .replace(['\r', '\n'], " "),
+    ))
+}

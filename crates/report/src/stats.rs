@@ -1,0 +1,558 @@
+//! Statistics across repetitions: one load says little (the reference posts' own numbers swing
+//! wildly), so every metric of a (server, document) pair is summarized over its rounds with a
+//! median, a 95% confidence interval and a flag when the rounds disagree.
+//!
+//! Choices, so a reader can judge the numbers:
+//! - The centre is the **median** of the rounds: one disturbed round does not move it.
+//! - The interval is **Student's t-interval on the mean** (mean ± t(0.975, n−1)·s/√n). With the
+//!   3 to 10 rounds a benchmark affords, distribution-free intervals for the median cannot reach
+//!   95% (with 5 rounds the widest, min to max, covers only 94%), and a bootstrap from so few
+//!   values understates the spread; the t-interval is honest about small n because its
+//!   multiplier grows (4.30 for 3 rounds). With one round there is no interval.
+//! - A metric is **noisy** when the interval's half-width exceeds 5% of the median or the
+//!   largest round exceeds the smallest by more than 10%.
+//!
+//! The same t distribution gives Welch's test, which [`crate::compare`] uses.
+
+use crate::record::{LoadRecord, RunRecord, ServerStatus};
+use serde::Serialize;
+
+/// Half-width of the confidence interval, relative to the median, above which rounds are said to
+/// disagree.
+pub const NOISY_CI_FRACTION: f64 = 0.05;
+/// Largest-to-smallest round ratio above which rounds are said to disagree.
+pub const NOISY_MAX_OVER_MIN: f64 = 1.10;
+
+/// What is summarized per (server, document).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Complete requests per second of wall time.
+    RequestsPerSecond,
+    /// Mean of the per-request Total time (connect to last byte), milliseconds.
+    MeanLatencyMs,
+    /// 99th percentile of the Total time, milliseconds.
+    P99LatencyMs,
+    /// Kbytes (1024 bytes) received per second, as ab's "Transfer rate".
+    TransferRateKBps,
+    /// Failed requests (every kind but write errors, as ab counts them).
+    Failures,
+    /// Server CPU seconds spent per 10 000 complete requests.
+    ServerCpuSPer10k,
+    /// Highest server memory use, MB (10^6 bytes).
+    ServerPeakMemoryMb,
+}
+
+impl Metric {
+    /// Every metric, in the order reports show them.
+    pub const ALL: [Metric; 7] = [
+        Metric::RequestsPerSecond,
+        Metric::MeanLatencyMs,
+        Metric::P99LatencyMs,
+        Metric::TransferRateKBps,
+        Metric::Failures,
+        Metric::ServerCpuSPer10k,
+        Metric::ServerPeakMemoryMb,
+    ];
+
+    /// Human name, with unit.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::RequestsPerSecond => "requests/s",
+            Metric::MeanLatencyMs => "mean latency (ms)",
+            Metric::P99LatencyMs => "p99 latency (ms)",
+            Metric::TransferRateKBps => "transfer rate (KB/s)",
+            Metric::Failures => "failed requests",
+            Metric::ServerCpuSPer10k => "server CPU-s per 10k requests",
+            Metric::ServerPeakMemoryMb => "server peak memory (MB)",
+        }
+    }
+
+    /// Stable identifier, usable as a key in exported JSON.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Metric::RequestsPerSecond => "requests-per-second",
+            Metric::MeanLatencyMs => "mean-latency-ms",
+            Metric::P99LatencyMs => "p99-latency-ms",
+            Metric::TransferRateKBps => "transfer-rate-kbps",
+            Metric::Failures => "failures",
+            Metric::ServerCpuSPer10k => "server-cpu-s-per-10k",
+            Metric::ServerPeakMemoryMb => "server-peak-memory-mb",
+        }
+    }
+
+    /// Whether a larger value is the better one.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Metric::RequestsPerSecond | Metric::TransferRateKBps)
+    }
+
+    /// This metric's value for one load; `None` when the load did not measure it (no server
+    /// usage from Docker, or no complete request to spread CPU time over).
+    pub fn value(self, l: &LoadRecord) -> Option<f64> {
+        let r = &l.load;
+        match self {
+            Metric::RequestsPerSecond => Some(r.requests_per_second),
+            Metric::MeanLatencyMs => (r.total.moments.count > 0).then(|| r.total.mean_us / 1e3),
+            Metric::P99LatencyMs => {
+                if r.total.moments.count == 0 {
+                    return None;
+                }
+                r.total
+                    .percentiles_us
+                    .iter()
+                    .find(|(p, _)| (*p - 99.0).abs() < 1e-9)
+                    .map(|&(_, v)| v as f64 / 1e3)
+            }
+            Metric::TransferRateKBps => Some(r.transfer_rate_kbps),
+            Metric::Failures => Some(r.failed as f64),
+            Metric::ServerCpuSPer10k => {
+                let u = l.server_usage?;
+                (r.complete > 0).then(|| u.cpu_s * 10_000.0 / r.complete as f64)
+            }
+            Metric::ServerPeakMemoryMb => l.server_usage.map(|u| u.peak_memory_bytes as f64 / 1e6),
+        }
+    }
+}
+
+/// One metric over the rounds of one (server, document).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// The per-round values, in round order.
+    pub values: Vec<f64>,
+    pub n: usize,
+    pub median: f64,
+    pub mean: f64,
+    /// Sample standard deviation (n − 1); 0 for one round.
+    pub sd: f64,
+    pub min: f64,
+    pub max: f64,
+    /// 95% t-interval on the mean; both bounds equal the value for one round.
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// (max − min) / median; 0 when the median is 0.
+    pub relative_spread: f64,
+    pub noisy: bool,
+}
+
+impl Summary {
+    /// Summarizes per-round values. Panics on an empty slice: a summary of nothing is a bug in
+    /// the caller, who groups loads that exist.
+    pub fn of(values: &[f64]) -> Summary {
+        assert!(!values.is_empty(), "a summary needs at least one value");
+        let n = values.len();
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        };
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let sd = sample_sd(values, mean);
+        let (min, max) = (sorted[0], sorted[n - 1]);
+        let (ci_low, ci_high) = if n >= 2 {
+            let half = t_quantile_975((n - 1) as f64) * sd / (n as f64).sqrt();
+            (mean - half, mean + half)
+        } else {
+            (mean, mean)
+        };
+        let relative_spread = if median != 0.0 {
+            (max - min) / median.abs()
+        } else {
+            0.0
+        };
+        let noisy = n >= 2
+            && if median == 0.0 {
+                max != min
+            } else {
+                (ci_high - ci_low) / 2.0 > NOISY_CI_FRACTION * median.abs()
+                    || (min > 0.0 && max / min > NOISY_MAX_OVER_MIN)
+            };
+        Summary {
+            values: values.to_vec(),
+            n,
+            median,
+            mean,
+            sd,
+            min,
+            max,
+            ci_low,
+            ci_high,
+            relative_spread,
+            noisy,
+        }
+    }
+
+    /// Half the interval's width: the "±" reports print.
+    pub fn ci_half_width(&self) -> f64 {
+        (self.ci_high - self.ci_low) / 2.0
+    }
+}
+
+fn sample_sd(values: &[f64], mean: f64) -> f64 {
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let ss: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
+    (ss / (values.len() - 1) as f64).sqrt()
+}
+
+/// One metric's summary, tagged with the metric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricSummary {
+    pub metric: Metric,
+    pub summary: Summary,
+}
+
+/// Every metric of one server serving one document, over its rounds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupStats {
+    pub server: String,
+    pub document: String,
+    pub url_path: String,
+    /// How many rounds were recorded.
+    pub rounds: usize,
+    /// At least one round had the load generator saturated.
+    pub client_bound: bool,
+    /// In [`Metric::ALL`] order; metrics no round measured are left out.
+    pub metrics: Vec<MetricSummary>,
+}
+
+impl GroupStats {
+    pub fn get(&self, m: Metric) -> Option<&Summary> {
+        self.metrics
+            .iter()
+            .find(|s| s.metric == m)
+            .map(|s| &s.summary)
+    }
+
+    /// Requests/s or latency disagree across rounds: the headline numbers are uncertain.
+    pub fn noisy(&self) -> bool {
+        [Metric::RequestsPerSecond, Metric::MeanLatencyMs]
+            .iter()
+            .any(|&m| self.get(m).is_some_and(|s| s.noisy))
+    }
+}
+
+/// Summarizes each metric of each loads group. A metric enters a summary only from the rounds
+/// that measured it.
+pub fn summarize_loads<'a>(
+    server: &str,
+    document: &str,
+    loads: impl IntoIterator<Item = &'a LoadRecord>,
+) -> Option<GroupStats> {
+    let mut loads: Vec<&LoadRecord> = loads.into_iter().collect();
+    if loads.is_empty() {
+        return None;
+    }
+    loads.sort_by_key(|l| l.round);
+    let metrics = Metric::ALL
+        .iter()
+        .filter_map(|&metric| {
+            let values: Vec<f64> = loads.iter().filter_map(|l| metric.value(l)).collect();
+            (!values.is_empty()).then(|| MetricSummary {
+                metric,
+                summary: Summary::of(&values),
+            })
+        })
+        .collect();
+    Some(GroupStats {
+        server: server.to_string(),
+        document: document.to_string(),
+        url_path: loads[0].url_path.clone(),
+        rounds: loads.len(),
+        client_bound: loads.iter().any(|l| l.client_bound),
+        metrics,
+    })
+}
+
+/// The documents of a run, in the order they were first measured.
+pub fn documents(record: &RunRecord) -> Vec<String> {
+    let mut docs: Vec<String> = Vec::new();
+    for l in &record.loads {
+        if !docs.contains(&l.document) {
+            docs.push(l.document.clone());
+        }
+    }
+    docs
+}
+
+/// The servers of a run in scenario order, then any that only appear in the loads (a record
+/// edited by hand, or written by a CLI that lists servers late).
+pub fn servers(record: &RunRecord) -> Vec<String> {
+    let mut names: Vec<String> = record.servers.iter().map(|s| s.name.clone()).collect();
+    for l in &record.loads {
+        if !names.contains(&l.server) {
+            names.push(l.server.clone());
+        }
+    }
+    names
+}
+
+/// Statistics of every (server, document) pair that has loads, documents first, then servers
+/// in scenario order: the order every report and comparison shows them in.
+pub fn summarize(record: &RunRecord) -> Vec<GroupStats> {
+    let servers = servers(record);
+    let mut out = Vec::new();
+    for doc in documents(record) {
+        for server in &servers {
+            let group = record
+                .loads
+                .iter()
+                .filter(|l| &l.server == server && l.document == doc);
+            if let Some(g) = summarize_loads(server, &doc, group) {
+                out.push(g);
+            }
+        }
+    }
+    out
+}
+
+/// Servers that could not be measured, with the reason.
+pub fn unavailable(record: &RunRecord) -> Vec<(String, String)> {
+    record
+        .servers
+        .iter()
+        .filter_map(|s| match &s.status {
+            ServerStatus::Unavailable { reason } => Some((s.name.clone(), reason.clone())),
+            ServerStatus::Available { .. } => None,
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The t distribution.
+
+/// Two-sided p-value of Welch's t-test that the two samples have the same mean; `None` when
+/// either side has fewer than two values, where no variance can be estimated.
+pub fn welch_t_test(a: &[f64], b: &[f64]) -> Option<f64> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let ma = a.iter().sum::<f64>() / na;
+    let mb = b.iter().sum::<f64>() / nb;
+    let va = sample_sd(a, ma).powi(2) / na;
+    let vb = sample_sd(b, mb).powi(2) / nb;
+    let se2 = va + vb;
+    if se2 == 0.0 {
+        // Both sides constant: identical, or different beyond any doubt.
+        return Some(if ma == mb { 1.0 } else { 0.0 });
+    }
+    let t = (ma - mb) / se2.sqrt();
+    // Welch–Satterthwaite degrees of freedom; a zero-variance side contributes nothing.
+    let mut denom = 0.0;
+    if va > 0.0 {
+        denom += va * va / (na - 1.0);
+    }
+    if vb > 0.0 {
+        denom += vb * vb / (nb - 1.0);
+    }
+    let df = se2 * se2 / denom;
+    Some(t_two_sided_p(t, df))
+}
+
+/// P(|T| ≥ |t|) for Student's t with `df` degrees of freedom: the regularized incomplete beta
+/// function I_x(df/2, 1/2) at x = df / (df + t²).
+pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+    if !t.is_finite() {
+        return 0.0;
+    }
+    let x = df / (df + t * t);
+    reg_inc_beta(df / 2.0, 0.5, x).clamp(0.0, 1.0)
+}
+
+/// The 97.5th percentile of Student's t with `df` degrees of freedom (the multiplier of a 95%
+/// two-sided interval), found by bisection on [`t_two_sided_p`], which falls as t grows.
+pub fn t_quantile_975(df: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0_f64, 1000.0_f64);
+    for _ in 0..200 {
+        let mid = (lo + hi) / 2.0;
+        if t_two_sided_p(mid, df) > 0.05 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
+/// ln Γ(x) for x > 0, by the Lanczos approximation (g = 7, 9 terms), accurate to ~1e-15.
+fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Γ(x)Γ(1−x) = π / sin(πx).
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = C[0];
+    for (i, c) in C.iter().enumerate().skip(1) {
+        a += c / (x + i as f64);
+    }
+    let t = x + G + 0.5;
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// The regularized incomplete beta function I_x(a, b), from its continued fraction, which
+/// converges fast for x < (a+1)/(a+b+2); the symmetry I_x(a,b) = 1 − I_{1−x}(b,a) covers the
+/// rest.
+fn reg_inc_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        ln_front.exp() * beta_cf(a, b, x) / a
+    } else {
+        1.0 - ln_front.exp() * beta_cf(b, a, 1.0 - x) / b
+    }
+}
+
+/// The continued fraction of the incomplete beta function, evaluated by the modified Lentz
+/// method: each step multiplies by a ratio of successive convergents, stopping when the ratio
+/// is 1 to within 1e-15.
+fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let mut c = 1.0;
+    let mut d = 1.0 - (a + b) * x / (a + 1.0);
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut f = d;
+    for m in 1..=300 {
+        let m = m as f64;
+        // The even step's coefficient, then the odd step's.
+        for num in [
+            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
+        ] {
+            d = 1.0 + num * d;
+            if d.abs() < TINY {
+                d = TINY;
+            }
+            c = 1.0 + num / c;
+            if c.abs() < TINY {
+                c = TINY;
+            }
+            d = 1.0 / d;
+            f *= d * c;
+        }
+        if (d * c - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn t_quantiles_match_published_tables() {
+        // Two-sided 95% critical values of Student's t.
+        for (df, want) in [
+            (1.0, 12.706),
+            (2.0, 4.303),
+            (3.0, 3.182),
+            (4.0, 2.776),
+            (9.0, 2.262),
+            (29.0, 2.045),
+            (120.0, 1.980),
+        ] {
+            let got = t_quantile_975(df);
+            assert!(close(got, want, 5e-4), "df {df}: {got} vs {want}");
+        }
+        assert!(close(t_quantile_975(1e6), 1.960, 5e-4));
+    }
+
+    #[test]
+    fn t_p_values_at_known_points() {
+        assert!(close(t_two_sided_p(0.0, 5.0), 1.0, 1e-12));
+        // t = 2.571 with 5 df is the 95% critical value.
+        assert!(close(t_two_sided_p(2.571, 5.0), 0.05, 1e-4));
+        // With 1 df, t is Cauchy: P(|T| > 1) = 0.5.
+        assert!(close(t_two_sided_p(1.0, 1.0), 0.5, 1e-12));
+        assert!(close(t_two_sided_p(-1.0, 1.0), 0.5, 1e-12));
+    }
+
+    #[test]
+    fn ln_gamma_of_integers_and_half() {
+        assert!(close(ln_gamma(1.0), 0.0, 1e-13));
+        assert!(close(ln_gamma(5.0), 24f64.ln(), 1e-12));
+        assert!(close(ln_gamma(0.5), std::f64::consts::PI.sqrt().ln(), 1e-12));
+    }
+
+    #[test]
+    fn summary_median_interval_and_noise() {
+        let s = Summary::of(&[100.0, 102.0, 98.0]);
+        assert_eq!(s.median, 100.0);
+        assert_eq!(s.mean, 100.0);
+        assert!(close(s.sd, 2.0, 1e-12));
+        // 4.303 * 2 / sqrt(3) = 4.969
+        assert!(close(s.ci_half_width(), 4.969, 1e-3));
+        assert!(!s.noisy, "a 5% half-width bound is not crossed");
+        assert!(close(s.relative_spread, 0.04, 1e-12));
+
+        let even = Summary::of(&[4.0, 1.0, 3.0, 2.0]);
+        assert_eq!(even.median, 2.5);
+
+        let noisy = Summary::of(&[100.0, 120.0, 101.0]);
+        assert!(noisy.noisy);
+
+        let one = Summary::of(&[7.0]);
+        assert_eq!((one.ci_low, one.ci_high, one.sd), (7.0, 7.0, 0.0));
+        assert!(!one.noisy);
+
+        let zeros = Summary::of(&[0.0, 0.0, 0.0]);
+        assert!(!zeros.noisy);
+        assert!(Summary::of(&[0.0, 3.0, 0.0]).noisy);
+    }
+
+    #[test]
+    fn welch_separates_a_clear_drop_and_not_noise() {
+        let base = [1000.0, 1010.0, 990.0];
+        let slow = [700.0, 705.0, 695.0];
+        let p = welch_t_test(&base, &slow).unwrap();
+        assert!(p < 0.001, "p = {p}");
+        let again = [1005.0, 995.0, 1002.0];
+        let p = welch_t_test(&base, &again).unwrap();
+        assert!(p > 0.5, "p = {p}");
+        assert_eq!(welch_t_test(&[1.0], &base), None);
+        assert_eq!(welch_t_test(&[2.0, 2.0], &[2.0, 2.0]), Some(1.0));
+        assert_eq!(welch_t_test(&[2.0, 2.0], &[3.0, 3.0]), Some(0.0));
+    }
+
+    #[test]
+    fn welch_matches_a_hand_computed_case() {
+        // a: mean 20, var 2.5 (n 5); b: mean 22, var 10 (n 5).
+        // se² = 0.5 + 2 = 2.5, t = -2/1.5811 = -1.2649, df = 6.25 / (0.0625 + 1) = 5.882.
+        let a = [18.0, 19.0, 20.0, 21.0, 22.0];
+        let b = [18.0, 20.0, 22.0, 24.0, 26.0];
+        let p = welch_t_test(&a, &b).unwrap();
+        let want = t_two_sided_p(-2.0 / 2.5f64.sqrt(), 6.25 / 1.0625);
+        assert!(close(p, want, 1e-12));
+        // A t of 1.265 with ~5.9 df sits between the 0.20 (1.44) and 0.30 (1.13) points.
+        assert!(p > 0.2 && p < 0.3, "p = {p}");
+    }
+}

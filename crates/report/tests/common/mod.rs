@@ -1,0 +1,182 @@
+//! Deterministic results records for the tests: every load is built from a real
+//! `loadgen::stats::Recorder` fed fixed samples, so the histograms, moments and percentiles in
+//! the records are what the load generator itself would store.
+
+#![allow(dead_code)]
+
+use loadgen::json::LoadReport;
+use loadgen::stats::{Measurement, Recorder, RunSettings, Sample, ServerInfo};
+use report::record::*;
+use std::time::Duration;
+
+/// One load's shape.
+pub struct LoadSpec {
+    pub software: &'static str,
+    pub path: &'static str,
+    pub doc_len: u64,
+    pub requests: u32,
+    /// Typical waiting time, µs; samples vary deterministically around it.
+    pub waiting_us: u32,
+    pub elapsed_s: f64,
+    pub failed_receive: u64,
+}
+
+pub fn load_report(spec: &LoadSpec) -> LoadReport {
+    let mut rec = Recorder::new(true, false);
+    let header_len = 180 + spec.software.len() as u64;
+    for i in 0..spec.requests {
+        let connect = 80 + (i * 13) % 70;
+        // A long tail: every 50th request waits eight times as long.
+        let jitter = (i * 37) % (spec.waiting_us / 2 + 1);
+        let waiting = if i % 50 == 49 {
+            spec.waiting_us * 8
+        } else {
+            spec.waiting_us / 2 + jitter
+        };
+        let total = connect + waiting + 40 + (i % 11) * 3;
+        rec.record(
+            Sample {
+                connect,
+                waiting,
+                total,
+            },
+            None,
+        );
+        rec.completed += 1;
+        rec.total_bytes += header_len + spec.doc_len;
+        rec.body_bytes += spec.doc_len;
+        rec.sent_bytes += 90;
+    }
+    for _ in 0..spec.failed_receive {
+        rec.failures.add(loadgen::FailureKind::Receive);
+    }
+    let m = Measurement {
+        server: ServerInfo {
+            software: spec.software.to_string(),
+            hostname: "127.0.0.1".to_string(),
+            port: 8080,
+            path: spec.path.to_string(),
+            document_length: spec.doc_len,
+        },
+        settings: RunSettings {
+            concurrency: 10,
+            keep_alive: false,
+            rate: None,
+            threads: 1,
+            http11: false,
+            head: false,
+        },
+        elapsed: Duration::from_secs_f64(spec.elapsed_s),
+        rec,
+        client_cpu: Duration::from_millis(250),
+        stopped_early: None,
+        notes: Vec::new(),
+    };
+    LoadReport::from_measurement(&m)
+}
+
+/// How much one server's requests/s is scaled in a variant of the fixture.
+#[derive(Clone, Copy)]
+pub struct Slowdown {
+    pub server: &'static str,
+    /// Multiplies the elapsed time (1.43 ≈ a 30% drop in requests/s).
+    pub factor: f64,
+}
+
+const SCENARIO: &str = "name = \"hello\"\nruns = 3\n\n[[server]]\nname = \"apache\"\n\n[[server]]\nname = \"nginx\"\n";
+
+/// The fixture run: apache and nginx serve two documents over `rounds` rounds, tornado could
+/// not be built. Rounds differ a little (±1.5%), nginx is about 1.66 times apache on the small
+/// page, as in the first reference post.
+pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
+    let servers = vec![
+        ServerRecord {
+            name: "apache".into(),
+            kind: "apache".into(),
+            image_tag: "benchctl/apache:2.4-3f2a".into(),
+            image_id: Some(
+                "sha256:3f2a9c1d0e8b7a6f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7".into(),
+            ),
+            server_header: Some("Apache/2.4.62 (Debian)".into()),
+            status: ServerStatus::Available { ready_s: 1.25 },
+        },
+        ServerRecord {
+            name: "nginx".into(),
+            kind: "nginx".into(),
+            image_tag: "benchctl/nginx:1.26-9b1c".into(),
+            image_id: Some(
+                "sha256:9b1c7d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c".into(),
+            ),
+            server_header: Some("nginx/1.26.3".into()),
+            status: ServerStatus::Available { ready_s: 0.5 },
+        },
+        ServerRecord {
+            name: "tornado".into(),
+            kind: "tornado".into(),
+            image_tag: "benchctl/tornado:6.4-77aa".into(),
+            image_id: None,
+            server_header: None,
+            status: ServerStatus::Unavailable {
+                reason: "image build failed: pip could not reach its index (<offline>)".into(),
+            },
+        },
+    ];
+    // (document, path, length, requests, apache waiting µs, apache elapsed s, nginx elapsed s)
+    let docs = [
+        ("hello", "/hello.html", 13u64, 300u32, 900u32, 0.30, 0.1807),
+        ("robots.txt", "/robots.txt", 204, 200, 1500, 0.40, 0.25),
+    ];
+    let mut loads = Vec::new();
+    for round in 0..rounds {
+        // Drift shared by all servers of a round, as interleaving intends.
+        let drift = [1.0, 1.015, 0.99, 1.005, 0.985][round as usize % 5];
+        for &(doc, path, len, n, wait, apache_s, nginx_s) in &docs {
+            for (server, software, elapsed, waiting, cpu, mem) in [
+                ("apache", "Apache/2.4.62 (Debian)", apache_s, wait, 0.9, 41_000_000u64),
+                ("nginx", "nginx/1.26.3", nginx_s, wait * 6 / 10, 0.35, 9_500_000),
+            ] {
+                let factor = slow
+                    .filter(|s| s.server == server)
+                    .map_or(1.0, |s| s.factor);
+                let report = load_report(&LoadSpec {
+                    software,
+                    path,
+                    doc_len: len,
+                    requests: n,
+                    waiting_us: waiting,
+                    elapsed_s: elapsed * drift * factor,
+                    failed_receive: u64::from(server == "apache" && doc == "robots.txt" && round == 1),
+                });
+                loads.push(LoadRecord {
+                    server: server.into(),
+                    document: doc.into(),
+                    url_path: path.into(),
+                    round,
+                    load: report,
+                    server_usage: Some(Usage {
+                        cpu_s: cpu * drift * factor,
+                        peak_memory_bytes: mem + u64::from(round) * 100_000,
+                    }),
+                    client_bound: server == "nginx" && doc == "hello" && round == 0,
+                });
+            }
+        }
+    }
+    RunRecord {
+        schema_version: SCHEMA_VERSION,
+        benchctl_version: "0.1.0".into(),
+        run_id: format!("hello-20240501T120000Z-r{rounds}"),
+        started_at: "2024-05-01T12:00:00Z".into(),
+        finished_at: Some("2024-05-01T12:03:10Z".into()),
+        status: RunStatus::Complete,
+        scenario: ScenarioRecord::new("hello", "scenarios/hello.toml", SCENARIO),
+        host: HostFacts {
+            cpu_model: "AMD EPYC 7B13 64-Core Processor".into(),
+            cores: 2,
+            kernel: "6.1.0-26-amd64".into(),
+            docker_version: Some("27.3.1".into()),
+        },
+        servers,
+        loads,
+    }
+}

@@ -1,0 +1,153 @@
+//! The results file: atomic writes, round trips, the checked-in JSON Schema, and the errors a
+//! person gets for files that are not what `report` and `compare` expect.
+
+mod common;
+
+use report::record::{RunRecord, RunStatus};
+use report::ReportError;
+use std::path::{Path, PathBuf};
+
+fn schema() -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/schema/run-record.v1.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn load_err(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "results.json", text);
+    RunRecord::load(&p).unwrap_err().to_string()
+}
+
+#[test]
+fn write_atomic_then_load_round_trips_and_leaves_no_temp_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let mut rec = common::fixture(3, None);
+    rec.write_atomic(&path).unwrap();
+    // Rewritten after more work, as the CLI does after each server and round.
+    rec.status = RunStatus::Interrupted {
+        reason: "Ctrl-C".into(),
+    };
+    rec.write_atomic(&path).unwrap();
+    let back = RunRecord::load(&path).unwrap();
+    assert_eq!(back, rec);
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["run.json"]);
+}
+
+#[test]
+fn serialized_records_validate_against_the_checked_in_schema() {
+    let validator = jsonschema::validator_for(&schema()).expect("the schema itself is valid");
+    let mut partial = common::fixture(1, None);
+    partial.status = RunStatus::Failed {
+        reason: "nginx stopped answering".into(),
+    };
+    partial.finished_at = None;
+    partial.loads.truncate(1);
+    partial.loads[0].server_usage = None;
+    for rec in [common::fixture(3, None), partial] {
+        let value = serde_json::to_value(&rec).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "schema errors: {errors:#?}");
+    }
+}
+
+#[test]
+fn the_schema_rejects_what_the_reader_rejects() {
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let good = serde_json::to_value(common::fixture(1, None)).unwrap();
+    assert!(validator.is_valid(&good));
+    for (pointer, bad) in [
+        ("/schema_version", serde_json::json!(2)),
+        ("/status", serde_json::json!({"state": "failed"})),
+        ("/scenario/sha256", serde_json::json!("not-a-hash")),
+        ("/loads/0/round", serde_json::json!(-1)),
+        ("/loads/0/load/total/moments/sum_sq", serde_json::json!(12)),
+    ] {
+        let mut v = good.clone();
+        *v.pointer_mut(pointer).unwrap() = bad;
+        assert!(!validator.is_valid(&v), "{pointer} should be rejected");
+    }
+}
+
+#[test]
+fn corrupt_json_names_line_and_column() {
+    let msg = load_err("{\n  \"schema_version\": 1,\n  \"run_id\": \n}");
+    assert!(msg.contains("is not JSON"), "{msg}");
+    assert!(msg.contains("line 4, column 1"), "{msg}");
+}
+
+#[test]
+fn a_file_cut_short_is_not_json() {
+    let full = serde_json::to_string(&common::fixture(1, None)).unwrap();
+    let msg = load_err(&full[..full.len() / 2]);
+    assert!(msg.contains("is not JSON"), "{msg}");
+    assert!(msg.contains("EOF"), "{msg}");
+}
+
+#[test]
+fn foreign_json_is_named_as_such() {
+    let msg = load_err(r#"{"name": "left-pad", "version": "1.3.0"}"#);
+    assert!(msg.contains("not a benchctl results file"), "{msg}");
+    assert!(msg.contains("\"schema_version\""), "{msg}");
+
+    let msg = load_err("[1, 2, 3]");
+    assert!(msg.contains("the top level is an array"), "{msg}");
+
+    let msg = load_err(r#"{"schema_version": "one"}"#);
+    assert!(msg.contains("\"schema_version\" is a string"), "{msg}");
+}
+
+#[test]
+fn a_record_missing_a_field_names_the_field() {
+    let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
+    v.as_object_mut().unwrap().remove("loads");
+    let msg = load_err(&v.to_string());
+    assert!(msg.contains("not a benchctl results file"), "{msg}");
+    assert!(msg.contains("missing field `loads`"), "{msg}");
+}
+
+#[test]
+fn a_newer_schema_asks_for_a_newer_benchctl() {
+    let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
+    v["schema_version"] = serde_json::json!(2);
+    // Newer files may have fields this reader does not know: the version is what to report.
+    v["new_field"] = serde_json::json!(true);
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "new.json", &v.to_string());
+    let err = RunRecord::load(&p).unwrap_err();
+    assert!(matches!(
+        err,
+        ReportError::NewerVersion {
+            found: 2,
+            supported: 1,
+            ..
+        }
+    ));
+    let msg = err.to_string();
+    assert!(msg.contains("schema version 2"), "{msg}");
+    assert!(msg.contains("upgrade benchctl"), "{msg}");
+
+    let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
+    v["loads"][0]["load"]["version"] = serde_json::json!(9);
+    let msg = load_err(&v.to_string());
+    assert!(msg.contains("load report version 9"), "{msg}");
+}
+
+#[test]
+fn a_missing_file_says_which() {
+    let err = RunRecord::load(Path::new("/nonexistent/benchctl/run.json")).unwrap_err();
+    assert!(err.to_string().contains("cannot read /nonexistent/benchctl/run.json"));
+}
