@@ -1,1 +1,612 @@
-//! ab text output (in progress).
+//! ApacheBench's results text, reproduced byte for byte from a [`Measurement`].
+//!
+//! The tables benchctl re-runs come from `ab` (httpd 2.4's `support/ab.c`, `output_results()`),
+//! so the same numbers must come out the same way: ab's integer-microsecond means, its sample
+//! standard deviation about that integer mean, its rounding to milliseconds, its median rule
+//! (which averages the two elements *above* the middle when the count is odd, a quirk kept on
+//! purpose), its percentile index rule and its printf widths.
+//!
+//! The work is split in two so that other reports can reuse the numbers without the layout:
+//! [`summarize`] computes an [`AbSummary`] holding exactly the values ab prints, already rounded
+//! and formatted as ab would, and [`render_text`] lays it out through the tera template
+//! `templates/ab.txt.tera`.
+//!
+//! Deviations from ab, each deliberate:
+//! - ab knows no timeouts; a non-zero timeout count is appended to the failure breakdown line as
+//!   `, Timeout: N` before its closing parenthesis.
+//! - The timing tables use the requests that have timings (those that got a whole response);
+//!   ab also times requests that failed after connecting.
+//! - When the run kept no per-request samples (duration-bounded runs), min, mean, sd and max are
+//!   still exact (from running moments) but medians and percentiles are read from the
+//!   HdrHistograms, and a note line at the end says so.
+
+use crate::json::{HistogramDecodeError, LoadReport};
+use crate::stats::{Failures, Measurement, Moments, Sample, ServerInfo, Timer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The template the text is rendered from, embedded so the binary needs no files at run time.
+pub const AB_TEMPLATE: &str = include_str!("../../../templates/ab.txt.tera");
+
+/// The percentiles ab prints, in its order (`percs[]` in ab.c).
+pub const AB_PERCENTILES: [u32; 9] = [50, 66, 75, 80, 90, 95, 98, 99, 100];
+
+/// Options of ab's that change its output but that a [`Measurement`] does not record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbOptions {
+    /// ab's `-l`: response lengths were allowed to vary, so "Document Length" reads "Variable".
+    pub variable_length: bool,
+}
+
+/// ab's failure breakdown line, `   (Connect: .., Receive: .., Length: .., Exceptions: ..)`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureBreakdown {
+    pub connect: u64,
+    pub receive: u64,
+    pub length: u64,
+    pub exceptions: u64,
+    /// Not an ab kind: printed as `, Timeout: N` only when non-zero.
+    pub timeout: u64,
+}
+
+/// The four rate lines, printed by ab only when both the time taken and the request count are
+/// non-zero. Each is the text ab prints for the number, with ab's precision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rates {
+    /// `done / timetaken`, `%.2f`.
+    pub requests_per_second: String,
+    /// `concurrency * timetaken * 1000 / done`, `%.3f` ms.
+    pub time_per_request: String,
+    /// `timetaken * 1000 / done`, `%.3f` ms.
+    pub time_per_request_all: String,
+    /// `totalread / 1024 / timetaken`, `%.2f` Kbytes/s.
+    pub transfer_rate: String,
+}
+
+/// One row of the Connection Times table, in whole milliseconds as ab rounds them
+/// (`(µs + 500) / 1000`), except `sd`, which is ab's `%.1f` of the deviation in ms.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimerRow {
+    pub min: i64,
+    pub mean: i64,
+    pub sd: String,
+    pub median: i64,
+    pub max: i64,
+}
+
+/// How far apart ab found a row's mean and median.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SanityLevel {
+    /// More than one standard deviation apart.
+    Warning,
+    /// More than two standard deviations apart.
+    Error,
+}
+
+/// One of ab's `SANE()` verdicts, printed below the table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sanity {
+    pub level: SanityLevel,
+    /// ab's name for the row: "the initial connection time", "the processing time", ...
+    pub what: String,
+}
+
+/// ab's "Connection Times (ms)" table and its verdicts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionTimes {
+    pub connect: TimerRow,
+    pub processing: TimerRow,
+    pub waiting: TimerRow,
+    pub total: TimerRow,
+    /// In ab's order: connect, processing, waiting, total; only rows that failed the check.
+    pub sanity: Vec<Sanity>,
+}
+
+/// One line of the percentage table: `percent`% of requests took at most `ms` (rounded as ab).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PercentileRow {
+    pub percent: u32,
+    pub ms: i64,
+}
+
+/// Exactly what ab's `output_results()` prints, value by value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbSummary {
+    pub server_software: String,
+    pub server_hostname: String,
+    pub server_port: u16,
+    pub document_path: String,
+    /// Body length of the first good response, bytes.
+    pub document_length: u64,
+    /// ab's `-l`: prints "Variable" instead of the length.
+    pub variable_length: bool,
+    pub concurrency: u32,
+    /// Time taken for tests, `%.3f` seconds.
+    pub time_taken: String,
+    pub complete: u64,
+    pub failed: u64,
+    /// The breakdown ab prints when `failed > 0`.
+    pub failures: FailureBreakdown,
+    /// Printed only when non-zero.
+    pub write_errors: u64,
+    /// Printed only when non-zero.
+    pub non_2xx: u64,
+    /// ab's `-k`: the Keep-Alive line is printed only then.
+    pub keep_alive: bool,
+    pub keep_alive_requests: u64,
+    /// Bytes read, headers included.
+    pub total_transferred: u64,
+    /// Body bytes read.
+    pub html_transferred: u64,
+    /// None when the time taken or the request count is zero (ab prints no rates then).
+    pub rates: Option<Rates>,
+    /// None when no request was timed.
+    pub times: Option<ConnectionTimes>,
+    /// Empty unless more than one request was timed.
+    pub percentiles: Vec<PercentileRow>,
+    /// Medians and percentiles were read from histograms rather than exact samples.
+    pub from_histograms: bool,
+}
+
+/// ab's `ap_round_ms`: microseconds to milliseconds, rounding halves up, truncating in integers.
+pub fn round_ms(us: i64) -> i64 {
+    (us + 500) / 1000
+}
+
+/// ab's `ap_double_ms`.
+fn double_ms(us: f64) -> f64 {
+    us / 1000.0
+}
+
+/// ab's median rule, as ab.c writes it: with an odd count above one it averages the elements at
+/// `n/2` and `n/2 + 1` (0-based, so the middle one and the one above it), otherwise it takes
+/// `n/2`. `at(i)` is the i-th smallest value. Integer division, as ab's `apr_time_t` arithmetic.
+pub fn ab_median(n: u64, at: impl Fn(u64) -> i64) -> i64 {
+    if n > 1 && n % 2 == 1 {
+        (at(n / 2) + at(n / 2 + 1)) / 2
+    } else {
+        at(n / 2)
+    }
+}
+
+/// ab's percentile pick: the 0-based index `n * perc / 100` of the sorted totals, except 100%,
+/// which is the last one.
+pub fn ab_percentile_index(n: u64, perc: u32) -> u64 {
+    if perc >= 100 {
+        n - 1
+    } else {
+        n * u64::from(perc) / 100
+    }
+}
+
+/// Computes what ab would print for `m`, as ab without `-l`.
+pub fn summarize(m: &Measurement) -> AbSummary {
+    summarize_with(m, &AbOptions::default())
+}
+
+/// Computes what ab would print for `m` with the given options.
+pub fn summarize_with(m: &Measurement, opts: &AbOptions) -> AbSummary {
+    let mut s = header(
+        &HeaderInput {
+            server: &m.server,
+            concurrency: m.settings.concurrency,
+            keep_alive: m.settings.keep_alive,
+            elapsed_us: elapsed_us(m.elapsed),
+            complete: m.rec.completed,
+            failures: &m.rec.failures,
+            non_2xx: m.rec.non_2xx,
+            keep_alive_requests: m.rec.keep_alive_requests,
+            total_bytes: m.rec.total_bytes,
+            body_bytes: m.rec.body_bytes,
+        },
+        opts,
+    );
+    match &m.rec.samples {
+        Some(samples) => {
+            let (times, percentiles) = from_samples(samples);
+            s.times = times;
+            s.percentiles = percentiles;
+        }
+        None => {
+            let h = &m.rec.hist;
+            let hists = [&h.connect, &h.processing, &h.waiting, &h.total];
+            let (times, percentiles) = from_histograms(&m.rec.moments, hists);
+            s.times = times;
+            s.percentiles = percentiles;
+            s.from_histograms = true;
+        }
+    }
+    s
+}
+
+/// Computes ab's text from a stored [`LoadReport`] (a results file), which keeps exact moments
+/// and the histograms but no samples: medians and percentiles come from the histograms.
+pub fn summarize_report(
+    r: &LoadReport,
+    opts: &AbOptions,
+) -> Result<AbSummary, HistogramDecodeError> {
+    let mut s = header(
+        &HeaderInput {
+            server: &r.server,
+            concurrency: r.settings.concurrency,
+            keep_alive: r.settings.keep_alive,
+            elapsed_us: (r.elapsed_s * 1e6).round() as i64,
+            complete: r.complete,
+            failures: &r.failures,
+            non_2xx: r.non_2xx,
+            keep_alive_requests: r.keep_alive_requests,
+            total_bytes: r.total_bytes,
+            body_bytes: r.body_bytes,
+        },
+        opts,
+    );
+    let hists = [
+        r.histogram(Timer::Connect)?,
+        r.histogram(Timer::Processing)?,
+        r.histogram(Timer::Waiting)?,
+        r.histogram(Timer::Total)?,
+    ];
+    let moments = [
+        r.connect.moments,
+        r.processing.moments,
+        r.waiting.moments,
+        r.total.moments,
+    ];
+    let (times, percentiles) =
+        from_histograms(&moments, [&hists[0], &hists[1], &hists[2], &hists[3]]);
+    s.times = times;
+    s.percentiles = percentiles;
+    s.from_histograms = true;
+    Ok(s)
+}
+
+/// ab measures time in whole microseconds (`apr_time_t`).
+fn elapsed_us(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+struct HeaderInput<'a> {
+    server: &'a ServerInfo,
+    concurrency: u32,
+    keep_alive: bool,
+    elapsed_us: i64,
+    complete: u64,
+    failures: &'a Failures,
+    non_2xx: u64,
+    keep_alive_requests: u64,
+    total_bytes: u64,
+    body_bytes: u64,
+}
+
+fn header(h: &HeaderInput<'_>, opts: &AbOptions) -> AbSummary {
+    // ab: timetaken = (double)(lasttime - start) / APR_USEC_PER_SEC
+    let timetaken = h.elapsed_us as f64 / 1_000_000.0;
+    let done = h.complete;
+    let rates = (timetaken != 0.0 && done != 0).then(|| {
+        let d = done as f64;
+        // Each expression keeps ab's order of operations so the doubles round identically.
+        Rates {
+            requests_per_second: format!("{:.2}", d / timetaken),
+            time_per_request: format!("{:.3}", f64::from(h.concurrency) * timetaken * 1000.0 / d),
+            time_per_request_all: format!("{:.3}", timetaken * 1000.0 / d),
+            transfer_rate: format!("{:.2}", h.total_bytes as f64 / 1024.0 / timetaken),
+        }
+    });
+    AbSummary {
+        server_software: h.server.software.clone(),
+        server_hostname: h.server.hostname.clone(),
+        server_port: h.server.port,
+        document_path: h.server.path.clone(),
+        document_length: h.server.document_length,
+        variable_length: opts.variable_length,
+        concurrency: h.concurrency,
+        time_taken: format!("{timetaken:.3}"),
+        complete: done,
+        failed: h.failures.total(),
+        failures: FailureBreakdown {
+            connect: h.failures.connect,
+            receive: h.failures.receive,
+            length: h.failures.length,
+            exceptions: h.failures.exception,
+            timeout: h.failures.timeout,
+        },
+        write_errors: h.failures.write,
+        non_2xx: h.non_2xx,
+        keep_alive: h.keep_alive,
+        keep_alive_requests: h.keep_alive_requests,
+        total_transferred: h.total_bytes,
+        html_transferred: h.body_bytes,
+        rates,
+        times: None,
+        percentiles: Vec::new(),
+        from_histograms: false,
+    }
+}
+
+/// One timer's statistics in microseconds, before ab rounds them to milliseconds.
+struct RawRow {
+    min: i64,
+    mean: i64,
+    sd_us: f64,
+    median: i64,
+    max: i64,
+}
+
+impl RawRow {
+    fn rounded(&self) -> (TimerRow, f64) {
+        let sd_ms = double_ms(self.sd_us);
+        let row = TimerRow {
+            min: round_ms(self.min),
+            mean: round_ms(self.mean),
+            sd: format!("{sd_ms:.1}"),
+            median: round_ms(self.median),
+            max: round_ms(self.max),
+        };
+        (row, sd_ms)
+    }
+}
+
+const SANITY_NAMES: [&str; 4] = [
+    "the initial connection time",
+    "the processing time",
+    "the waiting time",
+    "the total time",
+];
+
+fn table(raw: [RawRow; 4]) -> ConnectionTimes {
+    let mut rows = Vec::with_capacity(4);
+    let mut sanity = Vec::new();
+    for (r, what) in raw.iter().zip(SANITY_NAMES) {
+        let (row, sd) = r.rounded();
+        // ab's SANE(): compares the rounded millisecond mean and median against the sd in ms.
+        let d = (row.mean as f64 - row.median as f64).abs();
+        let level = if d > 2.0 * sd {
+            Some(SanityLevel::Error)
+        } else if d > sd {
+            Some(SanityLevel::Warning)
+        } else {
+            None
+        };
+        if let Some(level) = level {
+            sanity.push(Sanity {
+                level,
+                what: what.to_string(),
+            });
+        }
+        rows.push(row);
+    }
+    let mut it = rows.into_iter();
+    let mut next = || it.next().expect("four rows");
+    ConnectionTimes {
+        connect: next(),
+        processing: next(),
+        waiting: next(),
+        total: next(),
+        sanity,
+    }
+}
+
+type Field = fn(&Sample) -> i64;
+
+const FIELDS: [Field; 4] = [
+    |s| i64::from(s.connect),
+    |s| i64::from(s.processing()),
+    |s| i64::from(s.waiting),
+    |s| i64::from(s.total),
+];
+
+fn from_samples(samples: &[Sample]) -> (Option<ConnectionTimes>, Vec<PercentileRow>) {
+    let n = samples.len() as u64;
+    if n == 0 {
+        return (None, Vec::new());
+    }
+    let raw = FIELDS.map(|f| {
+        let (mut min, mut max, mut sum) = (i64::MAX, 0i64, 0i64);
+        for s in samples {
+            let v = f(s);
+            min = min.min(v);
+            max = max.max(v);
+            sum += v;
+        }
+        let mean = sum / n as i64;
+        // ab sums squared deviations from the integer mean in doubles, then divides by n - 1.
+        let sd_us = if n > 1 {
+            let ss: f64 = samples
+                .iter()
+                .map(|s| {
+                    let a = f(s) as f64 - mean as f64;
+                    a * a
+                })
+                .sum();
+            (ss / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        let mut sorted: Vec<i64> = samples.iter().map(f).collect();
+        sorted.sort_unstable();
+        let median = ab_median(n, |i| sorted[i as usize]);
+        RawRow {
+            min,
+            mean,
+            sd_us,
+            median,
+            max,
+        }
+    });
+    let mut totals: Vec<i64> = samples.iter().map(FIELDS[3]).collect();
+    totals.sort_unstable();
+    let percentiles = if n > 1 {
+        AB_PERCENTILES
+            .iter()
+            .map(|&p| PercentileRow {
+                percent: p,
+                ms: round_ms(totals[ab_percentile_index(n, p) as usize]),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    (Some(table(raw)), percentiles)
+}
+
+/// The value of the `i`-th smallest (0-based) recorded value, as the histogram knows it (the
+/// highest value of its bucket), kept within the exact min and max.
+pub(crate) fn nth_value(h: &Histogram<u64>, m: &Moments, i: u64) -> u64 {
+    let mut seen = 0u64;
+    for v in h.iter_recorded() {
+        seen += v.count_since_last_iteration();
+        if seen > i {
+            return v.value_iterated_to().clamp(m.min.min(m.max), m.max);
+        }
+    }
+    m.max
+}
+
+fn from_histograms(
+    moments: &[Moments; 4],
+    hists: [&Histogram<u64>; 4],
+) -> (Option<ConnectionTimes>, Vec<PercentileRow>) {
+    let n = moments[3].count;
+    if n == 0 {
+        return (None, Vec::new());
+    }
+    let raw: [RawRow; 4] = std::array::from_fn(|k| {
+        let m = &moments[k];
+        let h = hists[k];
+        RawRow {
+            min: m.min as i64,
+            mean: m.mean_int() as i64,
+            sd_us: m.sd_about_int_mean(),
+            median: ab_median(m.count, |i| nth_value(h, m, i) as i64),
+            max: m.max as i64,
+        }
+    });
+    let percentiles = if n > 1 {
+        AB_PERCENTILES
+            .iter()
+            .map(|&p| {
+                let us = if p >= 100 {
+                    moments[3].max
+                } else {
+                    nth_value(hists[3], &moments[3], ab_percentile_index(n, p))
+                };
+                PercentileRow {
+                    percent: p,
+                    ms: round_ms(us as i64),
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    (Some(table(raw)), percentiles)
+}
+
+/// Why a template could not render an [`AbSummary`].
+#[derive(Debug, thiserror::Error)]
+#[error("the ab text template failed: {0:#}")]
+pub struct AbTemplateError(#[from] tera::Error);
+
+const TEMPLATE_NAME: &str = "ab.txt";
+
+/// printf's `%Nd` / `%N.Mf` width for tera: right-aligns the value's text in `w` columns.
+fn pad_filter(v: &tera::Value, args: &HashMap<String, tera::Value>) -> tera::Result<tera::Value> {
+    let w = args
+        .get("w")
+        .and_then(tera::Value::as_u64)
+        .ok_or_else(|| tera::Error::msg("pad needs a width: pad(w=5)"))? as usize;
+    let s = match v {
+        tera::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    Ok(tera::Value::String(format!("{s:>w$}")))
+}
+
+fn engine(src: &str) -> Result<tera::Tera, AbTemplateError> {
+    let mut t = tera::Tera::default();
+    // Plain text: a Server header holding '<' or '&' must print as sent.
+    t.autoescape_on(Vec::new());
+    t.register_filter("pad", pad_filter);
+    t.add_raw_template(TEMPLATE_NAME, src)?;
+    Ok(t)
+}
+
+/// Renders `s` through a template other than the embedded one (a user's override). The
+/// template gets the summary's fields at top level and a `pad(w=N)` filter.
+pub fn render_text_with(template: &str, s: &AbSummary) -> Result<String, AbTemplateError> {
+    let t = engine(template)?;
+    let ctx = tera::Context::from_serialize(s)?;
+    Ok(t.render(TEMPLATE_NAME, &ctx)?)
+}
+
+/// Renders `s` as ab prints it, from the line break ab prints before "Server Software:" to the
+/// end of its output.
+pub fn render_text(s: &AbSummary) -> String {
+    static ENGINE: OnceLock<tera::Tera> = OnceLock::new();
+    let t = ENGINE.get_or_init(|| engine(AB_TEMPLATE).expect("the embedded ab template parses"));
+    // The embedded template is covered by the golden tests and the summary always serializes,
+    // so a failure here is a bug in this module, not a condition a caller could handle.
+    let ctx = tera::Context::from_serialize(s).expect("AbSummary serializes");
+    t.render(TEMPLATE_NAME, &ctx)
+        .expect("the embedded ab template renders every AbSummary")
+}
+
+/// `render_text(&summarize(m))`.
+pub fn render(m: &Measurement) -> String {
+    render_text(&summarize(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_ms_rounds_halves_up() {
+        assert_eq!(round_ms(0), 0);
+        assert_eq!(round_ms(499), 0);
+        assert_eq!(round_ms(500), 1);
+        assert_eq!(round_ms(1499), 1);
+        assert_eq!(round_ms(1500), 2);
+    }
+
+    #[test]
+    fn median_rule_keeps_abs_quirk() {
+        let v = [10i64, 20, 30, 40, 50];
+        // Odd: ab averages v[2] and v[3], not the middle element alone.
+        assert_eq!(ab_median(5, |i| v[i as usize]), 35);
+        // Even: ab takes v[n/2], the upper of the two middle elements.
+        assert_eq!(ab_median(4, |i| v[i as usize]), 30);
+        assert_eq!(ab_median(1, |i| v[i as usize]), 10);
+        // Integer division of the sum.
+        let w = [1i64, 2, 3];
+        assert_eq!(ab_median(3, |i| w[i as usize]), 2);
+    }
+
+    #[test]
+    fn percentile_index_matches_ab() {
+        assert_eq!(ab_percentile_index(10, 50), 5);
+        assert_eq!(ab_percentile_index(10, 66), 6);
+        assert_eq!(ab_percentile_index(10, 99), 9);
+        assert_eq!(ab_percentile_index(10, 100), 9);
+        assert_eq!(ab_percentile_index(2, 50), 1);
+        assert_eq!(ab_percentile_index(2, 49), 0);
+    }
+
+    #[test]
+    fn pad_filter_right_aligns_like_printf() {
+        let mut args = HashMap::new();
+        args.insert("w".to_string(), tera::Value::from(5));
+        let out = pad_filter(&tera::Value::from(42), &args).unwrap();
+        assert_eq!(out, tera::Value::String("   42".into()));
+        let out = pad_filter(&tera::Value::from("151.0"), &args).unwrap();
+        assert_eq!(out, tera::Value::String("151.0".into()));
+        // Wider than the field: printf never truncates.
+        let out = pad_filter(&tera::Value::from(1234567), &args).unwrap();
+        assert_eq!(out, tera::Value::String("1234567".into()));
+        assert!(pad_filter(&tera::Value::from(1), &HashMap::new()).is_err());
+    }
+}
