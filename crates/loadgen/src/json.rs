@@ -3,7 +3,11 @@
 //! HdrHistograms themselves (V2 deflate serialization, base64), so any later report or
 //! comparison can be computed exactly from it.
 
-use crate::stats::{Failures, Moments, RunSettings, ServerInfo};
+use crate::ab::nth_value;
+use crate::stats::{Failures, Measurement, Moments, RunSettings, Sample, ServerInfo, Timer};
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 /// Version of this document's layout; bumped on any incompatible change.
@@ -56,4 +60,214 @@ pub struct LoadReport {
     /// Total latency from each request's intended send time (constant-rate runs only).
     pub corrected_total: Option<TimerReport>,
     pub stopped_early: Option<String>,
+}
+
+/// The percentiles every [`TimerReport`] lists, in per mille so that 99.9 is exact.
+pub const REPORT_PERCENTILES_PERMILLE: [u32; 10] =
+    [500, 660, 750, 800, 900, 950, 980, 990, 999, 1000];
+
+/// Why a stored histogram could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum HistogramDecodeError {
+    #[error("histogram is not valid base64 (was the results file edited?): {0}")]
+    Base64(#[from] base64::DecodeError),
+    #[error("histogram is not a V2 deflate HdrHistogram (was the results file edited?): {0}")]
+    Deserialize(#[from] hdrhistogram::serialization::DeserializeError),
+}
+
+/// V2 deflate serialization, base64 (standard alphabet, padded): the encoding HdrHistogram's
+/// other implementations read, so results files can be checked with their tools too.
+pub fn encode_histogram(h: &Histogram<u64>) -> String {
+    let mut buf = Vec::new();
+    // Writing into a Vec cannot fail, and u64 counts always fit the V2 format, so an error here
+    // would be a bug in the serializer rather than a condition to report.
+    V2DeflateSerializer::new()
+        .serialize(h, &mut buf)
+        .expect("serializing a histogram into memory");
+    base64::engine::general_purpose::STANDARD.encode(buf)
+}
+
+/// The inverse of [`encode_histogram`].
+pub fn decode_histogram(s: &str) -> Result<Histogram<u64>, HistogramDecodeError> {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(s)?;
+    Ok(Deserializer::new().deserialize(&mut bytes.as_slice())?)
+}
+
+/// Sample standard deviation (n - 1) about the true mean, µs, from the exact integer moments.
+fn sample_sd(m: &Moments) -> f64 {
+    if m.count < 2 {
+        return 0.0;
+    }
+    let n = u128::from(m.count);
+    let sum = u128::from(m.sum);
+    // n·Σx² − (Σx)² is exact in integers and never negative; fall back to floats only if it
+    // overflows, which takes sums beyond 10^19 µs.
+    match n
+        .checked_mul(m.sum_sq)
+        .and_then(|a| a.checked_sub(sum * sum))
+    {
+        Some(num) => (num as f64 / (n * (n - 1)) as f64).sqrt(),
+        None => {
+            let mean = m.mean();
+            let var = (m.sum_sq as f64 - m.count as f64 * mean * mean) / (m.count - 1) as f64;
+            var.max(0.0).sqrt()
+        }
+    }
+}
+
+/// ab's pick of the `pm`-per-mille element among `n` sorted values (0-based index
+/// `n * pm / 1000`; the last one for 100%).
+fn pick_index(n: u64, pm: u32) -> u64 {
+    if pm >= 1000 {
+        n - 1
+    } else {
+        n * u64::from(pm) / 1000
+    }
+}
+
+/// Moments rebuilt from a histogram, for the corrected timer, which keeps no exact moments:
+/// every value counts as the highest value of its bucket (within 0.1%).
+fn moments_of(h: &Histogram<u64>) -> Moments {
+    let mut m = Moments::default();
+    for v in h.iter_recorded() {
+        let x = h.highest_equivalent(v.value_iterated_to());
+        let c = v.count_since_last_iteration();
+        m.count += c;
+        m.min = m.min.min(x);
+        m.max = m.max.max(x);
+        m.sum += x * c;
+        m.sum_sq += u128::from(x) * u128::from(x) * u128::from(c);
+    }
+    m
+}
+
+impl TimerReport {
+    /// Percentiles come from the exact samples when the run kept them (`values`, unsorted),
+    /// else from the histogram; either way with ab's index rule, so the 50..99 and 100 entries
+    /// are the numbers ab's percentage table shows, in µs. The 100% entry is the exact maximum.
+    fn new(moments: Moments, h: &Histogram<u64>, values: Option<Vec<u64>>) -> TimerReport {
+        let n = moments.count;
+        let percentiles_us = if n == 0 {
+            Vec::new()
+        } else if let Some(mut v) = values {
+            v.sort_unstable();
+            REPORT_PERCENTILES_PERMILLE
+                .iter()
+                .map(|&pm| (f64::from(pm) / 10.0, v[pick_index(n, pm) as usize]))
+                .collect()
+        } else {
+            REPORT_PERCENTILES_PERMILLE
+                .iter()
+                .map(|&pm| {
+                    let us = if pm >= 1000 {
+                        moments.max
+                    } else {
+                        nth_value(h, &moments, pick_index(n, pm))
+                    };
+                    (f64::from(pm) / 10.0, us)
+                })
+                .collect()
+        };
+        TimerReport {
+            moments,
+            mean_us: moments.mean(),
+            sd_us: sample_sd(&moments),
+            percentiles_us,
+            histogram: encode_histogram(h),
+        }
+    }
+
+    /// Decodes this timer's histogram.
+    pub fn decode_histogram(&self) -> Result<Histogram<u64>, HistogramDecodeError> {
+        decode_histogram(&self.histogram)
+    }
+
+    /// The value listed for percentile `p` (e.g. 99.9), µs, if it is one of the listed ones.
+    pub fn percentile(&self, p: f64) -> Option<u64> {
+        self.percentiles_us
+            .iter()
+            .find(|(q, _)| (q - p).abs() < 1e-9)
+            .map(|&(_, v)| v)
+    }
+}
+
+impl LoadReport {
+    /// Everything `m` measured. Moments, counters and histograms are copied exactly; the
+    /// percentile lists are exact when the run kept per-request samples (request-count-bounded
+    /// runs) and read from the histograms otherwise (within 0.1%), the corrected timer always
+    /// from its histogram (its moments too, as no exact ones are kept for it).
+    pub fn from_measurement(m: &Measurement) -> LoadReport {
+        let r = &m.rec;
+        let values = |f: fn(&Sample) -> u64| {
+            r.samples
+                .as_ref()
+                .map(|s| s.iter().map(f).collect::<Vec<u64>>())
+        };
+        let secs = m.elapsed.as_secs_f64();
+        LoadReport {
+            version: LOAD_REPORT_VERSION,
+            server: m.server.clone(),
+            settings: m.settings.clone(),
+            elapsed_s: secs,
+            complete: m.complete(),
+            failed: m.failed(),
+            failures: r.failures,
+            non_2xx: r.non_2xx,
+            keep_alive_requests: r.keep_alive_requests,
+            total_bytes: r.total_bytes,
+            body_bytes: r.body_bytes,
+            sent_bytes: r.sent_bytes,
+            requests_per_second: m.requests_per_second(),
+            transfer_rate_kbps: if secs > 0.0 {
+                r.total_bytes as f64 / 1024.0 / secs
+            } else {
+                0.0
+            },
+            client_cpu_s: m.client_cpu.as_secs_f64(),
+            connect: TimerReport::new(
+                r.moments[0],
+                &r.hist.connect,
+                values(|s| u64::from(s.connect)),
+            ),
+            processing: TimerReport::new(
+                r.moments[1],
+                &r.hist.processing,
+                values(|s| u64::from(s.processing())),
+            ),
+            waiting: TimerReport::new(
+                r.moments[2],
+                &r.hist.waiting,
+                values(|s| u64::from(s.waiting)),
+            ),
+            total: TimerReport::new(r.moments[3], &r.hist.total, values(|s| u64::from(s.total))),
+            corrected_total: r
+                .hist
+                .corrected
+                .as_ref()
+                .map(|h| TimerReport::new(moments_of(h), h, None)),
+            stopped_early: m.stopped_early.clone(),
+        }
+    }
+
+    /// One of the four ab timers.
+    pub fn timer(&self, t: Timer) -> &TimerReport {
+        match t {
+            Timer::Connect => &self.connect,
+            Timer::Processing => &self.processing,
+            Timer::Waiting => &self.waiting,
+            Timer::Total => &self.total,
+        }
+    }
+
+    /// Decodes one timer's histogram back into an HdrHistogram.
+    pub fn histogram(&self, t: Timer) -> Result<Histogram<u64>, HistogramDecodeError> {
+        self.timer(t).decode_histogram()
+    }
+
+    /// Decodes the coordinated-omission-corrected histogram, when the run had one.
+    pub fn corrected_histogram(&self) -> Option<Result<Histogram<u64>, HistogramDecodeError>> {
+        self.corrected_total
+            .as_ref()
+            .map(TimerReport::decode_histogram)
+    }
 }
