@@ -597,6 +597,38 @@ mod tests {
     }
 
     #[test]
+    fn templates_can_be_overridden() {
+        let mut s = empty_summary();
+        s.complete = 1234;
+        let out = render_text_with("{{ complete | pad(w=6) }}|{{ server_port }}", &s).unwrap();
+        assert_eq!(out, "  1234|8080");
+        assert!(render_text_with("{{ complete | pad }}", &s).is_err());
+        assert!(render_text_with("{% if %}", &s).is_err());
+    }
+
+    fn empty_summary() -> AbSummary {
+        let h = HeaderInput {
+            server: &ServerInfo {
+                port: 8080,
+                ..ServerInfo::default()
+            },
+            concurrency: 1,
+            keep_alive: false,
+            elapsed_us: 0,
+            complete: 0,
+            failures: &Failures::default(),
+            non_2xx: 0,
+            keep_alive_requests: 0,
+            total_bytes: 0,
+            body_bytes: 0,
+        };
+        let s = header(&h, &AbOptions::default());
+        // ab prints no rates when no time passed, rather than dividing by zero.
+        assert!(s.rates.is_none());
+        s
+    }
+
+    #[test]
     fn pad_filter_right_aligns_like_printf() {
         let mut args = HashMap::new();
         args.insert("w".to_string(), tera::Value::from(5));

@@ -22,7 +22,10 @@ pub struct TimerReport {
     pub mean_us: f64,
     /// Sample standard deviation, µs.
     pub sd_us: f64,
-    /// (percentile, value µs) pairs: 50, 66, 75, 80, 90, 95, 98, 99, 99.9, 100.
+    /// (percentile, value µs) pairs: 50, 66, 75, 80, 90, 95, 98, 99, 99.9, 100, picked with ab's
+    /// index rule (element `n * p / 100` of the sorted values; the maximum for 100). Exact when
+    /// the run kept per-request samples, else read from the histogram (within 0.1%); the 100
+    /// entry is always the exact maximum.
     pub percentiles_us: Vec<(f64, u64)>,
     /// The HdrHistogram, V2 deflate serialization, base64 (standard alphabet).
     pub histogram: String,
