@@ -321,7 +321,8 @@ class Benchctl(Tool):
     def version(self):
         try:
             out = subprocess.run([self.path, "--version"], capture_output=True, text=True, timeout=10)
-            return out.stdout.strip()
+            lines = out.stdout.strip().splitlines() if out.returncode == 0 else []
+            return lines[0][:80] if lines else ""
         except (OSError, subprocess.TimeoutExpired):
             return ""
 
@@ -681,7 +682,8 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         "",
         f"- server: {meta['nginx']} (native, 1 worker, 13-byte page, access log off), "
         f"CPU {meta['server_cpu']}; clients on CPU {meta['client_cpu']}",
-        f"- host: {meta['cpu_model']}, {meta['cores']} cores, Linux {meta['kernel']}",
+        f"- host: {meta['cpu_model']}, {meta['cores']} cores, Linux {meta['kernel']}, "
+        f"load average at start {meta['loadavg_at_start']}",
         "- tools: " + ", ".join(f"{k} `{v}`" for k, v in meta["versions"].items() if v),
         f"- {cfg.rounds} round(s), tools interleaved and their order rotated each round; "
         "figures are medians over rounds",
@@ -708,7 +710,13 @@ def host_facts() -> dict:
                 break
     except OSError:
         pass
-    return {"cpu_model": model or platform.processor(), "cores": os.cpu_count(), "kernel": platform.release()}
+    return {
+        "cpu_model": model or platform.processor(),
+        "cores": os.cpu_count(),
+        "kernel": platform.release(),
+        # Other work on the machine skews every figure; say how busy it was when we started.
+        "loadavg_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -803,6 +811,7 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
 
+    host = host_facts()
     nginx = Nginx(server_cpu)
     results: list[RunResult] = []
     try:
@@ -862,7 +871,7 @@ def main(argv: list[str]) -> int:
             "server_cpu": server_cpu,
             "client_cpu": client_cpu,
             "versions": versions,
-            **host_facts(),
+            **host,
         }
         out_dir = Path(args.out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
