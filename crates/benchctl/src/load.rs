@@ -28,7 +28,12 @@ pub struct LoadArgs {
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     headers: Vec<String>,
     /// Per-request timeout in seconds (ab's -s; default 30).
-    #[arg(short = 's', long = "timeout", value_name = "SECONDS", default_value = "30")]
+    #[arg(
+        short = 's',
+        long = "timeout",
+        value_name = "SECONDS",
+        default_value = "30"
+    )]
     timeout: String,
     /// Accept a varying document length (ab's -l): no Length failures.
     #[arg(short = 'l')]
@@ -128,6 +133,9 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
 
 pub fn main(a: LoadArgs) -> Result<ExitCode, Failure> {
     let cfg = config(&a)?;
+    let ab_opts = loadgen::ab::AbOptions {
+        variable_length: cfg.variable_length,
+    };
     if cfg.progress != Progress::Quiet {
         eprintln!("Benchmarking {} (be patient)", cfg.target.host);
     }
@@ -158,7 +166,10 @@ pub fn main(a: LoadArgs) -> Result<ExitCode, Failure> {
         let report = loadgen::json::LoadReport::from_measurement(&m);
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", loadgen::ab::render(&m));
+        print!(
+            "{}",
+            loadgen::ab::render_text(&loadgen::ab::summarize_with(&m, &ab_opts))
+        );
     }
     for n in &m.notes {
         eprintln!("note: {n}");

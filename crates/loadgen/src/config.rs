@@ -53,7 +53,12 @@ impl Target {
                     "https is not supported yet (planned); benchmark over http://",
                 ))
             }
-            other => return Err(url_err(url, format!("unsupported scheme {other:?}; use http://"))),
+            other => {
+                return Err(url_err(
+                    url,
+                    format!("unsupported scheme {other:?}; use http://"),
+                ))
+            }
         }
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
@@ -85,17 +90,21 @@ impl Target {
         if host.is_empty() {
             return Err(url_err(url, "no host"));
         }
-        if path.bytes().any(|b| b.is_ascii_whitespace() || b.is_ascii_control()) {
-            return Err(url_err(url, "the path contains spaces or control characters"));
+        if path
+            .bytes()
+            .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+        {
+            return Err(url_err(
+                url,
+                "the path contains spaces or control characters",
+            ));
         }
         let port = match port_str {
             None => 80,
             Some(p) => match p.parse::<u16>() {
                 Ok(0) => return Err(url_err(url, "port 0 is not a port one can connect to")),
                 Ok(n) => n,
-                Err(_) => {
-                    return Err(url_err(url, format!("bad port {p:?}: expected 1-65535")))
-                }
+                Err(_) => return Err(url_err(url, format!("bad port {p:?}: expected 1-65535"))),
             },
         };
         let host_in_header = if host.contains(':') {
@@ -123,7 +132,9 @@ impl Target {
             .to_socket_addrs()
             .map_err(|e| ConfigError::Option(format!("cannot resolve {:?}: {e}", self.host)))?
             .next()
-            .ok_or_else(|| ConfigError::Option(format!("{:?} resolves to no address", self.host)))?;
+            .ok_or_else(|| {
+                ConfigError::Option(format!("{:?} resolves to no address", self.host))
+            })?;
         self.addr = Some(addr);
         Ok(addr)
     }
@@ -217,7 +228,10 @@ impl LoadConfig {
             return bad("-c must be at least 1".into());
         }
         if self.concurrency > 1_000_000 {
-            return bad(format!("-c {} is beyond any sane concurrency", self.concurrency));
+            return bad(format!(
+                "-c {} is beyond any sane concurrency",
+                self.concurrency
+            ));
         }
         match self.requests {
             Some(0) => return bad("-n must be at least 1".into()),
@@ -252,7 +266,10 @@ impl LoadConfig {
             }
             let n = crate::cpu::online_cpus();
             if let Some(c) = cpus.iter().find(|&&c| c >= n) {
-                return bad(format!("--cpus names CPU {c}, but this machine has CPUs 0-{}", n - 1));
+                return bad(format!(
+                    "--cpus names CPU {c}, but this machine has CPUs 0-{}",
+                    n - 1
+                ));
             }
         }
         for (k, v) in &self.headers {
@@ -283,9 +300,13 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "us" | "µs" => v / 1e6,
         "m" | "min" => v * 60.0,
         "h" => v * 3600.0,
-        u => return Err(format!("bad duration {s:?}: unknown unit {u:?} (use ms, s, m or h)")),
+        u => {
+            return Err(format!(
+                "bad duration {s:?}: unknown unit {u:?} (use ms, s, m or h)"
+            ))
+        }
     };
-    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
         return Err(format!("bad duration {s:?}"));
     }
     Ok(Duration::from_secs_f64(secs))
@@ -320,12 +341,21 @@ mod tests {
     #[test]
     fn urls() {
         let t = Target::parse("http://127.0.0.1:8080/a/b?x=1#frag").unwrap();
-        assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("127.0.0.1", 8080, "/a/b?x=1"));
+        assert_eq!(
+            (t.host.as_str(), t.port, t.path.as_str()),
+            ("127.0.0.1", 8080, "/a/b?x=1")
+        );
         assert_eq!(t.host_header, "127.0.0.1:8080");
         let t = Target::parse("http://localhost").unwrap();
-        assert_eq!((t.port, t.path.as_str(), t.host_header.as_str()), (80, "/", "localhost"));
+        assert_eq!(
+            (t.port, t.path.as_str(), t.host_header.as_str()),
+            (80, "/", "localhost")
+        );
         let t = Target::parse("http://[::1]:81/").unwrap();
-        assert_eq!((t.host.as_str(), t.host_header.as_str()), ("::1", "[::1]:81"));
+        assert_eq!(
+            (t.host.as_str(), t.host_header.as_str()),
+            ("::1", "[::1]:81")
+        );
         let t = Target::parse("http://127.0.0.1?q").unwrap();
         assert_eq!(t.path, "/?q");
     }
@@ -349,7 +379,11 @@ mod tests {
         assert!(c.validate().unwrap_err().to_string().contains("-c"));
         c.concurrency = 5;
         c.requests = Some(2);
-        assert!(c.validate().unwrap_err().to_string().contains("greater than"));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("greater than"));
         c.requests = None;
         assert!(c.validate().is_err());
         c.time_limit = Some(Duration::from_secs(1));

@@ -137,11 +137,7 @@ impl Moments {
 
     /// ab's mean: integer division of the microsecond total.
     pub fn mean_int(&self) -> u64 {
-        if self.count == 0 {
-            0
-        } else {
-            self.sum / self.count
-        }
+        self.sum.checked_div(self.count).unwrap_or(0)
     }
 
     /// ab's sample standard deviation (n - 1), taken about ab's integer mean, in µs.
