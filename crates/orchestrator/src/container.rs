@@ -296,7 +296,7 @@ impl Orchestrator {
         let mut tail = crate::image::Tail::new();
         while let Some(item) = stream.next().await {
             match item {
-                Ok(out) => tail.push(&out.to_string()),
+                Ok(out) => tail.push(&crate::image::strip_ansi(&out.to_string())),
                 Err(e) => {
                     tail.push(&format!("\n(could not read the logs: {e})\n"));
                     break;

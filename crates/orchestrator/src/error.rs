@@ -72,7 +72,7 @@ pub enum OrchestratorError {
     PortBusy { port: u16 },
 
     /// The container stopped before it answered (or while it was being used).
-    #[error("container {name} exited (code {}) before it was ready; its last log lines:\n{}", code.map_or("unknown".to_string(), |c| c.to_string()), indent(log_tail))]
+    #[error("container {name} stopped (exit code {}); its last log lines:\n{}", code.map_or("unknown".to_string(), |c| c.to_string()), indent(log_tail))]
     Exited {
         name: String,
         code: Option<i64>,

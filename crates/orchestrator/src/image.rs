@@ -226,6 +226,27 @@ impl Tail {
     }
 }
 
+/// Removes ANSI escape sequences (`ESC [ ... final`) and lone escapes.
+pub(crate) fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        if chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if ('\u{40}'..='\u{7e}').contains(&c) {
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
 fn valid_server_name(server: &str) -> bool {
     !server.is_empty()
         && server
@@ -338,6 +359,8 @@ impl Orchestrator {
                     text
                 }
             };
+            // The legacy builder colours a step's stderr red with ANSI escapes; the log is for reading.
+            let text = strip_ansi(&text);
             log.write_all(text.as_bytes()).map_err(write_err)?;
             tail.push(&text);
         }
@@ -461,6 +484,15 @@ mod tests {
         // Moving content between file names must change the hash too.
         std::fs::rename(&p, dir.path().join("conf/b.conf")).unwrap();
         assert_ne!(h2, context_hash(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn ansi_is_stripped() {
+        assert_eq!(
+            strip_ansi("\u{1b}[91mcurl: (6) x\n\u{1b}[0mnext"),
+            "curl: (6) x\nnext"
+        );
+        assert_eq!(strip_ansi("plain"), "plain");
     }
 
     #[test]

@@ -161,3 +161,43 @@ async fn unknown_base_image_is_a_clean_error() {
     assert!(t.elapsed().as_secs() < 10, "took {:?}", t.elapsed());
     assert!(matches!(err, OrchestratorError::BaseImage { .. }), "{err}");
 }
+
+/// A suite other than the host's goes through the sources-file substitution (bullseye is what
+/// the gatling image needs). Made once under a test tag and reused.
+#[tokio::test]
+async fn bootstraps_another_suite_from_substituted_sources() {
+    let Some(orch) = connect().await else { return };
+    let tag = "benchctl-test/bullseye:base";
+    if orch.image_id(tag).await.unwrap().is_none() {
+        let t = std::time::Instant::now();
+        orch.bootstrap_debian("bullseye", tag)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        eprintln!("bootstrapped {tag} in {:.1} s", t.elapsed().as_secs_f64());
+    }
+    let ctx = context(&[(
+        "Dockerfile",
+        &format!(
+            "FROM {tag}\nRUN . /etc/os-release && test \"$VERSION_CODENAME\" = bullseye \
+             && grep -rq bullseye-security /etc/apt/sources.list /etc/apt/sources.list.d/ \
+             && ! grep -rq bookworm /etc/apt/sources.list /etc/apt/sources.list.d/\n"
+        ),
+    )]);
+    let logs = tempfile::tempdir().unwrap();
+    let built = orch
+        .build_image(
+            "test-bullseye",
+            ctx.path(),
+            &log_path(logs.path(), "bullseye"),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _ = orch
+        .docker()
+        .remove_image(
+            &built.tag,
+            None::<bollard::query_parameters::RemoveImageOptions>,
+            None,
+        )
+        .await;
+}

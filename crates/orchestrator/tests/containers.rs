@@ -1,0 +1,376 @@
+//! Containers against the real daemon: start, readiness, verification, stats, and above all
+//! that nothing outlives its guard, whether it is removed in order, dropped on a runtime,
+//! dropped after the runtime is gone, or dropped while a panic unwinds.
+
+mod common;
+
+use common::{busybox_image, connect, exists, free_port, run_id, test_base, TEST_BASE};
+use orchestrator::{ContainerSpec, ExpectedDoc, OrchestratorError};
+use sha2::{Digest, Sha256};
+use std::time::{Duration, Instant};
+
+fn doc(url_path: &str, body: &[u8]) -> ExpectedDoc {
+    ExpectedDoc {
+        url_path: url_path.to_string(),
+        length: body.len() as u64,
+        sha256_hex: hex::encode(Sha256::digest(body)),
+    }
+}
+
+/// A busybox spec serving `docroot`.
+fn busybox_spec(image: &str, docroot: &std::path::Path, run: &str) -> ContainerSpec {
+    ContainerSpec {
+        name: "busybox".to_string(),
+        image: image.to_string(),
+        port: free_port(),
+        docroot: Some(docroot.to_path_buf()),
+        run_id: run.to_string(),
+        cpuset: Some("0".to_string()),
+        memory_bytes: Some(256 << 20),
+        labels: vec![("purpose".to_string(), "test".to_string())],
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn serves_verifies_samples_and_is_removed_on_drop() {
+    let Some(orch) = connect().await else { return };
+    let image = busybox_image(&orch).await;
+    let www = tempfile::tempdir().unwrap();
+    let hello = b"Hello, World!";
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(www.path().join("index.html"), hello).unwrap();
+    std::fs::write(www.path().join("big.bin"), &big).unwrap();
+
+    let run = run_id("serve");
+    let spec = busybox_spec(&image.tag, www.path(), &run);
+    let port = spec.port;
+    let guard = orch.start(&spec).await.unwrap();
+    assert!(guard.name().contains(&run), "{}", guard.name());
+    let id = guard.id().to_string();
+
+    let info = orch
+        .docker()
+        .inspect_container(
+            &id,
+            None::<bollard::query_parameters::InspectContainerOptions>,
+        )
+        .await
+        .unwrap();
+    let labels = info.config.unwrap().labels.unwrap();
+    assert_eq!(labels.get("benchctl").map(String::as_str), Some("1"));
+    assert_eq!(labels.get("benchctl.run"), Some(&run));
+    assert_eq!(
+        labels.get("benchctl.server").map(String::as_str),
+        Some("busybox")
+    );
+    assert_eq!(labels.get("purpose").map(String::as_str), Some("test"));
+    let host = info.host_config.unwrap();
+    assert_eq!(host.network_mode.as_deref(), Some("host"));
+    assert_eq!(host.cpuset_cpus.as_deref(), Some("0"));
+    assert_eq!(host.memory, Some(256 << 20));
+
+    let ready = orch
+        .wait_ready(&guard, port, "/", Duration::from_secs(10))
+        .await
+        .unwrap();
+    eprintln!("busybox: create to ready {ready:?}");
+    assert!(ready < Duration::from_secs(5));
+
+    let t = Instant::now();
+    let verified = orch
+        .verify(port, &[doc("/index.html", hello), doc("/big.bin", &big)])
+        .await
+        .unwrap();
+    eprintln!(
+        "verified 2 documents in {:?}; Server: {:?}",
+        t.elapsed(),
+        verified.server_header
+    );
+
+    // Same length, different bytes.
+    let mut wrong = doc("/index.html", hello);
+    wrong.sha256_hex = hex::encode(Sha256::digest(b"Hello, World?"));
+    match orch.verify(port, &[wrong]).await.unwrap_err() {
+        OrchestratorError::Verify { url_path, what, .. } => {
+            assert_eq!(url_path, "/index.html");
+            assert!(what.contains("SHA-256"), "{what}");
+        }
+        other => panic!("{other}"),
+    }
+    // Wrong length.
+    let short = doc("/index.html", b"Hello");
+    let err = orch.verify(port, &[short]).await.unwrap_err();
+    assert!(
+        err.to_string().contains("/index.html") && err.to_string().contains("longer"),
+        "{err}"
+    );
+    // Missing document.
+    let err = orch
+        .verify(port, &[doc("/missing.html", b"x")])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("404"), "{err}");
+
+    // Stats while some load runs: fetch the big file a few times.
+    let sampler = orch.sample_stats(&guard).await.unwrap();
+    for _ in 0..10 {
+        orch.verify(port, &[doc("/big.bin", &big)]).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let usage = sampler.finish().await;
+    eprintln!("usage: {usage:?}");
+    assert!(usage.samples >= 2, "{usage:?}");
+    assert!(usage.cpu_seconds > 0.0, "{usage:?}");
+    assert!(usage.peak_memory_bytes > 0, "{usage:?}");
+
+    let t = Instant::now();
+    drop(guard);
+    eprintln!("drop removed the container in {:?}", t.elapsed());
+    assert!(
+        !exists(&orch, &id).await,
+        "container {id} survived its guard"
+    );
+}
+
+#[tokio::test]
+async fn orderly_remove() {
+    let Some(orch) = connect().await else { return };
+    let image = busybox_image(&orch).await;
+    let www = tempfile::tempdir().unwrap();
+    let guard = orch
+        .start(&busybox_spec(&image.tag, www.path(), &run_id("orderly")))
+        .await
+        .unwrap();
+    let id = guard.id().to_string();
+    let t = Instant::now();
+    guard.remove().await.unwrap();
+    eprintln!("remove() took {:?}", t.elapsed());
+    assert!(!exists(&orch, &id).await);
+}
+
+#[tokio::test]
+async fn exited_container_fails_fast_with_its_logs() {
+    let Some(orch) = connect().await else { return };
+    test_base(&orch).await;
+    let spec = ContainerSpec {
+        name: "crasher".to_string(),
+        image: TEST_BASE.to_string(),
+        port: free_port(),
+        run_id: run_id("exit"),
+        cmd: Some(vec![
+            "sh".into(),
+            "-c".into(),
+            "echo 'config error: no such directive' >&2; echo second line; exit 3".into(),
+        ]),
+        ..Default::default()
+    };
+    let guard = orch.start(&spec).await.unwrap();
+    let t = Instant::now();
+    let err = orch
+        .wait_ready(&guard, spec.port, "/", Duration::from_secs(30))
+        .await
+        .unwrap_err();
+    let took = t.elapsed();
+    eprintln!("exit reported after {took:?}:\n{err}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    match err {
+        OrchestratorError::Exited {
+            code,
+            log_tail,
+            name,
+        } => {
+            assert_eq!(code, Some(3));
+            assert!(name.contains("crasher"));
+            assert!(
+                log_tail
+                    .iter()
+                    .any(|l| l.contains("config error: no such directive")),
+                "{log_tail:?}"
+            );
+            assert!(
+                log_tail.iter().any(|l| l.contains("second line")),
+                "{log_tail:?}"
+            );
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[tokio::test]
+async fn silent_container_hits_the_deadline_with_its_logs() {
+    let Some(orch) = connect().await else { return };
+    test_base(&orch).await;
+    let spec = ContainerSpec {
+        name: "silent".to_string(),
+        image: TEST_BASE.to_string(),
+        port: free_port(),
+        run_id: run_id("silent"),
+        cmd: Some(vec![
+            "sh".into(),
+            "-c".into(),
+            "echo listening nowhere; exec sleep 60".into(),
+        ]),
+        ..Default::default()
+    };
+    let guard = orch.start(&spec).await.unwrap();
+    let t = Instant::now();
+    let err = orch
+        .wait_ready(&guard, spec.port, "/", Duration::from_millis(400))
+        .await
+        .unwrap_err();
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    match err {
+        OrchestratorError::NotReady { log_tail, port, .. } => {
+            assert_eq!(port, spec.port);
+            assert!(
+                log_tail.iter().any(|l| l.contains("listening nowhere")),
+                "{log_tail:?}"
+            );
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[tokio::test]
+async fn busy_port_is_refused_before_anything_starts() {
+    let Some(orch) = connect().await else { return };
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let spec = ContainerSpec {
+        name: "busy".to_string(),
+        image: TEST_BASE.to_string(),
+        port: taken.local_addr().unwrap().port(),
+        run_id: run_id("busy"),
+        ..Default::default()
+    };
+    let err = orch.start(&spec).await.unwrap_err();
+    assert!(matches!(err, OrchestratorError::PortBusy { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn remove_run_removes_only_that_run() {
+    let Some(orch) = connect().await else { return };
+    test_base(&orch).await;
+    let sleeper = |run: &str| ContainerSpec {
+        name: "sleeper".to_string(),
+        image: TEST_BASE.to_string(),
+        port: free_port(),
+        run_id: run.to_string(),
+        cmd: Some(vec!["sleep".into(), "60".into()]),
+        ..Default::default()
+    };
+    let (a, b) = (run_id("run-a"), run_id("run-b"));
+    let a1 = orch.start(&sleeper(&a)).await.unwrap().leak();
+    let a2 = orch.start(&sleeper(&a)).await.unwrap().leak();
+    let b1 = orch.start(&sleeper(&b)).await.unwrap();
+    assert_eq!(orch.remove_run(&a).await.unwrap(), 2);
+    assert!(!exists(&orch, &a1).await && !exists(&orch, &a2).await);
+    assert!(exists(&orch, b1.id()).await);
+    assert_eq!(orch.remove_run(&a).await.unwrap(), 0);
+    b1.remove().await.unwrap();
+}
+
+/// Drop after the runtime that created the guard is gone: no runtime anywhere on this thread.
+#[test]
+fn guard_dropped_outside_any_runtime_removes_the_container() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some((guard, id)) = rt.block_on(async {
+        let orch = connect().await?;
+        test_base(&orch).await;
+        let spec = ContainerSpec {
+            name: "orphan".to_string(),
+            image: TEST_BASE.to_string(),
+            port: free_port(),
+            run_id: run_id("no-runtime"),
+            cmd: Some(vec!["sleep".into(), "60".into()]),
+            ..Default::default()
+        };
+        let guard = orch.start(&spec).await.unwrap();
+        let id = guard.id().to_string();
+        Some((guard, id))
+    }) else {
+        return;
+    };
+    drop(rt);
+    drop(guard);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let orch = connect().await.unwrap();
+        assert!(
+            !exists(&orch, &id).await,
+            "container {id} survived its guard"
+        );
+    });
+}
+
+/// A panic while the guard is alive, on a current-thread runtime: unwinding drops the guard
+/// inside the runtime that is itself being torn down.
+#[test]
+fn guard_dropped_by_a_panic_removes_the_container() {
+    let id = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let seen = std::sync::Arc::clone(&id);
+    let outcome = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let Some(orch) = connect().await else { return };
+            test_base(&orch).await;
+            let spec = ContainerSpec {
+                name: "panicky".to_string(),
+                image: TEST_BASE.to_string(),
+                port: free_port(),
+                run_id: run_id("panic"),
+                cmd: Some(vec!["sleep".into(), "60".into()]),
+                ..Default::default()
+            };
+            let guard = orch.start(&spec).await.unwrap();
+            *seen.lock().unwrap() = Some(guard.id().to_string());
+            panic!("deliberate panic with container {} alive", guard.name());
+        })
+    })
+    .join();
+    let Some(id) = id.lock().unwrap().clone() else {
+        return; // no daemon, already reported
+    };
+    assert!(outcome.is_err(), "the thread was meant to panic");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let orch = connect().await.unwrap();
+        assert!(
+            !exists(&orch, &id).await,
+            "container {id} survived the panic"
+        );
+    });
+}
+
+/// A guard dropped by a spawned task that is cancelled (what `select!` does on Ctrl-C).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guard_in_a_cancelled_task_removes_the_container() {
+    let Some(orch) = connect().await else { return };
+    test_base(&orch).await;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let o = orch.clone();
+    let task = tokio::spawn(async move {
+        let spec = ContainerSpec {
+            name: "cancelled".to_string(),
+            image: TEST_BASE.to_string(),
+            port: free_port(),
+            run_id: run_id("cancel"),
+            cmd: Some(vec!["sleep".into(), "60".into()]),
+            ..Default::default()
+        };
+        let guard = o.start(&spec).await.unwrap();
+        tx.send(guard.id().to_string()).unwrap();
+        std::future::pending::<()>().await;
+        drop(guard);
+    });
+    let id = rx.await.unwrap();
+    task.abort();
+    let _ = task.await;
+    assert!(
+        !exists(&orch, &id).await,
+        "container {id} survived its cancelled task"
+    );
+}
