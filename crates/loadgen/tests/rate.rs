@@ -1,0 +1,146 @@
+//! Constant-rate runs (`--rate`) against a server started in the test: the generator holds the
+//! asked rate, and its coordinated-omission correction works — when the server stops for one
+//! second mid-run, the latency measured from each request's intended send time shows the stop
+//! (a p99 in the hundreds of milliseconds) while the latency measured from the actual send time
+//! does not (it stays low, which is exactly the blind spot the correction exists for).
+
+mod support;
+
+use loadgen::{HttpVersion, LoadConfig, Measurement, Target};
+use std::sync::mpsc;
+use std::time::Duration;
+use support::TestServer;
+
+fn rate_config(url: &str, rate: f64, c: u32, run_for: Duration) -> LoadConfig {
+    let mut cfg = LoadConfig::new(Target::parse(url).expect("test URL parses"));
+    cfg.requests = None;
+    cfg.time_limit = Some(run_for);
+    cfg.rate = Some(rate);
+    cfg.concurrency = c;
+    cfg.keep_alive = true;
+    cfg.version = HttpVersion::Http11;
+    cfg.timeout = Duration::from_secs(5);
+    cfg
+}
+
+/// Runs the load on a thread of its own and fails the test if it does not return in `limit`.
+fn run_within(limit: Duration, cfg: LoadConfig) -> Measurement {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(loadgen::run(cfg));
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("the load run did not finish within {limit:?}"))
+        .expect("the load run succeeds")
+}
+
+fn ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+#[test]
+fn one_second_stall_shows_in_corrected_p99_only() {
+    let s = TestServer::start();
+    // 400 requests/s for 3 s: the 400th request arrives about one second in, so the server
+    // stops from about 1 s to about 2 s and the run ends a second after it resumes.
+    let cfg = rate_config(
+        &s.url("/stall-once?after=400"),
+        400.0,
+        4,
+        Duration::from_secs(3),
+    );
+    let m = run_within(Duration::from_secs(15), cfg);
+    assert_eq!(m.failed(), 0, "failures: {:?}", m.rec.failures);
+    assert!(
+        s.requests() >= 400,
+        "the stall never triggered: {} requests",
+        s.requests()
+    );
+    let corrected = m
+        .rec
+        .hist
+        .corrected
+        .as_ref()
+        .expect("a --rate run keeps a corrected histogram");
+    let total = &m.rec.hist.total;
+    let (c99, u99) = (
+        corrected.value_at_quantile(0.99),
+        total.value_at_quantile(0.99),
+    );
+    println!(
+        "{} responses: uncorrected p50 {:.2} ms p99 {:.2} ms max {:.2} ms; corrected p50 {:.2} ms \
+         p99 {:.2} ms max {:.2} ms",
+        m.complete(),
+        ms(total.value_at_quantile(0.5)),
+        ms(u99),
+        ms(total.max()),
+        ms(corrected.value_at_quantile(0.5)),
+        ms(c99),
+        ms(corrected.max()),
+    );
+    assert_eq!(
+        corrected.len(),
+        total.len(),
+        "one corrected value per response"
+    );
+    assert!(
+        c99 > 300_000,
+        "corrected p99 {:.2} ms should show the 1 s stall",
+        ms(c99)
+    );
+    assert!(
+        c99 <= 1_200_000,
+        "corrected p99 {:.2} ms exceeds the stall itself",
+        ms(c99)
+    );
+    assert!(
+        u99 < 100_000,
+        "uncorrected p99 {:.2} ms should stay low",
+        ms(u99)
+    );
+    // The few requests in flight when the server stopped did wait for it, in both views.
+    assert!(
+        total.max() >= 800_000,
+        "uncorrected max {:.2} ms",
+        ms(total.max())
+    );
+    // No request's corrected latency is below its uncorrected one.
+    assert!(corrected.value_at_quantile(0.5) >= total.value_at_quantile(0.5));
+}
+
+#[test]
+fn achieved_rate_matches_the_target() {
+    let s = TestServer::start();
+    let cfg = rate_config(&s.url("/cl"), 400.0, 4, Duration::from_secs(2));
+    let m = run_within(Duration::from_secs(15), cfg);
+    let rps = m.requests_per_second();
+    println!(
+        "asked 400/s, got {rps:.1}/s ({} responses in {:?})",
+        m.complete(),
+        m.elapsed
+    );
+    assert_eq!(m.failed(), 0, "failures: {:?}", m.rec.failures);
+    assert!(
+        (360.0..=440.0).contains(&rps),
+        "achieved {rps:.1} requests/s for a target of 400"
+    );
+    let corrected = m.rec.hist.corrected.as_ref().expect("corrected histogram");
+    // Without a stall, the correction has nothing to add.
+    assert!(
+        corrected.value_at_quantile(0.99) < 100_000,
+        "corrected p99 {:.2} ms with no stall",
+        ms(corrected.value_at_quantile(0.99))
+    );
+}
+
+#[test]
+fn closed_model_runs_have_no_corrected_histogram() {
+    let s = TestServer::start();
+    let mut cfg = LoadConfig::new(Target::parse(&s.url("/cl")).expect("URL"));
+    cfg.requests = Some(20);
+    cfg.concurrency = 2;
+    cfg.timeout = Duration::from_secs(5);
+    let m = run_within(Duration::from_secs(15), cfg);
+    assert_eq!(m.complete(), 20);
+    assert!(m.rec.hist.corrected.is_none());
+}

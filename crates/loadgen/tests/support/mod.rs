@@ -1,0 +1,396 @@
+//! A small HTTP/1.x server for the load generator's tests: it listens on 127.0.0.1 port 0,
+//! writes every response by hand so each behaviour is exact, and counts what it saw
+//! (connections accepted, connections open at once, requests, bytes written) so tests can check
+//! the client's numbers against the server's.
+//!
+//! Behaviours, chosen by path (the query string is ignored except by `/stall-once`):
+//! - `/cl`: "Hello, World!" with Content-Length; keep-alive when HTTP/1.1 (unless the request says
+//!   `Connection: close`) or when an HTTP/1.0 request says `Connection: Keep-Alive`;
+//! - `/chunked`: the same 13 bytes in several chunks;
+//! - `/close`: no Content-Length, the body, then close;
+//! - `/nokeepalive`: `Connection: close` and close, whatever the request asked;
+//! - `/reset`: Content-Length 1000, 100 bytes of body, then an abortive close (RST);
+//! - `/stall`: reads the request, never answers, closes after [`STALL_HOLD`];
+//! - `/404`: a 404 with a short body;
+//! - `/vary`: a body of 13 then 14 bytes, alternating per request;
+//! - `/big`: [`BIG_LEN`] bytes streamed from a small static buffer;
+//! - `/stall-once?after=N`: when the server's request count reaches N, every response waits
+//!   until one second after that moment (a server that stops once, like a GC pause);
+//! - `/garbage`: "NOT HTTP\r\n\r\n" and close.
+//!
+//! The server runs on its own multi-thread runtime and thread; dropping [`TestServer`] stops
+//! it and closes every connection it holds.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::oneshot;
+
+/// The document most paths serve.
+pub const HELLO: &[u8] = b"Hello, World!";
+/// Body length of `/big`: 100 MiB.
+pub const BIG_LEN: u64 = 100 * 1024 * 1024;
+/// How long `/stall` holds a connection without answering.
+pub const STALL_HOLD: Duration = Duration::from_secs(5);
+/// How long `/stall-once` stops the server.
+pub const STALL_ONCE: Duration = Duration::from_secs(1);
+
+static BIG_CHUNK: [u8; 64 * 1024] = [b'x'; 64 * 1024];
+
+#[derive(Default)]
+struct Counters {
+    accepted: AtomicU64,
+    open: AtomicU64,
+    peak_open: AtomicU64,
+    requests: AtomicU64,
+    bytes_sent: AtomicU64,
+    vary: AtomicU64,
+    /// When `/stall-once` triggered: responses wait until this instant plus [`STALL_ONCE`].
+    stalled_at: Mutex<Option<Instant>>,
+}
+
+/// A running test server.
+pub struct TestServer {
+    pub port: u16,
+    counters: Arc<Counters>,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// Starts a server on 127.0.0.1 with an ephemeral port.
+    pub fn start() -> TestServer {
+        let counters = Arc::new(Counters::default());
+        let (port_tx, port_rx) = std::sync::mpsc::channel();
+        let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
+        let c = counters.clone();
+        let thread = std::thread::Builder::new()
+            .name("test-server".into())
+            .spawn(move || {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .expect("test server runtime");
+                rt.block_on(async move {
+                    let socket = TcpSocket::new_v4().expect("socket");
+                    socket.set_reuseaddr(true).expect("SO_REUSEADDR");
+                    socket
+                        .bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+                        .expect("bind 127.0.0.1:0");
+                    // A deep backlog so that 10,000 simultaneous connects are not dropped and
+                    // retried a second later (the kernel caps it at somaxconn).
+                    let listener = socket.listen(65_535).expect("listen");
+                    port_tx
+                        .send(listener.local_addr().expect("local addr").port())
+                        .expect("report port");
+                    let accept = async {
+                        loop {
+                            match listener.accept().await {
+                                Ok((stream, _)) => {
+                                    let c = c.clone();
+                                    c.accepted.fetch_add(1, SeqCst);
+                                    let open = c.open.fetch_add(1, SeqCst) + 1;
+                                    c.peak_open.fetch_max(open, SeqCst);
+                                    tokio::spawn(async move {
+                                        let _ = serve(stream, &c).await;
+                                        c.open.fetch_sub(1, SeqCst);
+                                    });
+                                }
+                                // Out of descriptors or similar: back off instead of spinning.
+                                Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+                            }
+                        }
+                    };
+                    tokio::select! {
+                        _ = accept => {}
+                        _ = shutdown_rx => {}
+                    }
+                });
+                // Drops every connection task, stalled ones included.
+                rt.shutdown_background();
+            })
+            .expect("spawn test server thread");
+        let port = port_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("test server did not start");
+        TestServer {
+            port,
+            counters,
+            shutdown: Some(shutdown_tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> u64 {
+        self.counters.accepted.load(SeqCst)
+    }
+
+    /// Most connections open at the same time so far.
+    pub fn peak_open(&self) -> u64 {
+        self.counters.peak_open.load(SeqCst)
+    }
+
+    /// Requests whose head was read so far.
+    pub fn requests(&self) -> u64 {
+        self.counters.requests.load(SeqCst)
+    }
+
+    /// Bytes written to clients so far (heads and bodies).
+    pub fn bytes_sent(&self) -> u64 {
+        self.counters.bytes_sent.load(SeqCst)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// One parsed request head.
+struct Request {
+    head_only: bool,
+    path: String,
+    query: String,
+    keep_alive: bool,
+}
+
+/// Reads one request head into `buf` (which may already hold bytes); None at a clean EOF.
+async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Option<Request>> {
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            buf.drain(..end + 4);
+            return Ok(Some(parse_request(&head)));
+        }
+        if buf.len() > 64 * 1024 {
+            return Err(std::io::Error::other("request head too long"));
+        }
+        let mut chunk = [0u8; 4096];
+        let n = s.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn parse_request(head: &str) -> Request {
+    let mut lines = head.split("\r\n");
+    let line = lines.next().unwrap_or("");
+    let mut parts = line.split(' ');
+    let method = parts.next().unwrap_or("");
+    let target = parts.next().unwrap_or("/");
+    let version = parts.next().unwrap_or("HTTP/1.0");
+    let (path, query) = match target.split_once('?') {
+        Some((p, q)) => (p.to_string(), q.to_string()),
+        None => (target.to_string(), String::new()),
+    };
+    let mut conn_close = false;
+    let mut conn_keep = false;
+    for l in lines {
+        if let Some((k, v)) = l.split_once(':') {
+            if k.trim().eq_ignore_ascii_case("connection") {
+                for t in v.split(',') {
+                    let t = t.trim();
+                    conn_close |= t.eq_ignore_ascii_case("close");
+                    conn_keep |= t.eq_ignore_ascii_case("keep-alive");
+                }
+            }
+        }
+    }
+    let keep_alive = if version == "HTTP/1.1" {
+        !conn_close
+    } else {
+        conn_keep && !conn_close
+    };
+    Request {
+        head_only: method == "HEAD",
+        path,
+        query,
+        keep_alive,
+    }
+}
+
+async fn send(s: &mut TcpStream, c: &Counters, data: &[u8]) -> std::io::Result<()> {
+    s.write_all(data).await?;
+    c.bytes_sent.fetch_add(data.len() as u64, SeqCst);
+    Ok(())
+}
+
+/// The `Connection` header line for a response that honours the request's wish.
+fn conn_header(keep: bool) -> &'static str {
+    if keep {
+        "Connection: keep-alive\r\n"
+    } else {
+        "Connection: close\r\n"
+    }
+}
+
+/// Serves requests on one connection until either side ends it.
+async fn serve(mut s: TcpStream, c: &Counters) -> std::io::Result<()> {
+    let _ = s.set_nodelay(true);
+    let mut buf = Vec::with_capacity(1024);
+    while let Some(req) = read_request(&mut s, &mut buf).await? {
+        let nth = c.requests.fetch_add(1, SeqCst) + 1;
+        let keep = req.keep_alive;
+        let body = |b: &[u8]| {
+            if req.head_only {
+                Vec::new()
+            } else {
+                b.to_vec()
+            }
+        };
+        match req.path.as_str() {
+            "/cl" => {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{}\r\n",
+                    HELLO.len(),
+                    conn_header(keep)
+                );
+                send(&mut s, c, &[head.as_bytes(), &body(HELLO)].concat()).await?;
+            }
+            "/stall-once" => {
+                let after: u64 = req
+                    .query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix("after="))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(u64::MAX);
+                let until = {
+                    let mut at = c.stalled_at.lock().unwrap_or_else(|p| p.into_inner());
+                    if nth == after {
+                        *at = Some(Instant::now());
+                    }
+                    at.map(|t| t + STALL_ONCE)
+                };
+                if let Some(u) = until {
+                    tokio::time::sleep_until(u.into()).await;
+                }
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {}\r\n{}\r\n",
+                    HELLO.len(),
+                    conn_header(keep)
+                );
+                send(&mut s, c, &[head.as_bytes(), &body(HELLO)].concat()).await?;
+            }
+            "/chunked" => {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nTransfer-Encoding: chunked\r\n{}\r\n",
+                    conn_header(keep)
+                );
+                let mut out = head.into_bytes();
+                if !req.head_only {
+                    // "Hello, World!" as 5 + 2 + 6 bytes, with a chunk extension on one.
+                    out.extend_from_slice(
+                        b"5\r\nHello\r\n2;ext=1\r\n, \r\n6\r\nWorld!\r\n0\r\n\r\n",
+                    );
+                }
+                send(&mut s, c, &out).await?;
+            }
+            "/close" => {
+                let mut out = b"HTTP/1.0 200 OK\r\nServer: testserver/1.0\r\n\r\n".to_vec();
+                out.extend_from_slice(&body(HELLO));
+                send(&mut s, c, &out).await?;
+                let _ = s.shutdown().await;
+                return Ok(());
+            }
+            "/nokeepalive" => {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    HELLO.len()
+                );
+                send(&mut s, c, &[head.as_bytes(), &body(HELLO)].concat()).await?;
+                let _ = s.shutdown().await;
+                return Ok(());
+            }
+            "/reset" => {
+                send(
+                    &mut s,
+                    c,
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n",
+                )
+                .await?;
+                send(&mut s, c, &[b'r'; 100]).await?;
+                // Linger 0 makes the close abortive (RST) and never blocks, so the warning about
+                // blocking drops does not apply.
+                #[allow(deprecated)]
+                s.set_linger(Some(Duration::ZERO))?;
+                drop(s);
+                return Ok(());
+            }
+            "/stall" => {
+                tokio::time::sleep(STALL_HOLD).await;
+                return Ok(());
+            }
+            "/404" => {
+                let head = format!(
+                    "HTTP/1.1 404 Not Found\r\nServer: testserver/1.0\r\nContent-Length: 9\r\n{}\r\n",
+                    conn_header(keep)
+                );
+                send(&mut s, c, &[head.as_bytes(), &body(b"Not Found")].concat()).await?;
+            }
+            "/vary" => {
+                let k = c.vary.fetch_add(1, SeqCst);
+                let doc: &[u8] = if k % 2 == 0 { HELLO } else { b"Hello, World!!" };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {}\r\n{}\r\n",
+                    doc.len(),
+                    conn_header(keep)
+                );
+                send(&mut s, c, &[head.as_bytes(), &body(doc)].concat()).await?;
+            }
+            "/big" => {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {BIG_LEN}\r\n{}\r\n",
+                    conn_header(keep)
+                );
+                send(&mut s, c, head.as_bytes()).await?;
+                if !req.head_only {
+                    let mut left = BIG_LEN;
+                    while left > 0 {
+                        let n = left.min(BIG_CHUNK.len() as u64) as usize;
+                        send(&mut s, c, &BIG_CHUNK[..n]).await?;
+                        left -= n as u64;
+                    }
+                }
+            }
+            "/garbage" => {
+                send(&mut s, c, b"NOT HTTP\r\n\r\n").await?;
+                let _ = s.shutdown().await;
+                return Ok(());
+            }
+            _ => {
+                send(
+                    &mut s,
+                    c,
+                    b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                )
+                .await?;
+                return Ok(());
+            }
+        }
+        if !keep {
+            let _ = s.shutdown().await;
+            return Ok(());
+        }
+    }
+    Ok(())
+}
