@@ -45,7 +45,7 @@ pub fn to_bmf(record: &RunRecord) -> Bmf {
         for ms in &g.metrics {
             let (key, k) = measure(ms.metric);
             let s = &ms.summary;
-            let bounds = (s.n >= 2).then(|| (s.ci_low * k, s.ci_high * k));
+            let bounds = (s.n >= 2).then_some((s.ci_low * k, s.ci_high * k));
             entry.insert(
                 key.to_string(),
                 BmfMetric {

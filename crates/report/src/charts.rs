@@ -8,7 +8,7 @@ use serde::Serialize;
 pub const WIDTH: f64 = 640.0;
 pub const HEIGHT: f64 = 300.0;
 const LEFT: f64 = 72.0;
-const RIGHT: f64 = 16.0;
+const RIGHT: f64 = 32.0;
 const TOP: f64 = 16.0;
 const BOTTOM: f64 = 56.0;
 
@@ -225,13 +225,19 @@ pub fn percentile_chart(id: &str, title: &str, series: &[SeriesInput]) -> LineCh
     let plot_w = WIDTH - LEFT - RIGHT;
     let x_of = |n: f64| LEFT + n / MAX_NINES * plot_w;
     let y_of = |v: f64| HEIGHT - BOTTOM - (v.max(0.0) / axis_max).min(1.0) * plot_h;
-    let x_ticks = [(0.0, "0%"), (1.0, "90%"), (2.0, "99%"), (3.0, "99.9%"), (4.0, "99.99%")]
-        .iter()
-        .map(|&(n, l)| Tick {
-            pos: c(x_of(n)),
-            label: l.to_string(),
-        })
-        .collect();
+    let x_ticks = [
+        (0.0, "0%"),
+        (1.0, "90%"),
+        (2.0, "99%"),
+        (3.0, "99.9%"),
+        (4.0, "99.99%"),
+    ]
+    .iter()
+    .map(|&(n, l)| Tick {
+        pos: c(x_of(n)),
+        label: l.to_string(),
+    })
+    .collect();
     let series = series
         .iter()
         .enumerate()

@@ -104,7 +104,9 @@ pub fn compare(baseline: &RunRecord, current: &RunRecord, threshold: f64) -> Com
     let cur = stats::summarize(current);
     let key = |g: &GroupStats| (g.server.clone(), g.document.clone());
     let find = |set: &[GroupStats], k: &(String, String)| {
-        set.iter().find(|g| g.server == k.0 && g.document == k.1).cloned()
+        set.iter()
+            .find(|g| g.server == k.0 && g.document == k.1)
+            .cloned()
     };
 
     let mut groups = Vec::new();
@@ -170,10 +172,7 @@ pub fn compare_metric(
         ),
         (false, Some(_)) => (Verdict::Same, None),
         (true, Some(p)) if p < ALPHA => (direction, None),
-        (true, Some(p)) => (
-            Verdict::Same,
-            Some(format!("within noise (p = {p:.2})")),
-        ),
+        (true, Some(p)) => (Verdict::Same, Some(format!("within noise (p = {p:.2})"))),
         (true, None) => (
             direction,
             Some("1 run: not tested for significance".to_string()),

@@ -34,7 +34,9 @@ pub enum ReportError {
         found: u64,
         supported: u64,
     },
-    #[error("cannot decode the latency histogram of {server} / {document} round {round}: {detail}")]
+    #[error(
+        "cannot decode the latency histogram of {server} / {document} round {round}: {detail}"
+    )]
     Histogram {
         server: String,
         document: String,

@@ -21,8 +21,8 @@ pub mod stats;
 pub use compare::{compare, Comparison, Verdict, DEFAULT_THRESHOLD};
 pub use error::ReportError;
 pub use record::{
-    HostFacts, LoadRecord, RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus,
-    Usage, SCHEMA_VERSION,
+    HostFacts, LoadRecord, RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Usage,
+    SCHEMA_VERSION,
 };
 pub use render::{render, render_comparison, Format, Renderer};
 pub use stats::{summarize, GroupStats, Metric, Summary};

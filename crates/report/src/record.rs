@@ -90,7 +90,11 @@ pub struct ScenarioRecord {
 
 impl ScenarioRecord {
     /// Records a scenario, hashing its text.
-    pub fn new(name: impl Into<String>, path: impl Into<String>, source: impl Into<String>) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        path: impl Into<String>,
+        source: impl Into<String>,
+    ) -> Self {
         let source = source.into();
         let sha256 = hex::encode(Sha256::digest(source.as_bytes()));
         ScenarioRecord {
@@ -155,18 +159,14 @@ fn parse_cpuinfo(text: &str) -> (String, u32) {
         let (key, value) = (key.trim(), value.trim());
         match key {
             "processor" => processors += 1,
-            "model name" if model.is_none() && !value.is_empty() => {
-                model = Some(value.to_string())
-            }
+            "model name" if model.is_none() && !value.is_empty() => model = Some(value.to_string()),
             "Hardware" | "Processor" | "cpu model" if fallback.is_none() && !value.is_empty() => {
                 fallback = Some(value.to_string())
             }
             _ => {}
         }
     }
-    let model = model
-        .or(fallback)
-        .unwrap_or_else(|| "unknown".to_string());
+    let model = model.or(fallback).unwrap_or_else(|| "unknown".to_string());
     (model, processors)
 }
 
@@ -288,11 +288,7 @@ impl RunRecord {
             ))
         })?;
         let version = match obj.get("schema_version") {
-            None => {
-                return Err(not_record(
-                    "it has no \"schema_version\" field".to_string(),
-                ))
-            }
+            None => return Err(not_record("it has no \"schema_version\" field".to_string())),
             Some(v) => v.as_u64().ok_or_else(|| {
                 not_record(format!(
                     "\"schema_version\" is {}, not a whole number",
@@ -399,10 +395,7 @@ mod tests {
         // The last second of a year, then the first of the next.
         let t = UNIX_EPOCH + Duration::from_secs(1_735_689_599);
         assert_eq!(rfc3339(t), "2024-12-31T23:59:59Z");
-        assert_eq!(
-            rfc3339(t + Duration::from_secs(1)),
-            "2025-01-01T00:00:00Z"
-        );
+        assert_eq!(rfc3339(t + Duration::from_secs(1)), "2025-01-01T00:00:00Z");
     }
 
     #[test]

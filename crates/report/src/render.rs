@@ -84,6 +84,7 @@ impl Renderer {
         tera.register_filter("lpad", pad_filter(true));
         tera.register_filter("rpad", pad_filter(false));
         tera.register_filter("md_cell", md_cell_filter);
+        tera.register_filter("md_code", md_code_filter);
         let read = |name: &str| -> Result<Option<String>, ReportError> {
             let Some(dir) = template_dir else {
                 return Ok(None);
@@ -117,7 +118,11 @@ impl Renderer {
 
     /// Renders a comparison as a text or Markdown table; HTML gets the Markdown table, which is
     /// what CI summaries and pull request comments display.
-    pub fn render_comparison(&self, cmp: &Comparison, format: Format) -> Result<String, ReportError> {
+    pub fn render_comparison(
+        &self,
+        cmp: &Comparison,
+        format: Format,
+    ) -> Result<String, ReportError> {
         let name = match format {
             Format::Text => "compare.txt.tera",
             Format::Markdown | Format::Html => "compare.md.tera",
@@ -138,20 +143,18 @@ impl Renderer {
             .map_err(|e| hist_error(l, &e.to_string()))?;
         match &self.ab_template {
             None => Ok(ab::render_text(&summary)),
-            Some(t) => ab::render_text_with(t, &summary)
-                .map_err(|e| ReportError::Template {
-                    name: AB_TEMPLATE_NAME.to_string(),
-                    detail: e.to_string(),
-                }),
+            Some(t) => ab::render_text_with(t, &summary).map_err(|e| ReportError::Template {
+                name: AB_TEMPLATE_NAME.to_string(),
+                detail: e.to_string(),
+            }),
         }
     }
 
     fn report_context(&self, record: &RunRecord, html: bool) -> Result<ReportContext, ReportError> {
         let groups = stats::summarize(record);
         let server_names = stats::servers(record);
-        let colour_of = |name: &str| {
-            charts::colour(server_names.iter().position(|s| s == name).unwrap_or(0))
-        };
+        let colour_of =
+            |name: &str| charts::colour(server_names.iter().position(|s| s == name).unwrap_or(0));
         let unavailable = stats::unavailable(record);
         let mut documents = Vec::new();
         for (di, doc) in stats::documents(record).iter().enumerate() {
@@ -201,7 +204,12 @@ impl Renderer {
                     name: s.name.clone(),
                     kind: s.kind.clone(),
                     image_tag: s.image_tag.clone(),
-                    image_id: s.image_id.as_deref().map(short_id).unwrap_or("-").to_string(),
+                    image_id: s
+                        .image_id
+                        .as_deref()
+                        .map(short_id)
+                        .unwrap_or("-")
+                        .to_string(),
                     server_header: s.server_header.clone().unwrap_or_else(|| "-".to_string()),
                     colour: colour_of(&s.name).to_string(),
                     state: match &s.status {
@@ -220,7 +228,11 @@ impl Renderer {
 }
 
 /// Renders a run with the embedded templates, or those of `templates` where it has them.
-pub fn render(record: &RunRecord, format: Format, templates: Option<&Path>) -> Result<String, ReportError> {
+pub fn render(
+    record: &RunRecord,
+    format: Format,
+    templates: Option<&Path>,
+) -> Result<String, ReportError> {
     Renderer::new(templates)?.render(record, format)
 }
 
@@ -518,12 +530,16 @@ fn summary_lines(groups: &[&GroupStats]) -> Vec<String> {
 fn notes(g: &GroupStats) -> Vec<String> {
     let mut out = Vec::new();
     if g.noisy() {
-        let spread = g
+        let (half, spread) = g
             .get(Metric::RequestsPerSecond)
-            .map_or(0.0, |s| s.relative_spread);
+            .filter(|s| s.median != 0.0)
+            .map_or((0.0, 0.0), |s| {
+                (s.ci_half_width() / s.median.abs(), s.relative_spread)
+            });
         out.push(format!(
-            "{}: rounds disagree (requests/s spread {:.1}% of the median); take its numbers with care",
+            "{}: rounds disagree (requests/s: 95% CI ±{:.1}%, spread {:.1}% of the median); take its numbers with care",
             g.server,
+            half * 100.0,
             spread * 100.0
         ));
     }
@@ -590,9 +606,8 @@ fn doc_charts(
     );
     let optional = |kind: &str, metric: Metric, title: &str, y: &str, decimals: usize| {
         let bars = bars_of(metric, decimals);
-        (!bars.is_empty()).then(|| {
-            charts::bar_chart(&format!("{kind}-{di}"), kind, title, y, &bars)
-        })
+        (!bars.is_empty())
+            .then(|| charts::bar_chart(&format!("{kind}-{di}"), kind, title, y, &bars))
     };
     let cpu = optional(
         "cpu",
@@ -672,7 +687,7 @@ fn merged_total(
                 .map_err(|e| hist_error(l, &format!("cannot merge rounds: {e:?}")))?,
         }
     }
-    Ok(merged.filter(|h| h.len() > 0))
+    Ok(merged.filter(|h| !h.is_empty()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -729,7 +744,11 @@ fn comparison_context(cmp: &Comparison) -> ComparisonContext {
                     } else {
                         "new".to_string()
                     },
-                    p_value: m.p_value.map_or_else(|| "-".to_string(), |p| f(p, 3)),
+                    p_value: match m.p_value {
+                        None => "-".to_string(),
+                        Some(p) if p < 0.001 => "<0.001".to_string(),
+                        Some(p) => f(p, 3),
+                    },
                     verdict: match m.verdict {
                         Verdict::Worse => "WORSE".to_string(),
                         v => v.label().to_string(),
@@ -799,19 +818,38 @@ fn pad_filter(
     }
 }
 
-/// Makes a value safe inside a Markdown table cell: a `|` would end the cell, a line break the
-/// row.
-fn md_cell_filter(
-    v: &tera::Value,
-    _: &HashMap<String, tera::Value>,
-) -> tera::Result<tera::Value> {
-    let s = match v {
+/// Makes a value safe as Markdown text, in a table cell or not: a `|` would end the cell, a line
+/// break the row, and `<...>` would be taken for an HTML tag and vanish.
+fn md_cell_filter(v: &tera::Value, _: &HashMap<String, tera::Value>) -> tera::Result<tera::Value> {
+    Ok(tera::Value::String(md_escape(&value_text(v), true)))
+}
+
+/// The same for text inside a code span, where entities would show literally: only what would
+/// break the table or the span is changed.
+fn md_code_filter(v: &tera::Value, _: &HashMap<String, tera::Value>) -> tera::Result<tera::Value> {
+    Ok(tera::Value::String(md_escape(&value_text(v), false)))
+}
+
+fn value_text(v: &tera::Value) -> String {
+    match v {
         tera::Value::String(s) => s.clone(),
         other => other.to_string(),
-    };
-    Ok(tera::Value::String(
-        s.replace('\\', "\\\\")
-            .replace('|', "\\|")
-            .replace(['\r', '\n'], " "),
-    ))
+    }
+}
+
+fn md_escape(s: &str, prose: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '|' => out.push_str("\\|"),
+            '\r' | '\n' => out.push(' '),
+            '`' if !prose => out.push('\''),
+            '\\' if prose => out.push_str("\\\\"),
+            '&' if prose => out.push_str("&amp;"),
+            '<' if prose => out.push_str("&lt;"),
+            '>' if prose => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
 }

@@ -500,7 +500,11 @@ mod tests {
     fn ln_gamma_of_integers_and_half() {
         assert!(close(ln_gamma(1.0), 0.0, 1e-13));
         assert!(close(ln_gamma(5.0), 24f64.ln(), 1e-12));
-        assert!(close(ln_gamma(0.5), std::f64::consts::PI.sqrt().ln(), 1e-12));
+        assert!(close(
+            ln_gamma(0.5),
+            std::f64::consts::PI.sqrt().ln(),
+            1e-12
+        ));
     }
 
     #[test]

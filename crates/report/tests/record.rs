@@ -8,7 +8,8 @@ use report::ReportError;
 use std::path::{Path, PathBuf};
 
 fn schema() -> serde_json::Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/schema/run-record.v1.json");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/schema/run-record.v1.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -149,5 +150,7 @@ fn a_newer_schema_asks_for_a_newer_benchctl() {
 #[test]
 fn a_missing_file_says_which() {
     let err = RunRecord::load(Path::new("/nonexistent/benchctl/run.json")).unwrap_err();
-    assert!(err.to_string().contains("cannot read /nonexistent/benchctl/run.json"));
+    assert!(err
+        .to_string()
+        .contains("cannot read /nonexistent/benchctl/run.json"));
 }

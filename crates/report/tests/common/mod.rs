@@ -83,7 +83,8 @@ pub struct Slowdown {
     pub factor: f64,
 }
 
-const SCENARIO: &str = "name = \"hello\"\nruns = 3\n\n[[server]]\nname = \"apache\"\n\n[[server]]\nname = \"nginx\"\n";
+const SCENARIO: &str =
+    "name = \"hello\"\nruns = 3\n\n[[server]]\nname = \"apache\"\n\n[[server]]\nname = \"nginx\"\n";
 
 /// The fixture run: apache and nginx serve two documents over `rounds` rounds, tornado could
 /// not be built. Rounds differ a little (±1.5%), nginx is about 1.66 times apache on the small
@@ -132,8 +133,22 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
         let drift = [1.0, 1.015, 0.99, 1.005, 0.985][round as usize % 5];
         for &(doc, path, len, n, wait, apache_s, nginx_s) in &docs {
             for (server, software, elapsed, waiting, cpu, mem) in [
-                ("apache", "Apache/2.4.62 (Debian)", apache_s, wait, 0.9, 41_000_000u64),
-                ("nginx", "nginx/1.26.3", nginx_s, wait * 6 / 10, 0.35, 9_500_000),
+                (
+                    "apache",
+                    "Apache/2.4.62 (Debian)",
+                    apache_s,
+                    wait,
+                    0.045,
+                    41_000_000u64,
+                ),
+                (
+                    "nginx",
+                    "nginx/1.26.3",
+                    nginx_s,
+                    wait * 6 / 10,
+                    0.0175,
+                    9_500_000,
+                ),
             ] {
                 let factor = slow
                     .filter(|s| s.server == server)
@@ -145,7 +160,9 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
                     requests: n,
                     waiting_us: waiting,
                     elapsed_s: elapsed * drift * factor,
-                    failed_receive: u64::from(server == "apache" && doc == "robots.txt" && round == 1),
+                    failed_receive: u64::from(
+                        server == "apache" && doc == "robots.txt" && round == 1,
+                    ),
                 });
                 loads.push(LoadRecord {
                     server: server.into(),
@@ -165,7 +182,10 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
     RunRecord {
         schema_version: SCHEMA_VERSION,
         benchctl_version: "0.1.0".into(),
-        run_id: format!("hello-20240501T120000Z-r{rounds}"),
+        run_id: format!(
+            "hello-20240501T120000Z-r{rounds}{}",
+            if slow.is_some() { "-slowed" } else { "" }
+        ),
         started_at: "2024-05-01T12:00:00Z".into(),
         finished_at: Some("2024-05-01T12:03:10Z".into()),
         status: RunStatus::Complete,

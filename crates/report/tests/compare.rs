@@ -1,0 +1,219 @@
+//! `compare` on recorded runs: the nightly job's two promises (same scenario twice → same;
+//! a slowed server → worse and a regression), the single-round case, and the Bencher export.
+
+mod common;
+
+use common::Slowdown;
+use report::bmf;
+use report::compare::{compare, Verdict, DEFAULT_THRESHOLD};
+use report::{render_comparison, Format, Metric};
+
+#[test]
+fn identical_runs_are_the_same_on_every_metric() {
+    let a = common::fixture(3, None);
+    let b = common::fixture(3, None);
+    let cmp = compare(&a, &b, DEFAULT_THRESHOLD);
+    assert!(!cmp.has_regression());
+    assert_eq!(cmp.groups.len(), 4);
+    for g in &cmp.groups {
+        assert_eq!(
+            g.metrics.len(),
+            Metric::ALL.len(),
+            "{} {}",
+            g.server,
+            g.document
+        );
+        for m in &g.metrics {
+            assert_eq!(
+                m.verdict,
+                Verdict::Same,
+                "{} {} {:?}",
+                g.server,
+                g.document,
+                m.metric
+            );
+            assert_eq!(m.change, 0.0);
+        }
+    }
+    assert!(cmp.missing_in_current.is_empty() && cmp.new_in_current.is_empty());
+    assert!(!cmp.scenario_changed);
+}
+
+#[test]
+fn a_thirty_percent_drop_over_three_rounds_is_a_regression() {
+    let base = common::fixture(3, None);
+    let slow = common::fixture(
+        3,
+        Some(Slowdown {
+            server: "nginx",
+            factor: 1.43,
+        }),
+    );
+    let cmp = compare(&base, &slow, DEFAULT_THRESHOLD);
+    assert!(cmp.has_regression());
+    for g in &cmp.groups {
+        let rps = g
+            .metrics
+            .iter()
+            .find(|m| m.metric == Metric::RequestsPerSecond)
+            .unwrap();
+        if g.server == "nginx" {
+            assert_eq!(rps.verdict, Verdict::Worse, "{}", g.document);
+            assert!((rps.change + 0.30).abs() < 0.01, "change {}", rps.change);
+            assert!(rps.p_value.unwrap() < 0.05);
+            assert!(rps.note.is_none());
+            // More CPU per request too; latency per request is unchanged in this fixture.
+            let cpu = g
+                .metrics
+                .iter()
+                .find(|m| m.metric == Metric::ServerCpuSPer10k)
+                .unwrap();
+            assert_eq!(cpu.verdict, Verdict::Worse);
+        } else {
+            assert!(
+                g.metrics.iter().all(|m| m.verdict == Verdict::Same),
+                "apache"
+            );
+        }
+    }
+    // Every regression is nginx's.
+    assert!(cmp.regressions().all(|(g, _)| g.server == "nginx"));
+
+    let text = render_comparison(&cmp, Format::Text, None).unwrap();
+    assert!(
+        text.contains("REGRESSION: 6 metrics worse beyond 5.0%."),
+        "{text}"
+    );
+    insta::assert_snapshot!("regression_text", text);
+    let md = render_comparison(&cmp, Format::Markdown, None).unwrap();
+    assert!(md.contains("**worse**"));
+    insta::assert_snapshot!("regression_markdown", md);
+
+    // The other way round, the same change is an improvement and not a regression.
+    let back = compare(&slow, &base, DEFAULT_THRESHOLD);
+    assert!(!back.has_regression());
+    assert!(back
+        .groups
+        .iter()
+        .filter(|g| g.server == "nginx")
+        .all(|g| g.metrics[0].verdict == Verdict::Better));
+}
+
+#[test]
+fn a_small_drop_within_the_threshold_is_the_same() {
+    let base = common::fixture(3, None);
+    let slight = common::fixture(
+        3,
+        Some(Slowdown {
+            server: "apache",
+            factor: 1.03,
+        }),
+    );
+    let cmp = compare(&base, &slight, DEFAULT_THRESHOLD);
+    assert!(!cmp.has_regression());
+    // With a 2% threshold the same 3% drop, consistent across rounds, is a regression.
+    assert!(compare(&base, &slight, 0.02).has_regression());
+}
+
+#[test]
+fn single_rounds_use_the_threshold_alone_and_say_so() {
+    let base = common::fixture(1, None);
+    let slow = common::fixture(
+        1,
+        Some(Slowdown {
+            server: "nginx",
+            factor: 1.43,
+        }),
+    );
+    let cmp = compare(&base, &slow, DEFAULT_THRESHOLD);
+    assert!(cmp.has_regression());
+    let (g, m) = cmp.regressions().next().unwrap();
+    assert_eq!(g.server, "nginx");
+    assert_eq!(m.p_value, None);
+    assert_eq!(
+        m.note.as_deref(),
+        Some("1 run: not tested for significance")
+    );
+    let text = render_comparison(&cmp, Format::Text, None).unwrap();
+    assert!(
+        text.contains("WORSE (1 run: not tested for significance)"),
+        "{text}"
+    );
+
+    // One round against three cannot be tested either.
+    let cmp = compare(
+        &common::fixture(3, None),
+        &common::fixture(1, None),
+        DEFAULT_THRESHOLD,
+    );
+    assert!(cmp.groups[0].metrics.iter().all(|m| m.p_value.is_none()));
+}
+
+#[test]
+fn a_server_missing_from_the_current_run_is_reported() {
+    let base = common::fixture(3, None);
+    let mut cur = common::fixture(3, None);
+    cur.loads.retain(|l| l.server != "nginx");
+    let cmp = compare(&base, &cur, DEFAULT_THRESHOLD);
+    assert_eq!(
+        cmp.missing_in_current,
+        [
+            ("nginx".to_string(), "hello".to_string()),
+            ("nginx".to_string(), "robots.txt".to_string())
+        ]
+    );
+    let text = render_comparison(&cmp, Format::Text, None).unwrap();
+    assert!(
+        text.contains("MISSING: nginx / hello was measured in the baseline but not in this run.")
+    );
+}
+
+#[test]
+fn bmf_export_names_benchmarks_and_uses_bencher_measures() {
+    let rec = common::fixture(3, None);
+    let json: serde_json::Value = serde_json::from_str(&bmf::to_bmf_json(&rec)).unwrap();
+    let obj = json.as_object().unwrap();
+    let names: Vec<&str> = obj.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "hello/apache/hello",
+            "hello/apache/robots.txt",
+            "hello/nginx/hello",
+            "hello/nginx/robots.txt"
+        ]
+    );
+    let nginx = &obj["hello/nginx/hello"];
+    let tp = &nginx["throughput"];
+    let (v, lo, hi) = (
+        tp["value"].as_f64().unwrap(),
+        tp["lower_value"].as_f64().unwrap(),
+        tp["upper_value"].as_f64().unwrap(),
+    );
+    assert!((v - 300.0 / 0.1807).abs() < 0.01, "{v}");
+    assert!(lo < v && v < hi);
+    // Bencher's latency measure is in nanoseconds.
+    let stats = report::summarize(&rec);
+    let mean_ms = stats
+        .iter()
+        .find(|g| g.server == "nginx" && g.document == "hello")
+        .unwrap()
+        .get(Metric::MeanLatencyMs)
+        .unwrap()
+        .median;
+    assert!((nginx["latency"]["value"].as_f64().unwrap() - mean_ms * 1e6).abs() < 1e-3);
+    for key in [
+        "p99-latency-ms",
+        "transfer-rate-kbps",
+        "failures",
+        "server-cpu-s-per-10k",
+        "server-peak-memory-mb",
+    ] {
+        assert!(nginx.get(key).is_some(), "missing {key}");
+    }
+    // One round: a value without bounds.
+    let one: serde_json::Value =
+        serde_json::from_str(&bmf::to_bmf_json(&common::fixture(1, None))).unwrap();
+    let tp = &one["hello/nginx/hello"]["throughput"];
+    assert!(tp.get("value").is_some() && tp.get("lower_value").is_none());
+}

@@ -1,0 +1,189 @@
+//! The reports, pinned by snapshots rendered from a deterministic results record, and the
+//! properties the snapshots alone would not make obvious: reproducibility, escaping, charts a
+//! browser test can find, partial runs, and template overrides.
+
+mod common;
+
+use report::record::{RunRecord, RunStatus};
+use report::{render, Format};
+
+fn all_formats(rec: &RunRecord) -> [String; 3] {
+    [Format::Text, Format::Markdown, Format::Html].map(|f| render(rec, f, None).unwrap())
+}
+
+#[test]
+fn text_report() {
+    insta::assert_snapshot!(render(&common::fixture(3, None), Format::Text, None).unwrap());
+}
+
+#[test]
+fn markdown_report() {
+    insta::assert_snapshot!(render(&common::fixture(3, None), Format::Markdown, None).unwrap());
+}
+
+#[test]
+fn html_report() {
+    insta::assert_snapshot!(render(&common::fixture(3, None), Format::Html, None).unwrap());
+}
+
+#[test]
+fn rendering_is_byte_for_byte_reproducible_through_a_file() {
+    let rec = common::fixture(3, None);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    rec.write_atomic(&path).unwrap();
+    let back = RunRecord::load(&path).unwrap();
+    assert_eq!(all_formats(&rec), all_formats(&back));
+    assert_eq!(all_formats(&back), all_formats(&back));
+}
+
+#[test]
+fn text_report_has_ab_blocks_and_the_head_to_head_table() {
+    let text = render(&common::fixture(3, None), Format::Text, None).unwrap();
+    assert!(
+        text.starts_with("benchctl report: hello\n"),
+        "{:?}",
+        &text[..40]
+    );
+    // One ab block per server and document.
+    assert_eq!(text.matches("Server Software:").count(), 4);
+    assert_eq!(text.matches("Requests per second:").count(), 4);
+    assert!(text.contains("Percentage of the requests served within a certain time (ms)"));
+    // nginx at ~1.66 times apache on the small page, as the first reference post found.
+    let nginx_row = text
+        .lines()
+        .find(|l| l.starts_with("nginx ") && l.contains("x "))
+        .unwrap();
+    assert!(nginx_row.contains("1.66x"), "{nginx_row}");
+    assert!(text.contains("nginx served 1.66 times as many requests/s as apache."));
+    assert!(text.contains("tornado: image build failed"));
+    assert!(text.contains("[client-bound]"));
+    // Aligned table: every row as long as its header.
+    let header = text.lines().find(|l| l.starts_with("server ")).unwrap();
+    let row = text.lines().find(|l| l.starts_with("apache ")).unwrap();
+    assert_eq!(header.chars().count(), row.chars().count());
+}
+
+#[test]
+fn html_page_is_self_contained_and_its_charts_are_findable() {
+    let html = render(&common::fixture(3, None), Format::Html, None).unwrap();
+    for (kind, id) in [
+        ("rps", "rps-0"),
+        ("latency", "latency-0"),
+        ("cpu", "cpu-0"),
+        ("memory", "memory-0"),
+        ("rps", "rps-1"),
+        ("latency", "latency-1"),
+    ] {
+        let tag = format!("<svg class=\"chart\" id=\"{id}\" data-chart=\"{kind}\"");
+        assert!(html.contains(&tag), "missing {tag}");
+    }
+    // Three rounds: whiskers on the requests/s bars.
+    assert!(html.contains("class=\"whisker\""));
+    // One curve per server in each latency chart.
+    assert_eq!(html.matches("<polyline class=\"curve\"").count(), 4);
+    for external in [
+        "<script",
+        "<link",
+        "src=\"http",
+        "href=\"http",
+        "@import",
+        "url(",
+    ] {
+        assert!(!html.contains(external), "page loads something: {external}");
+    }
+    // A Server header or reason with markup is escaped, never interpreted.
+    assert!(html.contains("(&lt;offline&gt;)"));
+    assert!(!html.contains("<offline>"));
+}
+
+#[test]
+fn markdown_cells_cannot_break_the_table() {
+    let mut rec = common::fixture(1, None);
+    rec.servers[0].server_header = Some("Evil | Server".into());
+    let md = render(&rec, Format::Markdown, None).unwrap();
+    assert!(md.contains("Evil \\| Server"));
+    let table_line = md.lines().find(|l| l.contains("Evil")).unwrap();
+    assert_eq!(table_line.matches(" | ").count(), 4, "{table_line}");
+    // A reason like "<offline>" would be read as an HTML tag and vanish from the page.
+    assert!(md.contains("(&lt;offline&gt;)"));
+}
+
+#[test]
+fn an_interrupted_run_still_renders_what_finished() {
+    let mut rec = common::fixture(3, None);
+    // Stopped during round 1: round 0 complete, one load of round 1.
+    rec.loads.truncate(5);
+    rec.status = RunStatus::Interrupted {
+        reason: "Ctrl-C".into(),
+    };
+    rec.finished_at = None;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("partial.json");
+    rec.write_atomic(&path).unwrap();
+    let rec = RunRecord::load(&path).unwrap();
+    let [text, md, html] = all_formats(&rec);
+    assert!(text.contains("NOTE: this run is interrupted; 5 loads were recorded"));
+    assert!(text.contains("interrupted: Ctrl-C"));
+    assert!(md.contains("**Partial results:**"));
+    assert!(html.contains("<strong>Partial results:</strong>"));
+    // apache has two rounds of the small page, nginx one.
+    assert!(text.contains("round 1 of 2") || text.contains("round 2 of 2"));
+    assert!(text.contains("---- nginx (1 round)"));
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn a_run_without_server_usage_renders_without_resource_charts() {
+    let mut rec = common::fixture(2, None);
+    for l in &mut rec.loads {
+        l.server_usage = None;
+    }
+    let [text, _, html] = all_formats(&rec);
+    assert!(!html.contains("data-chart=\"cpu\""));
+    assert!(html.contains("No server CPU or memory was recorded"));
+    let row = text.lines().find(|l| l.starts_with("apache ")).unwrap();
+    assert!(
+        row.trim_end().ends_with("-  -") || row.contains("  -  "),
+        "{row}"
+    );
+}
+
+#[test]
+fn templates_are_overridable_by_file_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("report.md.tera"),
+        "{% for d in documents %}{{ d.name }}:{% for r in d.rows %} {{ r.server }}={{ r.ratio }}{% endfor %}\n{% endfor %}",
+    )
+    .unwrap();
+    let rec = common::fixture(3, None);
+    let md = render(&rec, Format::Markdown, Some(dir.path())).unwrap();
+    assert_eq!(
+        md,
+        "hello: apache=1.00x nginx=1.66x\nrobots.txt: apache=1.00x nginx=1.60x\n"
+    );
+    // Formats without an override keep the embedded template.
+    let text = render(&rec, Format::Text, Some(dir.path())).unwrap();
+    assert_eq!(text, render(&rec, Format::Text, None).unwrap());
+}
+
+#[test]
+fn a_broken_override_names_the_template() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("report.txt.tera"), "{{ unclosed").unwrap();
+    let err = render(&common::fixture(1, None), Format::Text, Some(dir.path()))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.starts_with("template report.txt.tera:"), "{err}");
+}
+
+#[test]
+fn formats_parse_from_cli_words() {
+    assert_eq!("text".parse::<Format>().unwrap(), Format::Text);
+    assert_eq!("md".parse::<Format>().unwrap(), Format::Markdown);
+    assert_eq!("HTML".parse::<Format>().unwrap(), Format::Html);
+    let err = "pdf".parse::<Format>().unwrap_err().to_string();
+    assert!(err.contains("expected text, markdown or html"));
+}
