@@ -1,8 +1,8 @@
 //! Server images, built from `docker/<server>/` and tagged by a hash of that folder.
 //!
-//! The tag is the first 12 hex digits of a SHA-256 over every file's relative path, mode and
-//! contents, so editing any file in the folder makes a new tag (and a rebuild) while an untouched
-//! folder finds its image and skips the build. The build context is sent as a tar with a fixed
+//! The tag is the first 12 hex digits of a SHA-256 over every file's relative path, executable
+//! bit and contents, so editing any file in the folder makes a new tag (and a rebuild) while an
+//! untouched folder finds its image and skips the build. The build context is sent as a tar with a fixed
 //! file order and zeroed timestamps/owners, so the same folder always produces the same bytes.
 //!
 //! Builds run with host networking (the default bridge cannot reach Debian's mirrors here). A
@@ -76,7 +76,13 @@ fn collect(root: &Path) -> Result<Vec<Entry>> {
                     ))
                 })?
                 .to_string();
-            let mode = meta.permissions().mode() & 0o7777;
+            // Only the executable bit counts, as in git: a checkout made under another umask
+            // (0664 instead of 0644) is the same context and must find the same image.
+            let mode = if meta.is_dir() || meta.permissions().mode() & 0o111 != 0 {
+                0o755
+            } else {
+                0o644
+            };
             let kind = if meta.file_type().is_symlink() {
                 let target = std::fs::read_link(&path).map_err(|e| {
                     OrchestratorError::io(format!("readlink {}", path.display()), e)
@@ -478,8 +484,14 @@ mod tests {
         assert_ne!(h1, h2);
 
         let p = dir.path().join("conf/a.conf");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o664)).unwrap();
+        assert_eq!(
+            h2,
+            context_hash(dir.path()).unwrap(),
+            "group-writable is not a change"
+        );
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_ne!(h2, context_hash(dir.path()).unwrap());
+        assert_ne!(h2, context_hash(dir.path()).unwrap(), "executable is");
 
         // Moving content between file names must change the hash too.
         std::fs::rename(&p, dir.path().join("conf/b.conf")).unwrap();
