@@ -691,6 +691,11 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         "completed requests; lower is better",
         "",
     ]
+    if meta.get("commands"):
+        lines += ["Each tool's command line (URL: nginx on a free 127.0.0.1 port; clients run under `taskset -c "
+                  f"{meta['client_cpu']}`):", "", "```"]
+        lines += meta["commands"]
+        lines += ["```", ""]
     for mode, rows in summary.items():
         lines += [f"## {mode_title(mode, cfg)}", ""]
         lines.append("| " + " | ".join(HEADERS) + " |")
@@ -739,6 +744,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--benchctl", default=str(DEFAULT_BENCHCTL), help="benchctl binary (default target/release/benchctl)")
     p.add_argument("--client-cpu", type=int, default=0, help="CPU for the load generators (default 0)")
     p.add_argument("--server-cpu", type=int, default=1, help="CPU for nginx (default 1)")
+    p.add_argument(
+        "--time-wait-limit",
+        type=int,
+        default=TIME_WAIT_LIMIT,
+        help=f"before each close-mode run wait (up to {TIME_WAIT_MAX_WAIT_S:.0f}s) until fewer sockets "
+        f"than this are in TIME_WAIT (default {TIME_WAIT_LIMIT}; 0 disables the wait)",
+    )
     p.add_argument("--out-dir", default=str(DEFAULT_OUT_DIR), help="where peers-latest.{md,json} go")
     p.add_argument("--no-write", action="store_true", help="print the tables only, write no files")
     a = p.parse_args(argv)
@@ -832,8 +844,8 @@ def main(argv: list[str]) -> int:
         for rnd in range(cfg.rounds):
             for mode in args.modes:
                 for name in rotated(order, rnd):
-                    if mode == "close":
-                        wait_for_time_wait()
+                    if mode == "close" and args.time_wait_limit > 0:
+                        wait_for_time_wait(args.time_wait_limit)
                     else:
                         time.sleep(0.5)
                     done += 1
@@ -864,6 +876,15 @@ def main(argv: list[str]) -> int:
     if not args.no_write:
         versions = {name: tool.version() for name, tool in tools.items()}
         reproduce = "python3 bench/peers.py " + " ".join(argv) if argv else "just bench   # or: python3 bench/peers.py"
+        # One example command per tool and mode, as run (first round), with the binary's plain name.
+        commands = []
+        seen = set()
+        for r in results:
+            if (r.tool, r.mode) in seen or not r.command:
+                continue
+            seen.add((r.tool, r.mode))
+            cmd = [r.tool if i == 0 else ("URL" if a == url else a) for i, a in enumerate(r.command)]
+            commands.append(f"{r.mode:>10}: " + " ".join(shell_quote(a) for a in cmd))
         meta = {
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "reproduce": reproduce.strip(),
@@ -871,6 +892,7 @@ def main(argv: list[str]) -> int:
             "server_cpu": server_cpu,
             "client_cpu": client_cpu,
             "versions": versions,
+            "commands": commands,
             **host,
         }
         out_dir = Path(args.out_dir)
@@ -888,6 +910,10 @@ def main(argv: list[str]) -> int:
         log(f"wrote {rel(md)} and {rel(js)}")
 
     return 0
+
+
+def shell_quote(a: str) -> str:
+    return a if re.fullmatch(r"[\w@%+=:,./-]+", a) else "'" + a.replace("'", "'\\''") + "'"
 
 
 def write_atomic(path: Path, text: str) -> None:
