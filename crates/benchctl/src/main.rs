@@ -1,13 +1,19 @@
 //! The `benchctl` command line: parses arguments and hands each subcommand to the library that
 //! does the work. Exit status: 0 success, 1 failure or regression, 2 bad input, 130 interrupted.
 
+mod cmds;
 mod load;
+mod run;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "benchctl", version, about = "Reproducible web-server benchmarks with ab's tables")]
+#[command(
+    name = "benchctl",
+    version,
+    about = "Reproducible web-server benchmarks with ApacheBench's tables"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -15,25 +21,53 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a scenario: build and start its servers, verify them, measure them, report.
+    Run(run::RunArgs),
     /// Drive one URL with load, like ab (and at least as fast as wrk).
     Load(load::LoadArgs),
+    /// Check scenario files without starting anything.
+    Validate(cmds::ValidateArgs),
+    /// Build the servers' images, or make their base images locally.
+    Images(cmds::ImagesArgs),
+    /// Re-render a stored results record: text, markdown, html or Bencher JSON.
+    Report(cmds::ReportArgs),
+    /// Compare a run with a baseline; exit 1 on a regression.
+    Compare(cmds::CompareArgs),
+    /// Remove every container benchctl left behind.
+    Gc,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Load(args) => load::main(args),
+        Command::Validate(args) => cmds::validate(args),
+        Command::Report(args) => cmds::report(args),
+        Command::Compare(args) => cmds::compare(args),
+        Command::Run(args) => block_on(run::main(args)),
+        Command::Images(args) => block_on(cmds::images(args)),
+        Command::Gc => block_on(cmds::gc()),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("benchctl: error: {e:#}");
-            ExitCode::from(e.exit_code())
+            ExitCode::from(e.code)
         }
     }
 }
 
-/// An error with the exit status it deserves.
+fn block_on<F: std::future::Future<Output = Result<ExitCode, Failure>>>(
+    f: F,
+) -> Result<ExitCode, Failure> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(f)
+}
+
+/// An error with the exit status it deserves: 2 for bad input, 1 otherwise.
 #[derive(Debug)]
 pub struct Failure {
     pub code: u8,
@@ -46,9 +80,6 @@ impl Failure {
             code: 2,
             error: e.into(),
         }
-    }
-    fn exit_code(&self) -> u8 {
-        self.code
     }
 }
 

@@ -20,7 +20,7 @@
 //! [`Orchestrator::remove_run`]) before exiting; `panic = "abort"` would skip them as well.
 
 use crate::error::{is_not_found, is_removal_in_progress, OrchestratorError, Result};
-use crate::{Orchestrator, LABEL_OWNER, LABEL_RUN, LABEL_SERVER};
+use crate::{Orchestrator, LABEL_OWNER, LABEL_PID, LABEL_RUN, LABEL_SERVER};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, LogsOptionsBuilder,
@@ -210,6 +210,7 @@ impl Orchestrator {
         labels.insert(LABEL_OWNER.to_string(), "1".to_string());
         labels.insert(LABEL_RUN.to_string(), spec.run_id.clone());
         labels.insert(LABEL_SERVER.to_string(), spec.name.clone());
+        labels.insert(LABEL_PID.to_string(), std::process::id().to_string());
 
         let mut env: Vec<String> = spec
             .env
@@ -315,6 +316,44 @@ impl Orchestrator {
     /// the start of each run and by `benchctl gc`.
     pub async fn gc(&self) -> Result<usize> {
         self.remove_labelled(&format!("{LABEL_OWNER}=1")).await
+    }
+
+    /// Force-removes the benchctl containers whose owning process is gone: what a crashed or
+    /// killed run left behind. Containers of runs still in progress (another `benchctl run`, a
+    /// test running in parallel) are left alone, unlike [`gc`](Self::gc).
+    pub async fn gc_stale(&self) -> Result<usize> {
+        let filters = HashMap::from([("label".to_string(), vec![format!("{LABEL_OWNER}=1")])]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let list = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|e| OrchestratorError::docker("list benchctl containers", e))?;
+        let stale: Vec<String> = list
+            .into_iter()
+            .filter(|c| {
+                let pid = c
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(LABEL_PID))
+                    .and_then(|p| p.parse::<u32>().ok());
+                // Without a pid label the owner cannot be checked: such a container predates
+                // the label and is stale by now.
+                pid.is_none_or(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+            })
+            .filter_map(|c| c.id)
+            .collect();
+        let results = futures_util::future::join_all(
+            stale.iter().map(|id| remove_container(&self.docker, id)),
+        )
+        .await;
+        for r in results {
+            r?;
+        }
+        Ok(stale.len())
     }
 
     async fn remove_labelled(&self, label: &str) -> Result<usize> {

@@ -37,6 +37,9 @@ pub const LABEL_OWNER: &str = "benchctl";
 pub const LABEL_RUN: &str = "benchctl.run";
 /// Label naming the server a container (or image) is for.
 pub const LABEL_SERVER: &str = "benchctl.server";
+/// Label holding the pid of the benchctl process that started a container, so a later run can
+/// tell a leftover (owner gone) from a container of a run still going.
+pub const LABEL_PID: &str = "benchctl.pid";
 
 /// A negotiated connection to the Docker daemon plus the few settings that shape builds.
 #[derive(Clone)]

@@ -41,6 +41,9 @@ pub struct ExpectedDoc {
 pub struct Verified {
     /// The `Server` response header, if the server sends one.
     pub server_header: Option<String>,
+    /// The `Via` response header: a caching proxy (Varnish) names itself and its version there,
+    /// while passing its backend's Server header on.
+    pub via: Option<String>,
 }
 
 /// One attempt: connect, send a GET, and see whether the reply starts like HTTP.
@@ -159,10 +162,15 @@ impl Orchestrator {
                 .await
                 .map_err(|e| fail(format!("request failed: {e}")))?;
             if i == 0 {
-                verified.server_header = resp
-                    .headers()
-                    .get(reqwest::header::SERVER)
-                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+                let header = |name| {
+                    resp.headers()
+                        .get(name)
+                        .map(|v: &reqwest::header::HeaderValue| {
+                            String::from_utf8_lossy(v.as_bytes()).into_owned()
+                        })
+                };
+                verified.server_header = header(reqwest::header::SERVER);
+                verified.via = header(reqwest::header::VIA);
             }
             if resp.status() != reqwest::StatusCode::OK {
                 return Err(fail(format!(

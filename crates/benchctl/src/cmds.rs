@@ -1,0 +1,226 @@
+//! The smaller subcommands: `validate`, `images`, `gc`, `report` and `compare`.
+
+use crate::Failure;
+use anyhow::{anyhow, Context as _};
+use clap::{Args, Subcommand};
+use orchestrator::Orchestrator;
+use report::{Format, RunRecord};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Scenario files to check.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+/// Checks scenarios without starting anything.
+pub fn validate(a: ValidateArgs) -> Result<ExitCode, Failure> {
+    let mut bad = 0;
+    for f in &a.files {
+        match scenario::load_file(f) {
+            Ok(plan) => println!(
+                "{}: ok: {} server(s), {} document(s), {} run(s)",
+                f.display(),
+                plan.servers.len(),
+                plan.documents.len(),
+                plan.runs
+            ),
+            Err(e) => {
+                bad += 1;
+                eprintln!("{e}");
+            }
+        }
+    }
+    Ok(if bad > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+#[derive(Args, Debug)]
+pub struct ImagesArgs {
+    #[command(subcommand)]
+    action: ImagesAction,
+    /// Folder holding one build context per server.
+    #[arg(long, global = true, default_value = "docker")]
+    docker_dir: PathBuf,
+}
+
+#[derive(Subcommand, Debug)]
+enum ImagesAction {
+    /// Build the servers' images (all, or the ones named); up-to-date images are kept.
+    Build { servers: Vec<String> },
+    /// Make the Debian base images the Dockerfiles start from, where no registry is reachable.
+    Bootstrap,
+}
+
+pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
+    let orch = Orchestrator::connect().await?;
+    let contexts = server_contexts(&a.docker_dir)?;
+    match a.action {
+        ImagesAction::Bootstrap => {
+            let mut bases: Vec<String> = Vec::new();
+            for (_, dir) in &contexts {
+                let text = std::fs::read_to_string(dir.join("Dockerfile"))?;
+                for b in orchestrator::dockerfile_bases(&text) {
+                    if !bases.contains(&b) {
+                        bases.push(b);
+                    }
+                }
+            }
+            for b in bases {
+                let made = orch.ensure_base_image(&b).await?;
+                println!("{b}: {}", if made { "made locally" } else { "present" });
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ImagesAction::Build { servers } => {
+            for s in &servers {
+                if !contexts.iter().any(|(n, _)| n == s) {
+                    return Err(Failure::usage(anyhow!(
+                        "no build context {}/{s}",
+                        a.docker_dir.display()
+                    )));
+                }
+            }
+            let mut failed = 0;
+            for (name, dir) in contexts {
+                if !servers.is_empty() && !servers.contains(&name) {
+                    continue;
+                }
+                let log = std::env::temp_dir().join(format!("benchctl-build-{name}.log"));
+                match orch.build_image(&name, &dir, &log).await {
+                    Ok(b) => println!(
+                        "{name}: {} {}",
+                        b.tag,
+                        if b.built {
+                            format!("built in {:.1} s", b.seconds)
+                        } else {
+                            "up to date".into()
+                        }
+                    ),
+                    Err(e) => {
+                        failed += 1;
+                        println!("{name}: FAILED: {e:#}");
+                    }
+                }
+            }
+            Ok(if failed > 0 {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+    }
+}
+
+/// Every `docker/<server>/` folder with a Dockerfile, sorted by name.
+fn server_contexts(dir: &Path) -> Result<Vec<(String, PathBuf)>, Failure> {
+    let rd =
+        std::fs::read_dir(dir).map_err(|e| Failure::usage(anyhow!("{}: {e}", dir.display())))?;
+    let mut out = Vec::new();
+    for e in rd {
+        let e = e?;
+        if e.path().join("Dockerfile").is_file() {
+            out.push((e.file_name().to_string_lossy().into_owned(), e.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Removes every container benchctl left behind.
+pub async fn gc() -> Result<ExitCode, Failure> {
+    let orch = Orchestrator::connect().await?;
+    let n = orch.gc().await?;
+    println!("removed {n} container(s)");
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// A results record written by `benchctl run`.
+    results: PathBuf,
+    /// text, markdown, html, or bmf (Bencher Metric Format JSON).
+    #[arg(long, short = 'f', default_value = "text")]
+    format: String,
+    /// Write to this file instead of standard output.
+    #[arg(long, short = 'o')]
+    out: Option<PathBuf>,
+    /// Folder of templates overriding the built-in ones.
+    #[arg(long)]
+    templates: Option<PathBuf>,
+}
+
+pub fn report(a: ReportArgs) -> Result<ExitCode, Failure> {
+    let record = RunRecord::load(&a.results).map_err(Failure::usage)?;
+    let text = if a.format == "bmf" {
+        report::bmf::to_bmf_json(&record)
+    } else {
+        let format: Format = a.format.parse().map_err(Failure::usage)?;
+        report::render(&record, format, a.templates.as_deref())?
+    };
+    emit(&text, a.out.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The reference run.
+    baseline: PathBuf,
+    /// The run to judge.
+    current: PathBuf,
+    /// Slow-down beyond which a significant difference is a regression, e.g. 5% or 0.05.
+    #[arg(long, default_value = "5%")]
+    threshold: String,
+    /// text or markdown.
+    #[arg(long, short = 'f', default_value = "text")]
+    format: String,
+    /// Write the table to this file as well as checking it.
+    #[arg(long, short = 'o')]
+    out: Option<PathBuf>,
+}
+
+pub fn compare(a: CompareArgs) -> Result<ExitCode, Failure> {
+    let threshold = parse_threshold(&a.threshold).map_err(Failure::usage)?;
+    let format: Format = a.format.parse().map_err(Failure::usage)?;
+    let base = RunRecord::load(&a.baseline).map_err(Failure::usage)?;
+    let cur = RunRecord::load(&a.current).map_err(Failure::usage)?;
+    let cmp = report::compare(&base, &cur, threshold);
+    let text = report::render_comparison(&cmp, format, None)?;
+    emit(&text, a.out.as_deref())?;
+    Ok(if cmp.has_regression() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn parse_threshold(s: &str) -> anyhow::Result<f64> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| {
+        anyhow!("--threshold {s:?}: expected a percentage such as 5% or a fraction such as 0.05")
+    })?;
+    if !(0.0..10.0).contains(&v) {
+        return Err(anyhow!("--threshold {s:?} is out of range"));
+    }
+    Ok(v)
+}
+
+fn emit(text: &str, out: Option<&Path>) -> anyhow::Result<()> {
+    match out {
+        Some(p) => {
+            std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
+            eprintln!("wrote {}", p.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}

@@ -1,0 +1,435 @@
+//! `benchctl load` as users run it, through the built binary, against a test server on
+//! 127.0.0.1 port 0: bad input ends with exit status 2 and a one-line error (never a panic),
+//! the text output carries every line ab prints, `--json` is JSON with the counters,
+//! percentiles and a decodable histogram, and the generator's peak memory stays small with
+//! 10,000 keep-alive connections (under 64 MB) and with 100 MB documents (under 32 MB).
+//!
+//! Every child process runs under a deadline and is killed when it passes it.
+
+#[path = "../../loadgen/tests/support/mod.rs"]
+mod support;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::TestServer;
+
+/// What a finished child left behind.
+struct Finished {
+    /// Exit status, or None when a signal ended it.
+    code: Option<i32>,
+    signal: Option<i32>,
+    stdout: String,
+    stderr: String,
+    /// Peak resident set size, KiB (the child's `ru_maxrss`).
+    max_rss_kib: i64,
+    took: Duration,
+}
+
+impl Finished {
+    fn describe(&self) -> String {
+        format!(
+            "exit {:?} signal {:?} after {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.signal, self.took, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `benchctl ARGS`, killing it if it runs past `limit`; reaps it with `wait4` to read its
+/// peak RSS.
+fn benchctl(args: &[&str], limit: Duration) -> Finished {
+    let t = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_benchctl"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start benchctl");
+    let pid = child.id() as libc::pid_t;
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let (status, usage) = reap(pid, Some(t + limit), &mut child);
+    let took = t.elapsed();
+    let f = Finished {
+        code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+        signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+        max_rss_kib: usage.ru_maxrss,
+        took,
+    };
+    assert!(
+        took < limit,
+        "benchctl {args:?} ran past {limit:?} and was killed\n{}",
+        f.describe()
+    );
+    f
+}
+
+/// Waits for `pid` (polling, so a deadline can kill it) and returns its status and rusage.
+fn reap(
+    pid: libc::pid_t,
+    deadline: Option<Instant>,
+    child: &mut std::process::Child,
+) -> (i32, libc::rusage) {
+    let mut killed = false;
+    loop {
+        let mut status = 0;
+        // SAFETY: a zeroed rusage is a valid value of a plain C struct.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: both pointers are to live locals; pid is our own unreaped child.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r == pid {
+            return (status, usage);
+        }
+        assert!(r == 0, "wait4: {}", std::io::Error::last_os_error());
+        if !killed && deadline.is_some_and(|d| Instant::now() >= d) {
+            let _ = child.kill();
+            killed = true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Raises this process's open-file limit to its hard limit (children inherit it): the test
+/// server and the generator each hold 10,000 sockets in the memory test.
+fn raise_nofile() -> u64 {
+    // SAFETY: a zeroed rlimit is a valid value; the pointers are to live locals.
+    unsafe {
+        let mut l: libc::rlimit = std::mem::zeroed();
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut l), 0);
+        l.rlim_cur = l.rlim_max;
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &l), 0);
+        l.rlim_cur as u64
+    }
+}
+
+const SHORT: Duration = Duration::from_secs(30);
+
+fn assert_usage_error(args: &[&str], names: &str) {
+    let f = benchctl(args, SHORT);
+    assert_eq!(f.code, Some(2), "benchctl {args:?}\n{}", f.describe());
+    assert!(
+        !f.stderr.contains("panicked"),
+        "panic for {args:?}\n{}",
+        f.describe()
+    );
+    assert!(
+        f.stdout.is_empty(),
+        "nothing on stdout for {args:?}\n{}",
+        f.describe()
+    );
+    let errors: Vec<&str> = f.stderr.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "one error line for {args:?}\n{}",
+        f.describe()
+    );
+    assert!(
+        errors[0].contains(names),
+        "the error for {args:?} should name {names:?}: {:?}",
+        errors[0]
+    );
+}
+
+#[test]
+fn bad_input_is_a_one_line_error_with_status_2() {
+    let s = TestServer::start();
+    let url = s.url("/cl");
+    let port_url = format!("http://127.0.0.1:{}/cl", s.port);
+    let cases: &[(&[&str], &str)] = &[
+        (&["load", "127.0.0.1:8080/"], "no scheme"),
+        (&["load", "http://127.0.0.1:99999/"], "bad port"),
+        (&["load", "http://127.0.0.1:http/"], "bad port"),
+        (
+            &["load", "https://127.0.0.1/"],
+            "https is not supported yet",
+        ),
+        (&["load", "-c", "0", &url], "-c must be at least 1"),
+        (&["load", "-n", "2", "-c", "5", &url], "-c 5 > -n 2"),
+        (&["load", "-n", "0", &url], "-n must be at least 1"),
+        (&["load", "-s", "soon", &port_url], "bad duration"),
+    ];
+    for (args, names) in cases {
+        assert_usage_error(args, names);
+        // Our own checks print exactly one line and nothing else.
+        let f = benchctl(args, SHORT);
+        assert_eq!(
+            f.stderr.trim_end().lines().count(),
+            1,
+            "{args:?}\n{}",
+            f.describe()
+        );
+        assert!(
+            f.stderr.starts_with("benchctl: error: "),
+            "{args:?}\n{}",
+            f.describe()
+        );
+    }
+    // Flags the parser rejects: one error line naming the flag (the usage hint may follow).
+    assert_usage_error(&["load", "--bogus", &url], "--bogus");
+    assert_usage_error(&["load", "-n", "many", &url], "many");
+    assert_eq!(s.accepted(), 0, "bad input never reaches the server");
+}
+
+#[test]
+fn text_output_has_every_line_ab_prints() {
+    let s = TestServer::start();
+    let url = s.url("/cl");
+    let f = benchctl(&["load", "-q", "-n", "20", "-c", "2", "-k", &url], SHORT);
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    let lines: Vec<&str> = f.stdout.lines().collect();
+    let want_prefixes = [
+        "Server Software:        testserver/1.0".to_string(),
+        "Server Hostname:        127.0.0.1".to_string(),
+        format!("Server Port:            {}", s.port),
+        "Document Path:          /cl".to_string(),
+        "Document Length:        13 bytes".to_string(),
+        "Concurrency Level:      2".to_string(),
+        "Time taken for tests:   ".to_string(),
+        "Complete requests:      20".to_string(),
+        "Failed requests:        0".to_string(),
+        "Keep-Alive requests:    20".to_string(),
+        format!("Total transferred:      {} bytes", s.bytes_sent()),
+        "HTML transferred:       260 bytes".to_string(),
+        "Requests per second:    ".to_string(),
+        "Time per request:       ".to_string(),
+        "Time per request:       ".to_string(),
+        "Transfer rate:          ".to_string(),
+        "Connection Times (ms)".to_string(),
+        "              min  mean[+/-sd] median   max".to_string(),
+        "Connect:    ".to_string(),
+        "Processing: ".to_string(),
+        "Waiting:    ".to_string(),
+        "Total:      ".to_string(),
+        "Percentage of the requests served within a certain time (ms)".to_string(),
+        "  50%  ".to_string(),
+        "  66%  ".to_string(),
+        "  75%  ".to_string(),
+        "  80%  ".to_string(),
+        "  90%  ".to_string(),
+        "  95%  ".to_string(),
+        "  98%  ".to_string(),
+        "  99%  ".to_string(),
+        " 100%  ".to_string(),
+    ];
+    // Each line in ab's order (blank lines between the blocks are allowed).
+    let mut at = 0;
+    for want in &want_prefixes {
+        let found = lines[at..]
+            .iter()
+            .position(|l| l.starts_with(want.as_str()));
+        let Some(i) = found else {
+            panic!("no line starting {want:?} after line {at}\n{}", f.stdout);
+        };
+        at += i + 1;
+    }
+    let last = lines[at - 1];
+    assert!(last.ends_with("(longest request)"), "{last:?}");
+    assert!(lines.iter().any(|l| l.ends_with("[#/sec] (mean)")));
+    assert!(lines
+        .iter()
+        .any(|l| l.ends_with("[ms] (mean, across all concurrent requests)")));
+    assert!(lines.iter().any(|l| l.ends_with("[Kbytes/sec] received")));
+    assert!(!f.stdout.contains("Non-2xx"), "{}", f.stdout);
+}
+
+#[test]
+fn text_output_breaks_down_failures_and_non_2xx() {
+    let s = TestServer::start();
+    let f = benchctl(
+        &["load", "-q", "-n", "6", "-c", "2", &s.url("/vary")],
+        SHORT,
+    );
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    assert!(
+        f.stdout.contains("\nFailed requests:        3\n"),
+        "{}",
+        f.stdout
+    );
+    assert!(
+        f.stdout
+            .contains("\n   (Connect: 0, Receive: 0, Length: 3, Exceptions: 0)\n"),
+        "{}",
+        f.stdout
+    );
+    assert!(
+        !f.stdout.contains("Keep-Alive requests"),
+        "printed only with -k\n{}",
+        f.stdout
+    );
+
+    let s = TestServer::start();
+    let f = benchctl(&["load", "-q", "-n", "4", "-c", "2", &s.url("/404")], SHORT);
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    assert!(
+        f.stdout.contains("\nFailed requests:        0\n"),
+        "{}",
+        f.stdout
+    );
+    assert!(
+        f.stdout.contains("\nNon-2xx responses:      4\n"),
+        "{}",
+        f.stdout
+    );
+}
+
+#[test]
+fn json_output_parses_with_counters_percentiles_and_histogram() {
+    let s = TestServer::start();
+    let f = benchctl(
+        &["load", "--json", "-n", "20", "-c", "2", &s.url("/cl")],
+        SHORT,
+    );
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    let v: serde_json::Value = serde_json::from_str(&f.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e})\n{}", f.stdout));
+    assert!(
+        v["requests_per_second"].as_f64().is_some_and(|r| r > 0.0),
+        "{v}"
+    );
+    assert_eq!(v["complete"], 20);
+    assert_eq!(v["failed"], 0);
+    assert_eq!(v["server"]["document_length"], 13);
+    assert_eq!(v["body_bytes"], 260);
+    assert_eq!(v["total_bytes"], s.bytes_sent());
+    let total = &v["total"];
+    let pcts = total["percentiles_us"]
+        .as_array()
+        .expect("percentiles_us array");
+    let picked: Vec<f64> = pcts.iter().filter_map(|p| p[0].as_f64()).collect();
+    for p in [50.0, 66.0, 75.0, 80.0, 90.0, 95.0, 98.0, 99.0, 100.0] {
+        assert!(
+            picked.contains(&p),
+            "percentile {p} missing from {picked:?}"
+        );
+    }
+    let b64 = total["histogram"].as_str().expect("histogram string");
+    let h = loadgen::json::decode_histogram(b64).expect("the histogram decodes");
+    assert_eq!(h.len(), 20, "one value per response");
+    let p100 = pcts
+        .last()
+        .and_then(|p| p[1].as_u64())
+        .expect("a 100% value");
+    let diff = h.max().abs_diff(p100) as f64;
+    assert!(
+        diff <= 1.0 + p100 as f64 * 0.002,
+        "histogram max {} vs 100% {p100}",
+        h.max()
+    );
+}
+
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    // `benchctl load ... | head -1`: the reader goes away before the results are printed.
+    let s = TestServer::start();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_benchctl"))
+        .args(["load", "-q", "-n", "20", "-c", "2", &s.url("/cl")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start benchctl");
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    let mut e = child.stderr.take().expect("stderr");
+    let pid = child.id() as libc::pid_t;
+    let (status, _) = reap(pid, Some(Instant::now() + SHORT), &mut child);
+    let _ = e.read_to_string(&mut stderr);
+    assert!(
+        !stderr.contains("panicked"),
+        "a closed stdout made benchctl panic:\n{stderr}"
+    );
+    assert!(
+        !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 101),
+        "exit status 101 is a panic's\n{stderr}"
+    );
+}
+
+fn json_of(f: &Finished) -> serde_json::Value {
+    serde_json::from_str(&f.stdout).unwrap_or_else(|e| panic!("not JSON ({e})\n{}", f.describe()))
+}
+
+#[test]
+fn ten_thousand_keep_alive_connections_under_64_mb() {
+    let nofile = raise_nofile();
+    assert!(
+        nofile >= 10_100,
+        "the open-file limit is {nofile}; 10,000 connections need more"
+    );
+    let s = TestServer::start();
+    let f = benchctl(
+        &[
+            "load",
+            "--json",
+            "-c",
+            "10000",
+            "-k",
+            "-n",
+            "40000",
+            &s.url("/cl"),
+        ],
+        Duration::from_secs(180),
+    );
+    let mb = f.max_rss_kib as f64 / 1024.0;
+    println!(
+        "-c 10000 -k -n 40000: peak RSS {mb:.1} MB, {:?}, server accepted {} connections, at most {} open at once",
+        f.took,
+        s.accepted(),
+        s.peak_open()
+    );
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    let v = json_of(&f);
+    assert_eq!(v["complete"], 40000, "{}", f.stderr);
+    assert_eq!(v["failed"], 0, "{}", v["failures"]);
+    assert_eq!(v["keep_alive_requests"], 40000);
+    assert!(
+        s.accepted() >= 10_000,
+        "{} connections accepted",
+        s.accepted()
+    );
+    assert!(
+        s.peak_open() >= 9_500,
+        "only {} connections open at once",
+        s.peak_open()
+    );
+    assert!(mb < 64.0, "peak RSS {mb:.1} MB with 10,000 connections");
+}
+
+fn big_document(n: &str, limit: Duration) {
+    let s = TestServer::start();
+    let f = benchctl(
+        &["load", "--json", "-c", "20", "-n", n, &s.url("/big")],
+        limit,
+    );
+    let mb = f.max_rss_kib as f64 / 1024.0;
+    let n: u64 = n.parse().expect("n");
+    let gb = (n * support::BIG_LEN) as f64 / 1e9;
+    println!(
+        "/big (100 MB) -c 20 -n {n}: peak RSS {mb:.1} MB, {gb:.1} GB in {:?} ({:.2} GB/s)",
+        f.took,
+        gb / f.took.as_secs_f64()
+    );
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    let v = json_of(&f);
+    assert_eq!(v["complete"], n);
+    assert_eq!(v["failed"], 0, "{}", v["failures"]);
+    assert_eq!(v["body_bytes"], n * support::BIG_LEN);
+    assert_eq!(v["server"]["document_length"], support::BIG_LEN);
+    assert!(mb < 32.0, "peak RSS {mb:.1} MB for 100 MB documents");
+}
+
+#[test]
+fn big_documents_stream_under_32_mb() {
+    // 20 GB over loopback: about 15 s on two shared cores with the debug build.
+    big_document("200", Duration::from_secs(300));
+}
