@@ -38,7 +38,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let result = match cli.command {
         Command::Load(args) => load::main(args),
         Command::Validate(args) => cmds::validate(args),
@@ -55,6 +58,36 @@ fn main() -> ExitCode {
             ExitCode::from(e.code)
         }
     }
+}
+
+/// Prints clap's verdict as one line (help and version as they are) and exits 2 for bad input.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    let text = e.render().to_string();
+    // clap's first paragraph is the verdict (a missing argument's name is on the next line).
+    let first: Vec<&str> = text
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let first = first.join(" ");
+    let first = first.trim_start_matches("error: ");
+    eprintln!("benchctl: error: {first} (see benchctl --help)");
+    ExitCode::from(2)
 }
 
 fn block_on<F: std::future::Future<Output = Result<ExitCode, Failure>>>(
