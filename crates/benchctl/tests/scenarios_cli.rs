@@ -1,0 +1,286 @@
+//! Scenario checking through the built binary, no Docker needed: `benchctl validate` accepts
+//! every file in `scenarios/`; each broken file in `tests/fixtures/broken/` (unknown key, wrong
+//! type, Varnish without a backend, a backend that is not a server, concurrency above requests,
+//! a bad size, a TOML syntax error) makes both `benchctl run FILE` and `benchctl validate FILE`
+//! exit with status 2 and print `FILE:LINE:COL: error:` at the line and column its `# expect:`
+//! comment names, while `run` writes no results file and starts no container (checked by the
+//! `benchctl.pid` label when a Docker daemon answers). `benchctl run -o EXISTING` exits 2 and
+//! leaves that file byte for byte as it was.
+//!
+//! Every child process runs under a deadline and is killed (and the test failed) past it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Validation never touches Docker, so anything slower than this is a hang.
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
+}
+
+struct Finished {
+    pid: u32,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Finished {
+    fn describe(&self) -> String {
+        format!(
+            "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `benchctl ARGS` from the repository root; kills it and fails past [`LIMIT`].
+fn benchctl(args: &[&str]) -> Finished {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (out_path, err_path) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_benchctl"))
+        .args(args)
+        .current_dir(repo_root())
+        .env_remove("RUST_BACKTRACE")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"))
+        .spawn()
+        .expect("start benchctl");
+    let pid = child.id();
+    let deadline = Instant::now() + LIMIT;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for benchctl") {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let f = Finished {
+        pid,
+        code: status.and_then(|s| s.code()),
+        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
+    };
+    assert!(
+        status.is_some(),
+        "benchctl {args:?} ran past {LIMIT:?} and was killed\n{}",
+        f.describe()
+    );
+    f
+}
+
+/// Containers (running or not) that process `pid` started, or None when no daemon answers.
+fn containers_of(pid: u32) -> Option<Vec<String>> {
+    let mut child = Command::new("docker")
+        .args(["ps", "-a", "-q", "--filter"])
+        .arg(format!("label=benchctl.pid={pid}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let out = child.wait_with_output().ok()?;
+    out.status.success().then(|| {
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    })
+}
+
+fn assert_no_container(f: &Finished, what: &str) {
+    if let Some(left) = containers_of(f.pid) {
+        assert!(
+            left.is_empty(),
+            "{what}: containers labelled benchctl.pid={}: {left:?}",
+            f.pid
+        );
+    }
+    assert!(
+        !f.stderr.contains("building image"),
+        "{what}: an image build started\n{}",
+        f.describe()
+    );
+}
+
+/// The broken fixtures, relative to the repository root, with the `LINE:COL: message` each
+/// expects (from its `# expect:` comment).
+fn broken_fixtures() -> Vec<(String, String)> {
+    let root = repo_root();
+    let dir = Path::new("crates/benchctl/tests/fixtures/broken");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(root.join(dir)).expect("fixtures/broken") {
+        let path = e.expect("dir entry").path();
+        if path.extension().and_then(|x| x.to_str()) != Some("toml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read fixture");
+        let expect = text
+            .lines()
+            .find_map(|l| l.strip_prefix("# expect: "))
+            .unwrap_or_else(|| panic!("{}: no `# expect:` line", path.display()))
+            .to_string();
+        let rel = dir.join(path.file_name().expect("file name"));
+        out.push((rel.to_str().expect("UTF-8 path").to_string(), expect));
+    }
+    out.sort();
+    assert!(
+        out.len() >= 7,
+        "expected the seven broken fixtures, found {out:?}"
+    );
+    out
+}
+
+/// `FILE:LINE:COL: error: message` for the fixture's expectation `LINE:COL: message`.
+fn expected_error(file: &str, expect: &str) -> String {
+    let (pos, message) = expect
+        .split_once(": ")
+        .unwrap_or_else(|| panic!("{file}: `# expect:` must read LINE:COL: message"));
+    format!("{file}:{pos}: error: {message}")
+}
+
+#[test]
+fn every_shipped_scenario_validates() {
+    let root = repo_root();
+    let mut files: Vec<String> = std::fs::read_dir(root.join("scenarios"))
+        .expect("scenarios/")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("toml"))
+        .map(|p| {
+            p.strip_prefix(&root)
+                .expect("under the root")
+                .to_str()
+                .expect("UTF-8 path")
+                .to_string()
+        })
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 6,
+        "expected a scenario per seed and quick.toml, found {files:?}"
+    );
+    for file in &files {
+        let f = benchctl(&["validate", file]);
+        assert_eq!(f.code, Some(0), "validate {file}\n{}", f.describe());
+        assert!(
+            f.stdout.starts_with(&format!("{file}: ok: ")),
+            "validate {file}\n{}",
+            f.describe()
+        );
+        assert!(f.stderr.is_empty(), "validate {file}\n{}", f.describe());
+    }
+    // All at once, as CI might call it.
+    let mut args = vec!["validate"];
+    args.extend(files.iter().map(String::as_str));
+    let f = benchctl(&args);
+    assert_eq!(f.code, Some(0), "validate all\n{}", f.describe());
+    assert_eq!(f.stdout.lines().count(), files.len(), "{}", f.describe());
+}
+
+#[test]
+fn broken_scenarios_fail_validate_with_their_position() {
+    for (file, expect) in broken_fixtures() {
+        let f = benchctl(&["validate", &file]);
+        assert_eq!(f.code, Some(2), "validate {file}\n{}", f.describe());
+        let want = expected_error(&file, &expect);
+        assert!(
+            f.stderr.lines().any(|l| l.starts_with(&want)),
+            "validate {file}: no line starting with {want:?}\n{}",
+            f.describe()
+        );
+        assert!(
+            f.stderr.lines().all(|l| l.starts_with(&format!("{file}:"))),
+            "validate {file}: every error line names the file\n{}",
+            f.describe()
+        );
+        assert!(f.stdout.is_empty(), "validate {file}\n{}", f.describe());
+    }
+}
+
+#[test]
+fn broken_scenarios_fail_run_before_anything_starts() {
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    for (file, expect) in broken_fixtures() {
+        let stem = Path::new(&file)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("file stem");
+        let out = out_dir.path().join(format!("{stem}.json"));
+        let out_arg = out.to_str().expect("UTF-8 path");
+        let f = benchctl(&["run", &file, "-o", out_arg]);
+        assert_eq!(f.code, Some(2), "run {file}\n{}", f.describe());
+        let want = expected_error(&file, &expect);
+        assert!(
+            f.stderr.contains(&want),
+            "run {file}: stderr lacks {want:?}\n{}",
+            f.describe()
+        );
+        assert!(
+            !f.stderr.contains("panicked"),
+            "run {file}\n{}",
+            f.describe()
+        );
+        assert!(
+            !out.exists(),
+            "run {file} wrote a results file {}",
+            out.display()
+        );
+        assert_no_container(&f, &format!("run {file}"));
+    }
+    let left: Vec<_> = std::fs::read_dir(out_dir.path())
+        .expect("read out dir")
+        .collect();
+    assert!(
+        left.is_empty(),
+        "files appeared in the results folder: {left:?}"
+    );
+}
+
+#[test]
+fn run_never_overwrites_a_results_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("x.json");
+    let before: &[u8] = b"{\"not\": \"a benchctl record\", \"keep\": [1, 2, 3]}\n\0\xff";
+    std::fs::write(&out, before).expect("write the existing file");
+    let out_arg = out.to_str().expect("UTF-8 path");
+    let f = benchctl(&["run", "scenarios/quick.toml", "-o", out_arg]);
+    assert_eq!(f.code, Some(2), "{}", f.describe());
+    assert!(
+        f.stderr.contains(out_arg) && f.stderr.contains("exists already"),
+        "the error names the file and why\n{}",
+        f.describe()
+    );
+    assert_eq!(
+        std::fs::read(&out).expect("read back"),
+        before,
+        "the existing file changed"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("read dir").count(),
+        1,
+        "nothing else was written beside it"
+    );
+    assert_no_container(&f, "run -o EXISTING");
+}
