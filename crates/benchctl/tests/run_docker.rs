@@ -1,0 +1,621 @@
+//! `benchctl run` end to end against the real Docker daemon, through the built binary:
+//!
+//! - one run measures every server that builds here (nginx, Apache, Tornado, Gatling, Varnish
+//!   in front of nginx) with 0 failed requests, prints an ab table for each and the
+//!   head-to-head table, reports Cherokee unavailable because its image does not build, and
+//!   leaves no container behind;
+//! - `scenarios/quick.toml`, the CI scenario, completes and writes a valid results record;
+//! - SIGINT during a load ends the run with status 130 within seconds, removes its containers
+//!   and keeps a results record marked interrupted;
+//! - a server container killed mid-run (while the server before it is measured) is reported
+//!   unavailable with a reason, the loads of the servers before and after it are kept, and
+//!   nothing is left behind.
+//!
+//! "No container left" is checked by the `benchctl.pid=<pid>` label every container carries,
+//! so tests running beside these (and their containers) are never touched. With no daemon these
+//! tests skip with a reason, unless `CI` is set: then they fail. Every child runs under a
+//! deadline; past it the child is killed, its containers removed, and the test fails.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
+}
+
+/// Runs a short `docker` command, killed after 60 s; None when it cannot run or fails.
+fn docker(args: &[&str]) -> Option<String> {
+    let mut child = Command::new("docker")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().ok()?.is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Whether a daemon answers; without one the test skips, except under CI where it fails.
+fn daemon_or_skip(test: &str) -> bool {
+    if docker(&["info", "--format", "{{.ServerVersion}}"]).is_some() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+        panic!(
+            "{test}: no Docker daemon answers `docker info`, and CI is set: these tests must run"
+        );
+    }
+    eprintln!(
+        "{test}: SKIPPED: no Docker daemon answers `docker info` (set CI=1 to make this a failure)"
+    );
+    false
+}
+
+/// Ids of the containers, running or not, whose `benchctl.pid` label is `pid` (plus `extra`
+/// label filters).
+fn containers_of(pid: u32, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "ps".to_string(),
+        "-a".to_string(),
+        "-q".to_string(),
+        "--filter".to_string(),
+        format!("label=benchctl.pid={pid}"),
+    ];
+    for e in extra {
+        args.push("--filter".to_string());
+        args.push(format!("label={e}"));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    docker(&args)
+        .expect("docker ps answers")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// One Docker run at a time: the machines have 2 cores with servers pinned to one and the load
+/// generator to the other, so overlapping runs would measure each other and stretch every
+/// deadline. A file lock, so that it holds across test processes too (nextest).
+fn exclusive() -> std::fs::File {
+    let path = std::env::temp_dir().join("benchctl-run-docker-tests.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .expect("open the lock file");
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock(2) on a descriptor we own for as long as the returned file lives; the lock
+    // goes with the descriptor when it is closed.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock {}", path.display());
+    f
+}
+
+/// A `benchctl run` child with its output in files; killed (and its containers removed) if
+/// the test ends while it still runs.
+struct Run {
+    child: Option<Child>,
+    pid: u32,
+    dir: tempfile::TempDir,
+    out: PathBuf,
+    started: Instant,
+}
+
+struct Finished {
+    pid: u32,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+impl Finished {
+    fn describe(&self) -> String {
+        format!(
+            "exit {:?} after {:.1?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.took, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Run {
+    /// Starts `benchctl run SCENARIO ARGS -o <tempdir>/x.json` from the repository root.
+    fn start(scenario: &Path, args: &[&str]) -> Run {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("x.json");
+        let child = Command::new(env!("CARGO_BIN_EXE_benchctl"))
+            .arg("run")
+            .arg(scenario)
+            .args(args)
+            .arg("-o")
+            .arg(&out)
+            .current_dir(repo_root())
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(dir.path().join("stdout")).expect("stdout file"))
+            .stderr(std::fs::File::create(dir.path().join("stderr")).expect("stderr file"))
+            .spawn()
+            .expect("start benchctl run");
+        Run {
+            pid: child.id(),
+            child: Some(child),
+            dir,
+            out,
+            started: Instant::now(),
+        }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stderr")).unwrap_or_default()
+    }
+
+    /// Waits until stderr has a line containing `needle`; fails if the run ends first or
+    /// `limit` passes.
+    fn wait_for_stderr(&mut self, needle: &str, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            if self.stderr().lines().any(|l| l.contains(needle)) {
+                return;
+            }
+            let exited = self
+                .child
+                .as_mut()
+                .expect("running")
+                .try_wait()
+                .expect("poll benchctl")
+                .is_some();
+            if exited || Instant::now() > deadline {
+                let f = self.kill_and_collect();
+                panic!(
+                    "waited {limit:?} for {needle:?} on stderr; {}\n{}",
+                    if exited { "the run ended" } else { "killed it" },
+                    f.describe()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn signal(&self, sig: libc::c_int) {
+        // SAFETY: kill(2) on our own child's pid; the child is not reaped yet (we hold it).
+        let rc = unsafe { libc::kill(self.pid as libc::pid_t, sig) };
+        assert_eq!(rc, 0, "kill({}, {sig})", self.pid);
+    }
+
+    /// Waits for the run to end; past `limit` kills it and fails.
+    fn finish(&mut self, limit: Duration) -> Finished {
+        let deadline = Instant::now() + limit;
+        let child = self.child.as_mut().expect("running");
+        loop {
+            if let Some(status) = child.try_wait().expect("poll benchctl") {
+                self.child = None;
+                return self.collect(status.code());
+            }
+            if Instant::now() > deadline {
+                let f = self.kill_and_collect();
+                panic!(
+                    "benchctl ran past {limit:?} and was killed (its containers removed)\n{}",
+                    f.describe()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn collect(&self, code: Option<i32>) -> Finished {
+        Finished {
+            pid: self.pid,
+            code,
+            stdout: std::fs::read_to_string(self.dir.path().join("stdout")).unwrap_or_default(),
+            stderr: self.stderr(),
+            took: self.started.elapsed(),
+        }
+    }
+
+    fn kill_and_collect(&mut self) -> Finished {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        remove_containers_of(self.pid);
+        self.collect(None)
+    }
+
+    /// The results record as JSON, after checking it loads as a `RunRecord`.
+    fn record(&self, f: &Finished) -> Value {
+        if let Err(e) = report::RunRecord::load(&self.out) {
+            panic!(
+                "{}: not a results record: {e:#}\n{}",
+                self.out.display(),
+                f.describe()
+            );
+        }
+        let text = std::fs::read_to_string(&self.out).expect("read the results");
+        serde_json::from_str(&text).expect("results JSON")
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        self.kill_and_collect();
+    }
+}
+
+/// Removes what a killed child left; only ever containers our own child started.
+fn remove_containers_of(pid: u32) {
+    let ids = docker(&[
+        "ps",
+        "-a",
+        "-q",
+        "--filter",
+        &format!("label=benchctl.pid={pid}"),
+    ])
+    .unwrap_or_default();
+    for id in ids.split_whitespace() {
+        let _ = docker(&["rm", "-f", id]);
+    }
+}
+
+fn assert_no_container(f: &Finished) {
+    let left = containers_of(f.pid, &[]);
+    assert!(
+        left.is_empty(),
+        "containers labelled benchctl.pid={} are left: {left:?}\n{}",
+        f.pid,
+        f.describe()
+    );
+}
+
+/// Writes a scenario into a fresh folder; it is run with `--docker-dir <repo>/docker`.
+fn scenario(text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("scenario.toml");
+    std::fs::write(&path, text).expect("write the scenario");
+    (dir, path)
+}
+
+fn docker_dir_arg() -> String {
+    repo_root()
+        .join("docker")
+        .to_str()
+        .expect("UTF-8")
+        .to_string()
+}
+
+fn server<'a>(record: &'a Value, name: &str) -> &'a Value {
+    record["servers"]
+        .as_array()
+        .expect("servers")
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no server {name} in the record: {record:#}"))
+}
+
+fn loads_of<'a>(record: &'a Value, name: &str) -> Vec<&'a Value> {
+    record["loads"]
+        .as_array()
+        .expect("loads")
+        .iter()
+        .filter(|l| l["server"] == name)
+        .collect()
+}
+
+/// Nothing pre-built may mean base images made with mmdebstrap and every image built.
+const FULL_RUN_LIMIT: Duration = Duration::from_secs(25 * 60);
+
+#[test]
+fn every_buildable_server_is_measured_in_one_run() {
+    if !daemon_or_skip("every_buildable_server_is_measured_in_one_run") {
+        return;
+    }
+    let _lock = exclusive();
+    let (_dir, path) = scenario(
+        r#"
+name = "all-servers"
+description = "every server benchctl knows, one small page"
+runs = 1
+
+[load]
+requests = 500
+concurrency = 10
+
+[[server]]
+name = "nginx"
+kind = "nginx"
+
+[[server]]
+name = "apache"
+kind = "apache"
+
+[[server]]
+name = "tornado"
+kind = "tornado"
+
+[[server]]
+name = "gatling"
+kind = "gatling"
+
+[[server]]
+name = "varnish"
+kind = "varnish"
+backend = "nginx"
+
+[[server]]
+name = "cherokee"
+kind = "cherokee"
+
+[[document]]
+name = "page"
+path = "/"
+generate = "html"
+size = 468
+"#,
+    );
+    let mut run = Run::start(&path, &["--docker-dir", &docker_dir_arg()]);
+    let f = run.finish(FULL_RUN_LIMIT);
+    let record = run.record(&f);
+    eprintln!("all servers: {}", f.describe());
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    assert_eq!(record["status"]["state"], "complete", "{record:#}");
+
+    let measured = ["nginx", "apache", "tornado", "gatling", "varnish"];
+    for name in measured {
+        let s = server(&record, name);
+        assert_eq!(
+            s["status"]["state"],
+            "available",
+            "{name}: {s:#}\n{}",
+            f.describe()
+        );
+        let ready = s["status"]["ready_s"].as_f64().expect("ready_s");
+        eprintln!(
+            "{name}: start to verified {ready:.2} s, Server {}",
+            s["server_header"]
+        );
+        assert!(s["image_id"].is_string(), "{name}: {s:#}");
+        let loads = loads_of(&record, name);
+        assert_eq!(
+            loads.len(),
+            1,
+            "{name}: one document, one round: {loads:#?}"
+        );
+        let load = &loads[0]["load"];
+        assert_eq!(load["complete"], 500, "{name}: {load:#}");
+        assert_eq!(load["failed"], 0, "{name}: {load:#}");
+        assert_eq!(load["non_2xx"], 0, "{name}: {load:#}");
+        assert!(
+            f.stdout.contains(&format!("---- {name} (")),
+            "{name}: no ab table\n{}",
+            f.describe()
+        );
+    }
+    let cherokee = server(&record, "cherokee");
+    assert_eq!(cherokee["status"]["state"], "unavailable", "{cherokee:#}");
+    let reason = cherokee["status"]["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("build"),
+        "cherokee's reason should name the failed build: {reason}"
+    );
+    assert!(loads_of(&record, "cherokee").is_empty(), "{record:#}");
+    assert!(
+        f.stderr.contains("cherokee: unavailable: "),
+        "{}",
+        f.describe()
+    );
+
+    assert_eq!(
+        f.stdout.matches("Requests per second:").count(),
+        measured.len(),
+        "one ab table per measured server\n{}",
+        f.describe()
+    );
+    let h2h = f
+        .stdout
+        .find("Head to head: page")
+        .unwrap_or_else(|| panic!("no head-to-head table\n{}", f.describe()));
+    let table = &f.stdout[h2h..];
+    for name in measured {
+        assert!(
+            table.lines().any(|l| l.starts_with(name)),
+            "{name}: no row in the head-to-head table\n{table}"
+        );
+    }
+    assert!(
+        f.stdout.contains("cherokee"),
+        "the report names cherokee\n{}",
+        f.describe()
+    );
+    assert_no_container(&f);
+}
+
+#[test]
+fn quick_scenario_completes() {
+    if !daemon_or_skip("quick_scenario_completes") {
+        return;
+    }
+    let _lock = exclusive();
+    let mut run = Run::start(Path::new("scenarios/quick.toml"), &[]);
+    let f = run.finish(Duration::from_secs(15 * 60));
+    let record = run.record(&f);
+    eprintln!("quick: {}", f.describe());
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    assert_eq!(record["status"]["state"], "complete", "{record:#}");
+    assert!(record["finished_at"].is_string(), "{record:#}");
+    assert!(
+        record["run_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("quick-")),
+        "{record:#}"
+    );
+    for name in ["nginx", "apache"] {
+        assert_eq!(server(&record, name)["status"]["state"], "available");
+        let loads = loads_of(&record, name);
+        assert_eq!(loads.len(), 2, "{name}: two documents, one round");
+        for l in loads {
+            assert_eq!(l["load"]["complete"], 2000, "{name}: {l:#}");
+            assert_eq!(l["load"]["failed"], 0, "{name}: {l:#}");
+        }
+    }
+    assert_no_container(&f);
+}
+
+#[test]
+fn sigint_during_a_load_cleans_up_and_keeps_an_interrupted_record() {
+    if !daemon_or_skip("sigint_during_a_load_cleans_up_and_keeps_an_interrupted_record") {
+        return;
+    }
+    let _lock = exclusive();
+    let (_dir, path) = scenario(
+        r#"
+name = "sigint"
+runs = 1
+
+[load]
+duration = "30s"
+concurrency = 10
+
+[[server]]
+name = "nginx"
+kind = "nginx"
+
+[[document]]
+name = "hello"
+path = "/"
+generate = "hello"
+"#,
+    );
+    let mut run = Run::start(&path, &["--docker-dir", &docker_dir_arg()]);
+    run.wait_for_stderr("nginx: answering after", Duration::from_secs(15 * 60));
+    // The load starts right after verification; give it a moment to be under way.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        containers_of(run.pid, &["benchctl.server=nginx"]).len(),
+        1,
+        "nginx's container runs while it is measured"
+    );
+    let sent = Instant::now();
+    run.signal(libc::SIGINT);
+    let f = run.finish(Duration::from_secs(20));
+    let record = run.record(&f);
+    let took = sent.elapsed();
+    eprintln!(
+        "SIGINT: ended {took:.1?} after the signal; {}",
+        f.describe()
+    );
+    assert_eq!(f.code, Some(130), "{}", f.describe());
+    assert!(
+        took < Duration::from_secs(10),
+        "the run took {took:?} to end after SIGINT"
+    );
+    assert_no_container(&f);
+    assert_eq!(record["status"]["state"], "interrupted", "{record:#}");
+    assert!(
+        record["status"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("SIGINT")),
+        "{record:#}"
+    );
+    assert_eq!(server(&record, "nginx")["status"]["state"], "available");
+    assert!(
+        loads_of(&record, "nginx").is_empty(),
+        "a load cut short is not kept: {record:#}"
+    );
+}
+
+#[test]
+fn a_server_killed_mid_run_is_reported_and_cleaned_up() {
+    if !daemon_or_skip("a_server_killed_mid_run_is_reported_and_cleaned_up") {
+        return;
+    }
+    let _lock = exclusive();
+    let (_dir, path) = scenario(
+        r#"
+name = "killed"
+runs = 1
+
+[load]
+duration = "6s"
+concurrency = 4
+
+[[server]]
+name = "nginx"
+kind = "nginx"
+
+[[server]]
+name = "apache"
+kind = "apache"
+
+# Measured after the dead server's turn: the run must go on to it.
+[[server]]
+name = "nginx-after"
+kind = "nginx"
+
+[[document]]
+name = "hello"
+path = "/"
+generate = "hello"
+"#,
+    );
+    let mut run = Run::start(&path, &["--docker-dir", &docker_dir_arg()]);
+    // All are up once the last one answers; nginx's 6 s load starts right then.
+    run.wait_for_stderr("nginx-after: answering after", Duration::from_secs(15 * 60));
+    let apache = containers_of(run.pid, &["benchctl.server=apache"]);
+    assert_eq!(apache.len(), 1, "apache's container: {apache:?}");
+    docker(&["kill", &apache[0]]).expect("docker kill apache");
+    let killed = Instant::now();
+    let f = run.finish(Duration::from_secs(120));
+    let record = run.record(&f);
+    eprintln!(
+        "killed: ended {:.1?} after the kill; {}",
+        killed.elapsed(),
+        f.describe()
+    );
+    assert!(
+        matches!(f.code, Some(0) | Some(1)),
+        "the run ends with 0 or 1\n{}",
+        f.describe()
+    );
+    let apache = server(&record, "apache");
+    assert_eq!(apache["status"]["state"], "unavailable", "{record:#}");
+    let reason = apache["status"]["reason"].as_str().expect("reason");
+    assert!(!reason.is_empty(), "{record:#}");
+    eprintln!("killed: exit {:?}, apache's reason: {reason}", f.code);
+    assert!(
+        loads_of(&record, "apache").is_empty(),
+        "no load of a dead server is kept: {record:#}"
+    );
+    let nginx = loads_of(&record, "nginx");
+    assert_eq!(nginx.len(), 1, "{record:#}");
+    assert_eq!(nginx[0]["load"]["failed"], 0, "{:#}", nginx[0]);
+    assert!(
+        nginx[0]["load"]["complete"].as_u64().unwrap_or(0) > 0,
+        "{:#}",
+        nginx[0]
+    );
+    assert_eq!(server(&record, "nginx")["status"]["state"], "available");
+    let after = loads_of(&record, "nginx-after");
+    assert_eq!(
+        after.len(),
+        1,
+        "the server after the dead one is still measured: {record:#}"
+    );
+    assert_eq!(after[0]["load"]["failed"], 0, "{:#}", after[0]);
+    assert_no_container(&f);
+}
