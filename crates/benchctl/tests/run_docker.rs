@@ -7,9 +7,9 @@
 //! - `scenarios/quick.toml`, the CI scenario, completes and writes a valid results record;
 //! - SIGINT during a load ends the run with status 130 within seconds, removes its containers
 //!   and keeps a results record marked interrupted;
-//! - a server container killed mid-run (while the server before it is measured) is reported
-//!   unavailable with a reason, the loads of the servers before and after it are kept, and
-//!   nothing is left behind.
+//! - a server container killed mid-run, either while the server before it is measured or
+//!   during its own load, is reported unavailable with a reason, no load of it is kept, the
+//!   loads of the servers before and after it are, and nothing is left behind.
 //!
 //! "No container left" is checked by the `benchctl.pid=<pid>` label every container carries,
 //! so tests running beside these (and their containers) are never touched. With no daemon these
@@ -617,5 +617,67 @@ generate = "hello"
         "the server after the dead one is still measured: {record:#}"
     );
     assert_eq!(after[0]["load"]["failed"], 0, "{:#}", after[0]);
+    assert_no_container(&f);
+}
+
+#[test]
+fn a_server_killed_during_its_own_load_is_reported_and_cleaned_up() {
+    if !daemon_or_skip("a_server_killed_during_its_own_load_is_reported_and_cleaned_up") {
+        return;
+    }
+    let _lock = exclusive();
+    let (_dir, path) = scenario(
+        r#"
+name = "killed-in-load"
+runs = 1
+
+[load]
+duration = "5s"
+concurrency = 4
+
+[[server]]
+name = "nginx"
+kind = "nginx"
+
+[[server]]
+name = "apache"
+kind = "apache"
+
+[[document]]
+name = "hello"
+path = "/"
+generate = "hello"
+"#,
+    );
+    let mut run = Run::start(&path, &["--docker-dir", &docker_dir_arg()]);
+    // nginx's load is reported when it ends; apache's starts right then.
+    run.wait_for_stderr("round 1/1  nginx", Duration::from_secs(15 * 60));
+    std::thread::sleep(Duration::from_secs(1));
+    let apache = containers_of(run.pid, &["benchctl.server=apache"]);
+    assert_eq!(apache.len(), 1, "apache's container: {apache:?}");
+    docker(&["kill", &apache[0]]).expect("docker kill apache");
+    let f = run.finish(Duration::from_secs(120));
+    let record = run.record(&f);
+    eprintln!("killed in its load: {}", f.describe());
+    assert!(
+        matches!(f.code, Some(0) | Some(1)),
+        "the run ends with 0 or 1\n{}",
+        f.describe()
+    );
+    let apache = server(&record, "apache");
+    assert_eq!(apache["status"]["state"], "unavailable", "{record:#}");
+    let reason = apache["status"]["reason"].as_str().expect("reason");
+    eprintln!(
+        "killed in its load: exit {:?}, apache's reason: {reason}",
+        f.code
+    );
+    assert!(reason.contains("died"), "{reason}");
+    assert!(
+        loads_of(&record, "apache").is_empty(),
+        "the load cut by the kill is not kept: {record:#}"
+    );
+    let nginx = loads_of(&record, "nginx");
+    assert_eq!(nginx.len(), 1, "{record:#}");
+    assert_eq!(nginx[0]["load"]["failed"], 0, "{:#}", nginx[0]);
     assert_no_container(&f);
 }
