@@ -229,10 +229,11 @@ fn parse_request(head: &str) -> Request {
     }
 }
 
+/// Writes `data`, counting it first: counted after the write, the client could read the bytes,
+/// finish its run and compare totals before this thread got to count them.
 async fn send(s: &mut TcpStream, c: &Counters, data: &[u8]) -> std::io::Result<()> {
-    s.write_all(data).await?;
     c.bytes_sent.fetch_add(data.len() as u64, SeqCst);
-    Ok(())
+    s.write_all(data).await
 }
 
 /// The `Connection` header line for a response that honours the request's wish.
