@@ -8,6 +8,13 @@ use report::{Format, RunRecord};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// `println!` through [`crate::stdout`], so a closed pipe is not a panic.
+macro_rules! say {
+    ($($t:tt)*) => {
+        crate::stdout(&format!("{}\n", format!($($t)*)))?
+    };
+}
+
 #[derive(Args, Debug)]
 pub struct ValidateArgs {
     /// Scenario files to check.
@@ -20,7 +27,7 @@ pub fn validate(a: ValidateArgs) -> Result<ExitCode, Failure> {
     let mut bad = 0;
     for f in &a.files {
         match scenario::load_file(f) {
-            Ok(plan) => println!(
+            Ok(plan) => say!(
                 "{}: ok: {} server(s), {} document(s), {} run(s)",
                 f.display(),
                 plan.servers.len(),
@@ -73,7 +80,7 @@ pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
             }
             for b in bases {
                 let made = orch.ensure_base_image(&b).await?;
-                println!("{b}: {}", if made { "made locally" } else { "present" });
+                say!("{b}: {}", if made { "made locally" } else { "present" });
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -93,7 +100,7 @@ pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
                 }
                 let log = std::env::temp_dir().join(format!("benchctl-build-{name}.log"));
                 match orch.build_image(&name, &dir, &log).await {
-                    Ok(b) => println!(
+                    Ok(b) => say!(
                         "{name}: {} {}",
                         b.tag,
                         if b.built {
@@ -104,7 +111,7 @@ pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
                     ),
                     Err(e) => {
                         failed += 1;
-                        println!("{name}: FAILED: {e:#}");
+                        say!("{name}: FAILED: {e:#}");
                     }
                 }
             }
@@ -136,7 +143,7 @@ fn server_contexts(dir: &Path) -> Result<Vec<(String, PathBuf)>, Failure> {
 pub async fn gc() -> Result<ExitCode, Failure> {
     let orch = Orchestrator::connect().await?;
     let n = orch.gc().await?;
-    println!("removed {n} container(s)");
+    say!("removed {n} container(s)");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -220,7 +227,7 @@ fn emit(text: &str, out: Option<&Path>) -> anyhow::Result<()> {
             std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
             eprintln!("wrote {}", p.display());
         }
-        None => print!("{text}"),
+        None => crate::stdout(text)?,
     }
     Ok(())
 }

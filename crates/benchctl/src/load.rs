@@ -164,12 +164,11 @@ pub fn main(a: LoadArgs) -> Result<ExitCode, Failure> {
     };
     if a.json {
         let report = loadgen::json::LoadReport::from_measurement(&m);
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else {
-        print!(
-            "{}",
-            loadgen::ab::render_text(&loadgen::ab::summarize_with(&m, &ab_opts))
-        );
+        crate::stdout(&loadgen::ab::render_text(&loadgen::ab::summarize_with(
+            &m, &ab_opts,
+        )))?;
     }
     for n in &m.notes {
         eprintln!("note: {n}");

@@ -60,6 +60,17 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes to standard output; a reader that went away (`benchctl ... | head`) is not an error,
+/// and must not turn into a panic in the middle of a run whose containers still need removing.
+pub fn stdout(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
 /// Prints clap's verdict as one line (help and version as they are) and exits 2 for bad input.
 fn usage_error(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;

@@ -51,7 +51,14 @@ pub struct RunArgs {
 }
 
 pub async fn main(a: RunArgs) -> Result<ExitCode, Failure> {
-    let plan = scenario::load_file(&a.scenario).map_err(Failure::usage)?;
+    let plan = match scenario::load_file(&a.scenario) {
+        Ok(plan) => plan,
+        Err(e) => {
+            // Each diagnostic is already a complete `FILE:LINE:COL: error: ...` line.
+            eprintln!("{e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let format: report::Format = a.format.parse().map_err(Failure::usage)?;
     if !matches!(format, report::Format::Text | report::Format::Markdown) {
         return Err(Failure::usage(anyhow!(
@@ -170,7 +177,7 @@ pub async fn main(a: RunArgs) -> Result<ExitCode, Failure> {
     record.write_atomic(&out)?;
     if !record.loads.is_empty() || outcome.is_ok() {
         let text = report::render(&record, format, a.templates.as_deref())?;
-        print!("{text}");
+        crate::stdout(&text)?;
     }
     eprintln!("results: {}", out.display());
     if let Some(sig) = interrupted {
@@ -260,9 +267,8 @@ impl RunCtx<'_> {
         }
 
         for round in 0..self.runs {
-            for li in 0..live.len() {
-                let idx = live[li].index;
-                let server = &plan.servers[idx];
+            for l in &live {
+                let server = &plan.servers[l.index];
                 if !self.only.is_empty() && !self.only.contains(&server.name) {
                     continue;
                 }
@@ -273,21 +279,24 @@ impl RunCtx<'_> {
                     if self.stop.is_stopped() {
                         return Ok(());
                     }
-                    let guard = &live[li].guard;
-                    let m = self
-                        .measure(guard, &spec.load, &doc.url_path)
-                        .await
-                        .with_context(|| format!("{} {}", server.name, doc.url_path))?;
+                    // A server that died (before its turn or during the load) is reported and
+                    // skipped from here on; the other servers still run.
+                    let died = |e: &dyn std::fmt::Display| {
+                        format!("died before or during the load of {}: {e:#}", doc.url_path)
+                    };
+                    if let Err(e) = self.orch.fail_if_exited(&l.guard).await {
+                        self.report_death(record, &server.name, died(&e))?;
+                        break;
+                    }
+                    let m = self.measure(&l.guard, &spec.load, &doc.url_path).await;
+                    if let Err(dead) = self.orch.fail_if_exited(&l.guard).await {
+                        self.report_death(record, &server.name, died(&dead))?;
+                        break;
+                    }
+                    let m = m.with_context(|| format!("{} {}", server.name, doc.url_path))?;
                     let Some((load, usage)) = m else {
                         return Ok(()); // stopped mid-load: a partial load is not kept
                     };
-                    if let Err(e) = self.orch.fail_if_exited(guard).await {
-                        let reason = format!("died during the load of {}: {e:#}", doc.url_path);
-                        eprintln!("{}: {}", server.name, first_line(&reason));
-                        mark_unavailable(record, &server.name, reason);
-                        record.write_atomic(self.out)?;
-                        break;
-                    }
                     let threads = load.settings.threads.max(1) as f64;
                     let client_bound =
                         load.elapsed_s > 0.0 && load.client_cpu_s / load.elapsed_s >= 0.9 * threads;
@@ -317,6 +326,18 @@ impl RunCtx<'_> {
         for l in live {
             let _ = l.guard.remove().await;
         }
+        Ok(())
+    }
+
+    fn report_death(
+        &self,
+        record: &mut RunRecord,
+        name: &str,
+        reason: String,
+    ) -> anyhow::Result<()> {
+        eprintln!("{name}: {}", first_line(&reason));
+        mark_unavailable(record, name, reason);
+        record.write_atomic(self.out)?;
         Ok(())
     }
 

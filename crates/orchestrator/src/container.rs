@@ -210,7 +210,11 @@ impl Orchestrator {
         labels.insert(LABEL_OWNER.to_string(), "1".to_string());
         labels.insert(LABEL_RUN.to_string(), spec.run_id.clone());
         labels.insert(LABEL_SERVER.to_string(), spec.name.clone());
-        labels.insert(LABEL_PID.to_string(), std::process::id().to_string());
+        // A caller may name another owner (a supervisor process, or a test standing in for a
+        // crashed run); otherwise the owner is this process.
+        labels
+            .entry(LABEL_PID.to_string())
+            .or_insert_with(|| std::process::id().to_string());
 
         let mut env: Vec<String> = spec
             .env

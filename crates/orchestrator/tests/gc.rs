@@ -1,37 +1,73 @@
-//! `gc` removes every container labelled benchctl=1, running or stopped, whatever its run. A
-//! test binary of its own so that its sweep cannot remove the containers other tests are using.
+//! `gc_stale` removes the benchctl containers whose owning process is gone, running or stopped,
+//! and leaves alone those of a live owner, so a run (or a test) never sweeps away the servers of
+//! another run going on at the same time. `gc` (every labelled container on the machine) is not
+//! called here for the same reason.
 
 mod common;
 
 use common::{connect, exists, free_port, run_id, test_base, TEST_BASE};
-use orchestrator::ContainerSpec;
+use orchestrator::{ContainerSpec, LABEL_PID};
+
+/// The pid of a process that has exited: an owner that is certainly gone.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
 
 #[tokio::test]
-async fn gc_sweeps_stale_labelled_containers() {
+async fn gc_stale_sweeps_only_containers_whose_owner_is_gone() {
     let Some(orch) = connect().await else { return };
     test_base(&orch).await;
-    let spec = |what: &str, cmd: &str| ContainerSpec {
+    let dead = dead_pid().to_string();
+    let live_run = run_id("live-owner");
+    let spec = |what: &str, cmd: &str, owner: Option<&str>, run: String| ContainerSpec {
         name: what.to_string(),
         image: TEST_BASE.to_string(),
         port: free_port(),
-        run_id: run_id(what),
+        run_id: run,
         cmd: Some(vec!["sh".into(), "-c".into(), cmd.into()]),
+        labels: owner
+            .map(|p| vec![(LABEL_PID.to_string(), p.to_string())])
+            .unwrap_or_default(),
         ..Default::default()
     };
     // Left behind as a crashed run would leave them: one running, one exited.
     let running = orch
-        .start(&spec("stale-running", "sleep 60"))
+        .start(&spec(
+            "stale-running",
+            "sleep 60",
+            Some(&dead),
+            run_id("stale-a"),
+        ))
         .await
         .unwrap()
         .leak();
     let exited = orch
-        .start(&spec("stale-exited", "exit 0"))
+        .start(&spec(
+            "stale-exited",
+            "exit 0",
+            Some(&dead),
+            run_id("stale-b"),
+        ))
         .await
         .unwrap()
         .leak();
-    let removed = orch.gc().await.unwrap();
+    // Owned by this (live) process.
+    let mine = orch
+        .start(&spec("live", "sleep 60", None, live_run.clone()))
+        .await
+        .unwrap()
+        .leak();
+    let removed = orch.gc_stale().await.unwrap();
     assert!(removed >= 2, "removed {removed}");
     assert!(!exists(&orch, &running).await);
     assert!(!exists(&orch, &exited).await);
-    assert_eq!(orch.gc().await.unwrap(), 0);
+    assert!(
+        exists(&orch, &mine).await,
+        "a live owner's container was swept"
+    );
+    assert_eq!(orch.remove_run(&live_run).await.unwrap(), 1);
+    assert!(!exists(&orch, &mine).await);
 }
