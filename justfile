@@ -28,38 +28,9 @@ bench *ARGS:
 images *ARGS:
     ./x images build "$@"
 
-# every scenario, 3 runs each, compared with its baseline in results/baseline/ (exit 1 on a regression)
-nightly RUNS="3":
-    #!/usr/bin/env bash
-    set -euo pipefail
-    # Date and time: a run never overwrites a results record, so a second run the same day
-    # needs a name of its own.
-    stamp="$(date -u +%Y-%m-%dT%H%MZ)"
-    status=0
-    shopt -s nullglob
-    scenarios=(scenarios/*.toml)
-    if [[ ${#scenarios[@]} -eq 0 ]]; then
-        echo "nightly: no scenarios/*.toml" >&2
-        exit 1
-    fi
-    for scenario in "${scenarios[@]}"; do
-        name="$(basename "$scenario" .toml)"
-        current="results/nightly-$stamp-$name.json"
-        echo "== $name" >&2
-        # One scenario failing must not hide the others' results: note it and go on.
-        if ! ./x run "$scenario" --runs "{{RUNS}}" --out "$current"; then
-            echo "nightly: $name: run failed" >&2
-            status=1
-            continue
-        fi
-        baseline="results/baseline/$name.json"
-        if [[ ! -f $baseline ]]; then
-            echo "nightly: $name: no baseline at $baseline, nothing to compare" >&2
-            continue
-        fi
-        X_SKIP_SETUP=1 ./x compare "$baseline" "$current" --format markdown || status=1
-    done
-    exit "$status"
+# every seed scenario, 3 runs each, against results/baseline/ (exit 1 on a regression; --help)
+nightly *ARGS:
+    bench/nightly.sh "$@"
 
 # format the code
 fmt:
