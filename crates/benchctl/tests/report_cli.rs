@@ -489,5 +489,14 @@ fn two_live_runs_of_the_same_scenario_compare_without_a_regression() {
         !rps_row.contains("WORSE"),
         "two runs of the same scenario: requests/s judged worse: {rps_row}"
     );
-    assert_eq!(f.code, Some(0), "compare of two identical runs:\n{out}");
+    // Every metric, not only requests/s, must come out "same": compare exits 1 on any worse
+    // one. On a busy machine a low-variance metric (server CPU per request) has been seen
+    // judged worse between two identical runs (1 run of 11 here); that is a real false alarm of
+    // the nightly job, so it fails this test rather than being filtered out.
+    let worse: Vec<&str> = out.lines().filter(|l| l.contains("WORSE")).collect();
+    assert_eq!(
+        f.code,
+        Some(0),
+        "two runs of the same scenario judged worse on {worse:?}:\n{out}"
+    );
 }
