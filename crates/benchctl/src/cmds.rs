@@ -167,7 +167,12 @@ pub fn report(a: ReportArgs) -> Result<ExitCode, Failure> {
     let text = if a.format == "bmf" {
         report::bmf::to_bmf_json(&record)
     } else {
-        let format: Format = a.format.parse().map_err(Failure::usage)?;
+        let format: Format = a.format.parse().map_err(|_| {
+            Failure::usage(anyhow!(
+                "--format {:?}: expected text, markdown, html or bmf",
+                a.format
+            ))
+        })?;
         report::render(&record, format, a.templates.as_deref())?
     };
     emit(&text, a.out.as_deref())?;
@@ -193,7 +198,15 @@ pub struct CompareArgs {
 
 pub fn compare(a: CompareArgs) -> Result<ExitCode, Failure> {
     let threshold = parse_threshold(&a.threshold).map_err(Failure::usage)?;
-    let format: Format = a.format.parse().map_err(Failure::usage)?;
+    let format = match a.format.parse::<Format>() {
+        Ok(f @ (Format::Text | Format::Markdown)) => f,
+        _ => {
+            return Err(Failure::usage(anyhow!(
+                "--format {:?}: compare prints text or markdown",
+                a.format
+            )))
+        }
+    };
     let base = RunRecord::load(&a.baseline).map_err(Failure::usage)?;
     let cur = RunRecord::load(&a.current).map_err(Failure::usage)?;
     let cmp = report::compare(&base, &cur, threshold);

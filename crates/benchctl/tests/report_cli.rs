@@ -156,7 +156,7 @@ fn report_renders_every_format_byte_for_byte_reproducibly() {
 fn report_of_an_unknown_format_is_a_usage_error() {
     let f = benchctl(&["report", s(&recorded_run()), "--format", "pdf"]);
     assert_eq!(f.code, Some(2), "{}", f.stderr);
-    assert!(f.stderr.contains("\"pdf\"") && f.stderr.contains("text, markdown or html"));
+    assert!(f.stderr.contains("\"pdf\"") && f.stderr.contains("text, markdown, html or bmf"));
     assert!(f.stdout.is_empty());
 }
 
