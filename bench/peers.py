@@ -582,6 +582,7 @@ def summarise(results: list[RunResult], tools: list[str], skipped: dict[str, str
             good = [r for r in runs if r.ok]
             rates = [r.requests_per_second for r in good]
             cpus = [r.cpu_per_100k for r in good if r.cpu_per_100k is not None]
+            busy = [100 * r.cpu_s / r.wall_s for r in good if r.cpu_s is not None and r.wall_s]
             rows.append(
                 {
                     "tool": name,
@@ -592,6 +593,7 @@ def summarise(results: list[RunResult], tools: list[str], skipped: dict[str, str
                     "rps_min": min(rates) if rates else None,
                     "rps_max": max(rates) if rates else None,
                     "cpu_per_100k_median": median_or_none(cpus),
+                    "client_busy_pct_median": median_or_none(busy),
                     "failed_requests": sum(r.failed or 0 for r in good),
                     "completed_requests": sum(r.completed or 0 for r in good),
                     "port_exhaustion_runs": sum(1 for r in runs if r.port_exhaustion),
@@ -633,7 +635,16 @@ def note_for(row: dict) -> str:
     return "; ".join(notes)
 
 
-HEADERS = ["tool", "req/s (median)", "min-max", "CPU-s/100k req", "req/s vs benchctl", "CPU vs benchctl", "notes"]
+HEADERS = [
+    "tool",
+    "req/s (median)",
+    "min-max",
+    "CPU-s/100k req",
+    "client CPU busy",
+    "req/s vs benchctl",
+    "CPU vs benchctl",
+    "notes",
+]
 
 
 def table_rows(rows: list[dict]) -> list[list[str]]:
@@ -646,6 +657,7 @@ def table_rows(rows: list[dict]) -> list[list[str]]:
                 fmt_int(row["rps_median"]),
                 rng,
                 fmt_f(row["cpu_per_100k_median"]),
+                f"{row['client_busy_pct_median']:.0f}%" if row["client_busy_pct_median"] is not None else "-",
                 fmt_f(row["rps_ratio"]),
                 fmt_f(row["cpu_ratio"]),
                 note_for(row),
@@ -696,6 +708,9 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         "figures are medians over rounds",
         "- CPU-s/100k req: the client's user + system CPU time (from its rusage) per 100,000 "
         "completed requests; lower is better",
+        "- client CPU busy: that CPU time over the run's wall time. Well below 100% means the client "
+        "was waiting on the server: the rate is then the server's ceiling, not the client's, and "
+        "CPU-s/100k req is the fairer comparison of the clients",
         "",
     ]
     if meta.get("commands"):
