@@ -22,13 +22,14 @@ use crate::http::{build_request, Feed, ResponseParser};
 use crate::stats::{FailureKind, Measurement, Recorder, RunSettings, Sample, ServerInfo};
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
+use std::future::Future;
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{mpsc, Arc, Barrier, Mutex, OnceLock};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -51,7 +52,9 @@ const UNKNOWN: u64 = u64::MAX;
 pub enum LoadError {
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
-    #[error("{addr} refused every connection ({reason}); is the server running and listening there?")]
+    #[error(
+        "{addr} refused every connection ({reason}); is the server running and listening there?"
+    )]
     Unreachable { addr: SocketAddr, reason: String },
     #[error("could not start the load generator: {0}")]
     Io(#[from] io::Error),
@@ -136,7 +139,70 @@ impl Worker {
     }
 
     fn publish(&self) {
-        self.sh.completed.fetch_add(self.unpublished.replace(0), Relaxed);
+        self.sh
+            .completed
+            .fetch_add(self.unpublished.replace(0), Relaxed);
+    }
+}
+
+/// A connection's deadline, watched by its worker's watchdog instead of a tokio timer per
+/// request: arming and disarming a deadline is two stores, where a timer is a trip through the
+/// timer wheel at every request. Deadlines fire up to one watchdog tick late (a tenth of the
+/// timeout, at most 100 ms), which a timeout does not need to be more exact than.
+#[derive(Default)]
+struct Slot {
+    deadline: Cell<Option<Instant>>,
+    expired: Cell<bool>,
+    waker: RefCell<Option<Waker>>,
+}
+
+impl Slot {
+    fn arm(&self, deadline: Instant) {
+        self.expired.set(false);
+        self.deadline.set(Some(deadline));
+    }
+
+    fn disarm(&self) {
+        self.deadline.set(None);
+    }
+}
+
+/// Runs `fut` until it finishes or the slot's deadline passes (then `None`, and `fut` is
+/// dropped, which closes whatever socket it held).
+async fn within<F: Future>(slot: &Slot, fut: F) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    poll_fn(|cx| {
+        if slot.expired.get() {
+            return Poll::Ready(None);
+        }
+        match fut.as_mut().poll(cx) {
+            Poll::Ready(v) => Poll::Ready(Some(v)),
+            Poll::Pending => {
+                let mut w = slot.waker.borrow_mut();
+                if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    *w = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+        }
+    })
+    .await
+}
+
+/// Expires the deadlines of one worker's connections.
+async fn watchdog(slots: Rc<RefCell<Vec<Rc<Slot>>>>, tick: Duration) {
+    loop {
+        tokio::time::sleep(tick).await;
+        let now = Instant::now();
+        for s in slots.borrow().iter() {
+            if s.deadline.get().is_some_and(|d| now >= d) {
+                s.deadline.set(None);
+                s.expired.set(true);
+                if let Some(w) = s.waker.borrow_mut().take() {
+                    w.wake();
+                }
+            }
+        }
     }
 }
 
@@ -200,7 +266,8 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
     let (done_tx, done_rx) = mpsc::channel::<(Recorder, Option<Instant>)>();
     let mut handles = Vec::with_capacity(threads);
     for i in 0..threads {
-        let conns = cfg.concurrency as usize / threads + usize::from(i < cfg.concurrency as usize % threads);
+        let conns = cfg.concurrency as usize / threads
+            + usize::from(i < cfg.concurrency as usize % threads);
         let sh = sh.clone();
         let barrier = barrier.clone();
         let done_tx = done_tx.clone();
@@ -327,7 +394,10 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
 
 fn wait_until(t: Instant, stop: &StopFlag, sh: &Shared) {
     while Instant::now() < t && !stop.is_stopped() && !sh.stop.load(Relaxed) {
-        std::thread::sleep(t.saturating_duration_since(Instant::now()).min(Duration::from_millis(50)));
+        std::thread::sleep(
+            t.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(50)),
+        );
     }
 }
 
@@ -347,7 +417,11 @@ fn worker_thread(
     let mut rec = Recorder::new(keep, cfg.rate.is_some());
     if let (Some(v), Some(n)) = (rec.samples.as_mut(), cfg.requests) {
         // Room for this worker's share and a little more; growth beyond is amortized.
-        v.reserve((n as usize / threads).saturating_add(n as usize / 20).min(1 << 26));
+        v.reserve(
+            (n as usize / threads)
+                .saturating_add(n as usize / 20)
+                .min(1 << 26),
+        );
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -356,8 +430,9 @@ fn worker_thread(
     let rt = match rt {
         Ok(rt) => rt,
         Err(e) => {
-            *sh.first_connect_error.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some(format!("cannot start a runtime: {e}"));
+            *sh.first_connect_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(format!("cannot start a runtime: {e}"));
             barrier.wait();
             return (rec, None);
         }
@@ -378,10 +453,16 @@ fn worker_thread(
     barrier.wait();
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async {
+        let slots: Vec<Rc<Slot>> = (0..conns).map(|_| Rc::new(Slot::default())).collect();
         let mut tasks = Vec::with_capacity(conns);
-        for _ in 0..conns {
-            tasks.push(tokio::task::spawn_local(connection(w.clone())));
+        for slot in &slots {
+            tasks.push(tokio::task::spawn_local(connection(
+                w.clone(),
+                slot.clone(),
+            )));
         }
+        let tick = (cfg.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
+        let dog = watchdog(Rc::new(RefCell::new(slots)), tick);
         let all = async {
             for t in tasks.iter_mut() {
                 let _ = t.await;
@@ -390,6 +471,7 @@ fn worker_thread(
         tokio::select! {
             _ = all => {}
             _ = stop_rx.wait_for(|s| *s) => {}
+            _ = dog => {}
         }
         for t in &tasks {
             t.abort();
@@ -398,13 +480,14 @@ fn worker_thread(
     drop(local);
     w.publish();
     let last = w.last_done.get();
-    let w = Rc::try_unwrap(w).unwrap_or_else(|_| unreachable!("every task was dropped with the LocalSet"));
+    let w = Rc::try_unwrap(w)
+        .unwrap_or_else(|_| unreachable!("every task was dropped with the LocalSet"));
     (w.rec.into_inner(), last)
 }
 
 /// One connection slot: issues requests one after another until the tickets run out or the run
 /// stops.
-async fn connection(w: Rc<Worker>) {
+async fn connection(w: Rc<Worker>, slot: Rc<Slot>) {
     let sh = &*w.sh;
     let cfg = &sh.cfg;
     let start = *sh.start.get().expect("set before workers start");
@@ -436,11 +519,12 @@ async fn connection(w: Rc<Worker>) {
         let mut retried = false;
         let (outcome, req_start) = loop {
             let req_start = Instant::now();
+            slot.arm(req_start + cfg.timeout);
             let fut = request(&w, &mut stream, &mut parser, req_start, want_server);
-            let outcome = match tokio::time::timeout(cfg.timeout, fut).await {
-                Ok(o) => o,
-                Err(_) => Outcome::Failed(FailureKind::Timeout),
-            };
+            let outcome = within(&slot, fut)
+                .await
+                .unwrap_or(Outcome::Failed(FailureKind::Timeout));
+            slot.disarm();
             match outcome {
                 Outcome::Stale if !retried => {
                     retried = true;
@@ -492,7 +576,8 @@ async fn connection(w: Rc<Worker>) {
                         waiting: us(first_byte.saturating_duration_since(written)),
                         total: us(done.saturating_duration_since(req_start)),
                     };
-                    let corrected = intended.map(|t| done.saturating_duration_since(t).as_micros() as u64);
+                    let corrected =
+                        intended.map(|t| done.saturating_duration_since(t).as_micros() as u64);
                     rec.record(sample, corrected);
                     drop(rec);
                     w.count_completion(done);
@@ -500,7 +585,7 @@ async fn connection(w: Rc<Worker>) {
                 if !reusable {
                     if let Some(s) = stream.take() {
                         if parser.head_done() && !parser.until_close() {
-                            drain_to_eof(&w, s).await;
+                            drain_to_eof(&w, &slot, s).await;
                         }
                     }
                 }
@@ -660,7 +745,7 @@ async fn write_all(s: &mut TcpStream, data: &[u8]) -> io::Result<()> {
 
 /// Waits (briefly) for the server to close a connection it will not reuse, so the server, not
 /// the generator, ends up holding the TIME_WAIT state, as with ab.
-async fn drain_to_eof(w: &Worker, mut s: TcpStream) {
+async fn drain_to_eof(w: &Worker, slot: &Slot, mut s: TcpStream) {
     let drain = poll_fn(|cx| {
         let mut b = w.buf.borrow_mut();
         loop {
@@ -672,7 +757,9 @@ async fn drain_to_eof(w: &Worker, mut s: TcpStream) {
             }
         }
     });
-    let _ = tokio::time::timeout(DRAIN_LIMIT.min(w.sh.cfg.timeout), drain).await;
+    slot.arm(Instant::now() + DRAIN_LIMIT.min(w.sh.cfg.timeout));
+    let _ = within(slot, drain).await;
+    slot.disarm();
 }
 
 /// Progress on stderr: ab's lines ("Completed N requests" every tenth of the run, at least
