@@ -313,54 +313,39 @@ impl Orchestrator {
 
     /// Force-removes every container of run `run_id`; returns how many there were.
     pub async fn remove_run(&self, run_id: &str) -> Result<usize> {
-        self.remove_labelled(&format!("{LABEL_RUN}={run_id}")).await
+        self.remove_labelled(&format!("{LABEL_RUN}={run_id}"), |_| true)
+            .await
     }
 
-    /// Force-removes every container labelled `benchctl=1`, whatever its run: the sweep done at
-    /// the start of each run and by `benchctl gc`.
+    /// Force-removes every container labelled `benchctl=1`, whatever its run: `benchctl gc`.
     pub async fn gc(&self) -> Result<usize> {
-        self.remove_labelled(&format!("{LABEL_OWNER}=1")).await
+        self.remove_labelled(&format!("{LABEL_OWNER}=1"), |_| true)
+            .await
     }
 
     /// Force-removes the benchctl containers whose owning process is gone: what a crashed or
-    /// killed run left behind. Containers of runs still in progress (another `benchctl run`, a
-    /// test running in parallel) are left alone, unlike [`gc`](Self::gc).
+    /// killed run left behind, swept at the start of each run. Containers of runs still in
+    /// progress (another `benchctl run`, a test running in parallel) are left alone, unlike
+    /// [`gc`](Self::gc).
     pub async fn gc_stale(&self) -> Result<usize> {
-        let filters = HashMap::from([("label".to_string(), vec![format!("{LABEL_OWNER}=1")])]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let list = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(|e| OrchestratorError::docker("list benchctl containers", e))?;
-        let stale: Vec<String> = list
-            .into_iter()
-            .filter(|c| {
-                let pid = c
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(LABEL_PID))
-                    .and_then(|p| p.parse::<u32>().ok());
-                // Without a pid label the owner cannot be checked: such a container predates
-                // the label and is stale by now.
-                pid.is_none_or(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
-            })
-            .filter_map(|c| c.id)
-            .collect();
-        let results = futures_util::future::join_all(
-            stale.iter().map(|id| remove_container(&self.docker, id)),
-        )
-        .await;
-        for r in results {
-            r?;
-        }
-        Ok(stale.len())
+        self.remove_labelled(&format!("{LABEL_OWNER}=1"), |labels| {
+            let pid = labels
+                .and_then(|l| l.get(LABEL_PID))
+                .and_then(|p| p.parse::<u32>().ok());
+            // Without a pid label the owner cannot be checked: such a container predates the
+            // label and is stale by now.
+            pid.is_none_or(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        })
+        .await
     }
 
-    async fn remove_labelled(&self, label: &str) -> Result<usize> {
+    /// Force-removes the containers carrying `label` for which `select` says yes, given their
+    /// labels; returns how many.
+    async fn remove_labelled(
+        &self,
+        label: &str,
+        select: impl Fn(Option<&HashMap<String, String>>) -> bool,
+    ) -> Result<usize> {
         let filters = HashMap::from([("label".to_string(), vec![label.to_string()])]);
         let options = ListContainersOptionsBuilder::default()
             .all(true)
@@ -373,7 +358,11 @@ impl Orchestrator {
             .map_err(|e| {
                 OrchestratorError::docker(format!("list containers labelled {label}"), e)
             })?;
-        let ids: Vec<String> = list.into_iter().filter_map(|c| c.id).collect();
+        let ids: Vec<String> = list
+            .into_iter()
+            .filter(|c| select(c.labels.as_ref()))
+            .filter_map(|c| c.id)
+            .collect();
         let results =
             futures_util::future::join_all(ids.iter().map(|id| remove_container(&self.docker, id)))
                 .await;
