@@ -693,7 +693,7 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
     lines = [
         "# Peer benchmark: benchctl load against wrk, ab and oha",
         "",
-        f"Measured {meta['date']} with:",
+        f"Measured {meta['date']} on source `{meta['source']}` with:",
         "",
         "```",
         meta["reproduce"],
@@ -908,6 +908,7 @@ def main(argv: list[str]) -> int:
             cmd = [r.tool if i == 0 else ("URL" if a == url else a) for i, a in enumerate(r.command)]
             commands.append(f"{r.mode:>10}: " + " ".join(shell_quote(a) for a in cmd))
         meta = {
+            "source": git_describe(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "reproduce": reproduce.strip(),
             "nginx": nginx_version,
@@ -932,6 +933,17 @@ def main(argv: list[str]) -> int:
         log(f"wrote {rel(md)} and {rel(js)}")
 
     return 0
+
+
+def git_describe() -> str:
+    """The commit the figures belong to ("-dirty" when the tree had changes: benchctl was built from it)."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True, text=True, timeout=10
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
 
 
 def shell_quote(a: str) -> str:
