@@ -50,7 +50,11 @@ pub fn build_request(
         r.push_str("\r\n");
     }
     if !has("user-agent") {
-        r.push_str(concat!("User-Agent: benchctl/", env!("CARGO_PKG_VERSION"), "\r\n"));
+        r.push_str(concat!(
+            "User-Agent: benchctl/",
+            env!("CARGO_PKG_VERSION"),
+            "\r\n"
+        ));
     }
     if !has("accept") {
         r.push_str("Accept: */*\r\n");
@@ -85,17 +89,28 @@ enum Body {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Chunk {
     /// Reading the hex size; `seen_digit` guards against an empty size line.
-    Size { size: u64, seen_digit: bool },
+    Size {
+        size: u64,
+        seen_digit: bool,
+    },
     /// In a chunk extension, skipping to the end of the line.
-    Ext { size: u64 },
+    Ext {
+        size: u64,
+    },
     /// Expecting the LF of the size line.
-    SizeLf { size: u64 },
+    SizeLf {
+        size: u64,
+    },
     Data(u64),
     DataCr,
     DataLf,
     /// In the trailer section: `at_line_start` tells an empty line (the end) from a field.
-    Trailer { at_line_start: bool },
-    TrailerLf { at_line_start: bool },
+    Trailer {
+        at_line_start: bool,
+    },
+    TrailerLf {
+        at_line_start: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -479,7 +494,8 @@ mod tests {
     fn content_length_in_one_read() {
         let mut p = ResponseParser::new(false);
         p.reset(true);
-        let r = b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nContent-Length: 13\r\n\r\nHello, World!";
+        let r =
+            b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nContent-Length: 13\r\n\r\nHello, World!";
         assert_eq!(p.feed(r), Ok(Feed::Done));
         assert_eq!(p.body_len, 13);
         assert_eq!(p.wire_len, r.len() as u64);
@@ -490,7 +506,8 @@ mod tests {
 
     #[test]
     fn head_split_anywhere() {
-        let r: &[u8] = b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 5\r\n\r\nhello";
+        let r: &[u8] =
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 5\r\n\r\nhello";
         for cut in 1..r.len() {
             for cut2 in cut..r.len() {
                 let mut p = ResponseParser::new(false);
@@ -560,7 +577,10 @@ mod tests {
     #[test]
     fn garbage_and_excess_are_malformed() {
         let mut p = ResponseParser::new(false);
-        assert_eq!(p.feed(b"SSH-2.0-OpenSSH\r\n\r\n"), Err(ParseError::Malformed));
+        assert_eq!(
+            p.feed(b"SSH-2.0-OpenSSH\r\n\r\n"),
+            Err(ParseError::Malformed)
+        );
         let mut p = ResponseParser::new(false);
         assert_eq!(
             p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi!"),
@@ -594,7 +614,9 @@ mod tests {
             &[("Host".into(), "example".into())],
         );
         let s = String::from_utf8(r).unwrap();
-        assert!(s.starts_with("HEAD /index.html HTTP/1.1\r\nConnection: close\r\nHost: example\r\n"));
+        assert!(
+            s.starts_with("HEAD /index.html HTTP/1.1\r\nConnection: close\r\nHost: example\r\n")
+        );
         assert_eq!(s.matches("Host:").count(), 1);
     }
 }
