@@ -288,6 +288,14 @@ impl RunCtx<'_> {
                         self.report_death(record, &server.name, died(&e))?;
                         break;
                     }
+                    eprintln!(
+                        "round {}/{}  {:<10} {:<16} {}",
+                        round + 1,
+                        self.runs,
+                        server.name,
+                        doc.url_path,
+                        describe_load(&spec.load)
+                    );
                     let m = self.measure(&l.guard, &spec.load, &doc.url_path).await;
                     if let Err(dead) = self.orch.fail_if_exited(&l.guard).await {
                         self.report_death(record, &server.name, died(&dead))?;
@@ -494,6 +502,30 @@ impl RunCtx<'_> {
         }
         Ok(Some((LoadReport::from_measurement(&m), usage)))
     }
+}
+
+/// The load in ab's terms, for the progress line.
+fn describe_load(l: &LoadSpec) -> String {
+    let mut parts = Vec::new();
+    match (l.requests, l.duration) {
+        (Some(n), _) => parts.push(format!("-n {n}")),
+        (None, Some(d)) => parts.push(format!("for {:.1} s", d.as_secs_f64())),
+        (None, None) => {}
+    }
+    parts.push(format!("-c {}", l.concurrency));
+    if l.keep_alive {
+        parts.push("-k".into());
+    }
+    if l.http11 {
+        parts.push("HTTP/1.1".into());
+    }
+    if let Some(r) = l.rate {
+        parts.push(format!("at {r} req/s"));
+    }
+    if l.head {
+        parts.push("-i".into());
+    }
+    parts.join(" ")
 }
 
 struct Unavailable {
