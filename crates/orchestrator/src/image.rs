@@ -383,14 +383,21 @@ impl Orchestrator {
                 built: true,
                 seconds: started.elapsed().as_secs_f64(),
             }),
-            None => Err(OrchestratorError::Build {
-                server: server.to_string(),
-                message: failure.unwrap_or_else(|| {
-                    format!("the build stream ended without an error, yet {tag} does not exist")
-                }),
-                log_tail: tail.finish(),
-                log_path: log_path.to_path_buf(),
-            }),
+            None => {
+                let log_tail = tail.finish();
+                let message = match failure {
+                    Some(m) => summarize_failure(&m, &log_tail),
+                    None => {
+                        format!("the build stream ended without an error, yet {tag} does not exist")
+                    }
+                };
+                Err(OrchestratorError::Build {
+                    server: server.to_string(),
+                    message,
+                    log_tail,
+                    log_path: log_path.to_path_buf(),
+                })
+            }
         }
     }
 
@@ -451,8 +458,58 @@ impl Orchestrator {
     }
 }
 
+/// Docker's message for a failed RUN quotes the whole command, which the log tail shows anyway;
+/// a reader wants the exit code and what the step itself said last (the line before Docker's
+/// own "ERROR").
+fn summarize_failure(message: &str, log_tail: &[String]) -> String {
+    const CODE: &str = "' returned a non-zero code: ";
+    let short = match (message.starts_with("The command '"), message.rfind(CODE)) {
+        (true, Some(i)) => format!(
+            "a RUN step exited with code {}",
+            message[i + CODE.len()..].trim()
+        ),
+        _ => return message.to_string(),
+    };
+    let said = log_tail.iter().map(|l| l.trim()).rev().find(|l| {
+        !l.is_empty()
+            && !l.starts_with("ERROR")
+            && !l.starts_with("Step ")
+            && !l.starts_with("--->")
+    });
+    match said {
+        Some(line) => format!("{short}: {line}"),
+        None => short,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_failed_run_step_is_summarized_by_its_code_and_last_words() {
+        let tail: Vec<String> = [
+            "Step 8/20 : RUN curl -o x.tgz $URL",
+            " ---> Running in 0123",
+            "curl: (6) Could not resolve host: example.invalid",
+            "cannot download the release tarball",
+            "",
+            "ERROR: The command '/bin/sh -c curl -o x.tgz $URL' returned a non-zero code: 1",
+        ]
+        .map(String::from)
+        .to_vec();
+        let m = super::summarize_failure(
+            "The command '/bin/sh -c curl -o x.tgz $URL' returned a non-zero code: 1",
+            &tail,
+        );
+        assert_eq!(
+            m,
+            "a RUN step exited with code 1: cannot download the release tarball"
+        );
+        assert_eq!(
+            super::summarize_failure("no such file", &tail),
+            "no such file"
+        );
+    }
+
     use super::*;
 
     #[test]
