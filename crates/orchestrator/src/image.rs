@@ -470,12 +470,13 @@ fn summarize_failure(message: &str, log_tail: &[String]) -> String {
         ),
         _ => return message.to_string(),
     };
-    let said = log_tail.iter().map(|l| l.trim()).rev().find(|l| {
-        !l.is_empty()
-            && !l.starts_with("ERROR")
-            && !l.starts_with("Step ")
-            && !l.starts_with("--->")
-    });
+    // Lines Docker itself writes around a step, as opposed to the step's own output.
+    const DOCKER: [&str; 4] = ["ERROR", "Step ", "--->", "Removing intermediate container"];
+    let said = log_tail
+        .iter()
+        .map(|l| l.trim())
+        .rev()
+        .find(|l| !l.is_empty() && !DOCKER.iter().any(|p| l.starts_with(p)));
     match said {
         Some(line) => format!("{short}: {line}"),
         None => short,
