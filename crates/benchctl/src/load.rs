@@ -2,8 +2,9 @@
 
 use crate::Failure;
 use clap::Args;
-use loadgen::config::{parse_cpu_list, parse_duration, AB_TIMELIMIT_REQUESTS};
+use loadgen::config::AB_TIMELIMIT_REQUESTS;
 use loadgen::{HttpVersion, LoadConfig, LoadError, Method, Progress, StopFlag, Target};
+use scenario::units::{parse_cpuset, parse_duration};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -73,8 +74,11 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
     let target = Target::parse(&a.url).map_err(Failure::usage)?;
     let mut c = LoadConfig::new(target);
     let secs = |flag: &str, v: &str| -> Result<Duration, Failure> {
-        let d = parse_duration(v).map_err(|e| usage(format!("{flag}: {e}")))?;
-        Ok(d)
+        // ab takes bare seconds (`-t 10`, `-s 30`); the scenario syntax wants a unit.
+        let v = v.trim();
+        let bare = !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+        let with_unit = if bare { format!("{v}s") } else { v.to_string() };
+        parse_duration(&with_unit).map_err(|e| usage(format!("{flag}: bad duration {v:?}: {e}")))
     };
     c.concurrency = a.concurrency;
     c.keep_alive = a.keep_alive;
@@ -104,7 +108,7 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
         c.warmup = secs("--warmup", w)?;
     }
     if let Some(cpus) = &a.cpus {
-        c.cpus = Some(parse_cpu_list(cpus).map_err(|e| usage(format!("--cpus: {e}")))?);
+        c.cpus = Some(parse_cpuset(cpus).map_err(|e| usage(format!("--cpus: {e}")))?);
     }
     c.threads = match a.threads {
         Some(t) => t,

@@ -284,56 +284,6 @@ impl LoadConfig {
     }
 }
 
-/// Parses a duration such as `500ms`, `10s`, `2m`, `1h` or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("bad duration {s:?}: expected e.g. 500ms, 10s, 2m"))?;
-    let secs = match unit.trim() {
-        "" | "s" => v,
-        "ms" => v / 1e3,
-        "us" | "µs" => v / 1e6,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        u => {
-            return Err(format!(
-                "bad duration {s:?}: unknown unit {u:?} (use ms, s, m or h)"
-            ))
-        }
-    };
-    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
-        return Err(format!("bad duration {s:?}"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
-/// Parses a CPU list such as `0`, `0,2` or `0-3,6`.
-pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',') {
-        let part = part.trim();
-        let bad = || format!("bad CPU list {s:?}: expected e.g. 0, 0,2 or 0-3");
-        if let Some((a, b)) = part.split_once('-') {
-            let a: usize = a.trim().parse().map_err(|_| bad())?;
-            let b: usize = b.trim().parse().map_err(|_| bad())?;
-            if a > b {
-                return Err(bad());
-            }
-            out.extend(a..=b);
-        } else {
-            out.push(part.parse().map_err(|_| bad())?);
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,15 +338,5 @@ mod tests {
         assert!(c.validate().is_err());
         c.time_limit = Some(Duration::from_secs(1));
         assert!(c.validate().is_ok());
-    }
-
-    #[test]
-    fn durations_and_cpus() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert!(parse_duration("5 parsecs").is_err());
-        assert_eq!(parse_cpu_list("0-2,5,1"), Ok(vec![0, 1, 2, 5]));
-        assert!(parse_cpu_list("3-1").is_err());
     }
 }

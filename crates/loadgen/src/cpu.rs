@@ -55,14 +55,3 @@ pub fn process_cpu_time() -> Duration {
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
-
-/// Peak resident set size of the process so far, bytes.
-pub fn peak_rss_bytes() -> u64 {
-    // SAFETY: as above.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-        ru
-    };
-    ru.ru_maxrss as u64 * 1024
-}

@@ -517,8 +517,8 @@ async fn connection(w: Rc<Worker>, slot: Rc<Slot>) {
         }
         let want_server = sh.server.get().is_none();
         let mut retried = false;
-        let (outcome, req_start) = loop {
-            let req_start = Instant::now();
+        let mut req_start = begin;
+        let outcome = loop {
             slot.arm(req_start + cfg.timeout);
             let fut = request(&w, &mut stream, &mut parser, req_start, want_server);
             let outcome = within(&slot, fut)
@@ -529,9 +529,10 @@ async fn connection(w: Rc<Worker>, slot: Rc<Slot>) {
                 Outcome::Stale if !retried => {
                     retried = true;
                     stream = None;
+                    req_start = Instant::now();
                 }
-                Outcome::Stale => break (Outcome::Failed(FailureKind::Receive), req_start),
-                o => break (o, req_start),
+                Outcome::Stale => break Outcome::Failed(FailureKind::Receive),
+                o => break o,
             }
         };
         match outcome {

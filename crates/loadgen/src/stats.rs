@@ -337,7 +337,7 @@ pub struct Measurement {
     pub settings: RunSettings,
     /// Wall time from the first request to the last response (warm-up excluded).
     pub elapsed: Duration,
-    pub rec: MergedRecorder,
+    pub rec: Recorder,
     /// CPU time the load generator itself used during the measured part (user + system).
     pub client_cpu: Duration,
     /// Why the run stopped early, when it did (time limit, Ctrl-C...).
@@ -345,9 +345,6 @@ pub struct Measurement {
     /// Things a reader of the numbers must know (port exhaustion, refused connections...).
     pub notes: Vec<String>,
 }
-
-/// A merged [`Recorder`] with samples sorted as ab needs them left to the reporter.
-pub type MergedRecorder = Recorder;
 
 impl Measurement {
     /// ab's "Complete requests".
