@@ -1,39 +1,40 @@
 //! The engine: worker threads, connections, requests and their timings.
 //!
 //! Layout (the hot path is everything inside one worker):
-//! - one OS thread per worker, optionally pinned to a CPU, each running a current-thread tokio
-//!   runtime, so a connection's task never migrates and nothing on the hot path takes a lock;
-//! - each worker owns a share of the connections, one task each, all recording into the
-//!   worker's [`Recorder`] through a `RefCell` (no task holds it across an `.await`);
-//! - reads go into one buffer per worker (again borrowed only inside a single poll), so a
-//!   connection's own memory is its socket and its parser: 10,000 connections stay small and a
-//!   100 MB body streams through 64 KiB;
+//! - one OS thread per worker, optionally pinned to a CPU, each running its own epoll loop (mio)
+//!   over its share of the connections: a readiness event goes straight to the connection's
+//!   state machine, with no task, waker or lock between the socket and the recorder;
+//! - reads go into one buffer per worker, so a connection's own memory is its socket and its
+//!   parser: 10,000 connections stay small and a 100 MB body streams through 64 KiB;
 //! - the coordinating thread hands out nothing per request: workers take request tickets from
 //!   one atomic counter (exact `-n` with no straggling tail) and report progress in batches.
 //!
+//! System calls per request are what a client cannot avoid: keep-alive, one `send` and one
+//! `recv` (plus a share of one `epoll_wait`); a new connection adds `socket`, `connect`, one
+//! `epoll_ctl` and the `recv` that sees the server's FIN before `close`. The request is written
+//! right after `connect` returns (on loopback the handshake has completed by then); only when
+//! that write cannot proceed does the connection wait for writability.
+//!
 //! Timings follow ab.c: `start` is taken before connecting (or, on a reused keep-alive
-//! connection, when the next request begins, so Connect is 0), `connect` when the connection is
-//! established, `written` after the request's last byte is written, `first byte` at the first
-//! read that returns data, and `done` when the response is complete.
+//! connection, when the previous response completed, so Connect is 0), `connect` when the
+//! connection is known to be established (its first write goes through), `written` after the
+//! request's last byte is written, `first byte` when the first read returning data returns, and
+//! `done` when the read that completed the response returns.
 
 use crate::config::{HttpVersion, LoadConfig, Method, Progress};
 use crate::cpu;
 use crate::http::{build_request, Feed, ResponseParser};
 use crate::stats::{FailureKind, Measurement, Recorder, RunSettings, Sample, ServerInfo};
-use std::cell::{Cell, RefCell};
-use std::future::poll_fn;
-use std::future::Future;
-use std::io::{self, Write as _};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, Read as _, Write as _};
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{mpsc, Arc, Barrier, Mutex, OnceLock};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 
 /// Size of each worker's read buffer.
 const READ_BUF: usize = 64 * 1024;
@@ -44,6 +45,12 @@ const REFUSED_LIMIT: u64 = 10;
 const PROGRESS_BATCH: u64 = 32;
 /// How long a closed-mode connection waits for the server's FIN after a complete response.
 const DRAIN_LIMIT: Duration = Duration::from_secs(1);
+/// Pause before a connection slot tries again after its connect failed.
+const CONNECT_RETRY_PAUSE: Duration = Duration::from_millis(1);
+/// Longest a worker sleeps in `epoll_wait` before it looks at the shared stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(20);
+/// Readiness events taken per `epoll_wait`.
+const EVENTS: usize = 1024;
 
 const UNKNOWN: u64 = u64::MAX;
 
@@ -89,7 +96,6 @@ struct Shared {
     server: OnceLock<String>,
     completed: AtomicU64,
     stop: AtomicBool,
-    stop_tx: tokio::sync::watch::Sender<bool>,
     connected_once: AtomicBool,
     connect_failures: AtomicU64,
     ports_exhausted: AtomicU64,
@@ -102,7 +108,6 @@ struct Shared {
 impl Shared {
     fn trigger_stop(&self) {
         self.stop.store(true, Relaxed);
-        self.stop_tx.send_replace(true);
     }
 
     /// Takes a ticket for one measured request; false once `-n` requests have been issued.
@@ -110,116 +115,6 @@ impl Shared {
     fn take_ticket(&self) -> bool {
         self.limit == UNKNOWN || self.issued.fetch_add(1, Relaxed) < self.limit
     }
-}
-
-/// One worker thread's state, shared by its connection tasks.
-struct Worker {
-    sh: Arc<Shared>,
-    rec: RefCell<Recorder>,
-    buf: RefCell<Box<[u8]>>,
-    /// Next slot of this worker's constant-rate schedule.
-    next_slot: Cell<u64>,
-    /// Interval between this worker's scheduled requests.
-    slot_interval: Option<Duration>,
-    unpublished: Cell<u64>,
-    last_done: Cell<Option<Instant>>,
-}
-
-impl Worker {
-    #[inline]
-    fn count_completion(&self, done: Instant) {
-        self.last_done.set(Some(done));
-        let n = self.unpublished.get() + 1;
-        if n >= PROGRESS_BATCH {
-            self.sh.completed.fetch_add(n, Relaxed);
-            self.unpublished.set(0);
-        } else {
-            self.unpublished.set(n);
-        }
-    }
-
-    fn publish(&self) {
-        self.sh
-            .completed
-            .fetch_add(self.unpublished.replace(0), Relaxed);
-    }
-}
-
-/// A connection's deadline, watched by its worker's watchdog instead of a tokio timer per
-/// request: arming and disarming a deadline is two stores, where a timer is a trip through the
-/// timer wheel at every request. Deadlines fire up to one watchdog tick late (a tenth of the
-/// timeout, at most 100 ms), which a timeout does not need to be more exact than.
-#[derive(Default)]
-struct Slot {
-    deadline: Cell<Option<Instant>>,
-    expired: Cell<bool>,
-    waker: RefCell<Option<Waker>>,
-}
-
-impl Slot {
-    fn arm(&self, deadline: Instant) {
-        self.expired.set(false);
-        self.deadline.set(Some(deadline));
-    }
-
-    fn disarm(&self) {
-        self.deadline.set(None);
-    }
-}
-
-/// Runs `fut` until it finishes or the slot's deadline passes (then `None`, and `fut` is
-/// dropped, which closes whatever socket it held).
-async fn within<F: Future>(slot: &Slot, fut: F) -> Option<F::Output> {
-    let mut fut = std::pin::pin!(fut);
-    poll_fn(|cx| {
-        if slot.expired.get() {
-            return Poll::Ready(None);
-        }
-        match fut.as_mut().poll(cx) {
-            Poll::Ready(v) => Poll::Ready(Some(v)),
-            Poll::Pending => {
-                let mut w = slot.waker.borrow_mut();
-                if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    *w = Some(cx.waker().clone());
-                }
-                Poll::Pending
-            }
-        }
-    })
-    .await
-}
-
-/// Expires the deadlines of one worker's connections.
-async fn watchdog(slots: Rc<RefCell<Vec<Rc<Slot>>>>, tick: Duration) {
-    loop {
-        tokio::time::sleep(tick).await;
-        let now = Instant::now();
-        for s in slots.borrow().iter() {
-            if s.deadline.get().is_some_and(|d| now >= d) {
-                s.deadline.set(None);
-                s.expired.set(true);
-                if let Some(w) = s.waker.borrow_mut().take() {
-                    w.wake();
-                }
-            }
-        }
-    }
-}
-
-/// What one request ended in.
-enum Outcome {
-    Response {
-        connect: Duration,
-        written: Instant,
-        first_byte: Instant,
-        done: Instant,
-        reusable: bool,
-    },
-    Failed(FailureKind),
-    /// A reused keep-alive connection turned out to be closed before any byte of the response:
-    /// the server legitimately dropped an idle connection. Retried once on a fresh connection,
-    /// not counted (as ab does).
-    Stale,
 }
 
 /// Runs the load and returns the measurement.
@@ -241,7 +136,6 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
     )
     .into_boxed_slice();
     let limit = cfg.requests.unwrap_or(UNKNOWN);
-    let (stop_tx, _) = tokio::sync::watch::channel(false);
     let sh = Arc::new(Shared {
         addr,
         request,
@@ -251,7 +145,6 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
         server: OnceLock::new(),
         completed: AtomicU64::new(0),
         stop: AtomicBool::new(false),
-        stop_tx,
         connected_once: AtomicBool::new(false),
         connect_failures: AtomicU64::new(0),
         ports_exhausted: AtomicU64::new(0),
@@ -401,6 +294,118 @@ fn wait_until(t: Instant, stop: &StopFlag, sh: &Shared) {
     }
 }
 
+/// What a connection slot is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting for a timer: its constant-rate send time (`Some`), or a pause after a failed
+    /// connect (`None`).
+    Waiting(Option<Instant>),
+    /// Writing the request: the socket is still connecting, or its buffer is full.
+    Writing,
+    /// The request is written; reading the response.
+    Reading,
+    /// The response is complete and the connection will not be reused: waiting for the
+    /// server's FIN, so that the server, not the generator, holds the TIME_WAIT state (as with
+    /// ab).
+    Draining,
+    /// No tickets left (or the run is over): this slot is done.
+    Finished,
+}
+
+/// The request a slot is working on.
+#[derive(Debug, Clone, Copy)]
+struct Request {
+    start: Instant,
+    /// The send time its constant-rate schedule gave it (coordinated-omission correction).
+    intended: Option<Instant>,
+    connect: Duration,
+    written: Instant,
+    first_byte: Option<Instant>,
+    /// Started after the warm-up, so it holds a ticket and is recorded.
+    measured: bool,
+    want_server: bool,
+    /// Already retried once after a stale keep-alive connection.
+    retried: bool,
+    /// Sent on a kept-alive connection.
+    reused: bool,
+}
+
+/// One connection slot: at most one socket at a time, issuing requests one after another.
+struct Conn {
+    stream: Option<TcpStream>,
+    /// Bumped with every new socket; part of the token, so an event for an earlier socket is
+    /// never taken for one of the current one.
+    generation: u32,
+    /// The socket is registered with the poller (and whether for writability too).
+    registered: Option<Interest>,
+    /// The socket's first write went through: the connection is established.
+    connected: bool,
+    /// Bytes of the request written so far.
+    sent: usize,
+    /// This request's write had to wait for writability (events for readability may have
+    /// come and gone meanwhile).
+    blocked: bool,
+    state: State,
+    deadline: Option<Instant>,
+    parser: ResponseParser,
+    req: Request,
+}
+
+fn token(idx: usize, generation: u32) -> Token {
+    Token(((u64::from(generation) << 32) | idx as u64) as usize)
+}
+
+fn untoken(t: Token) -> (usize, u32) {
+    let v = t.0 as u64;
+    ((v & 0xffff_ffff) as usize, (v >> 32) as u32)
+}
+
+/// One worker thread: its poller, its connections and its share of the measurement.
+struct Worker {
+    sh: Arc<Shared>,
+    poll: Poll,
+    conns: Vec<Conn>,
+    rec: Recorder,
+    buf: Box<[u8]>,
+    /// Pending timers: (when, slot). A slot has at most one, and only while `Waiting`.
+    timers: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// Slots not yet finished.
+    active: usize,
+    start: Instant,
+    measure_start: Instant,
+    /// End of the measurement window (`-t` / `--duration`): nothing completing later counts.
+    end: Option<Instant>,
+    timeout: Duration,
+    /// Next slot of this worker's constant-rate schedule, and the interval between slots.
+    next_slot: u64,
+    slot_interval: Option<Duration>,
+    tally: Tally,
+}
+
+/// Completions counted locally and published to the progress display in batches.
+#[derive(Default)]
+struct Tally {
+    unpublished: u64,
+    last_done: Option<Instant>,
+}
+
+impl Tally {
+    #[inline]
+    fn count(&mut self, sh: &Shared, done: Instant) {
+        self.last_done = Some(self.last_done.map_or(done, |l| l.max(done)));
+        self.unpublished += 1;
+        if self.unpublished >= PROGRESS_BATCH {
+            sh.completed.fetch_add(self.unpublished, Relaxed);
+            self.unpublished = 0;
+        }
+    }
+
+    fn publish(&mut self, sh: &Shared) {
+        sh.completed.fetch_add(self.unpublished, Relaxed);
+        self.unpublished = 0;
+    }
+}
+
 fn worker_thread(
     sh: Arc<Shared>,
     conns: usize,
@@ -423,250 +428,488 @@ fn worker_thread(
                 .min(1 << 26),
         );
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build();
-    let rt = match rt {
-        Ok(rt) => rt,
+    let poll = match Poll::new() {
+        Ok(p) => p,
         Err(e) => {
             *sh.first_connect_error
                 .lock()
-                .unwrap_or_else(|p| p.into_inner()) = Some(format!("cannot start a runtime: {e}"));
+                .unwrap_or_else(|p| p.into_inner()) = Some(format!("cannot create a poller: {e}"));
+            sh.trigger_stop();
             barrier.wait();
             return (rec, None);
         }
     };
-    let slot_interval = cfg
-        .rate
-        .map(|r| Duration::from_secs_f64(threads as f64 / r));
-    let w = Rc::new(Worker {
-        sh: sh.clone(),
-        rec: RefCell::new(rec),
-        buf: RefCell::new(vec![0u8; READ_BUF].into_boxed_slice()),
-        next_slot: Cell::new(0),
-        slot_interval,
-        unpublished: Cell::new(0),
-        last_done: Cell::new(None),
-    });
-    let mut stop_rx = sh.stop_tx.subscribe();
+    let head_only = cfg.method == Method::Head;
+    // The coordinator sets the start instants, then meets the workers at the barrier.
     barrier.wait();
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async {
-        let slots: Vec<Rc<Slot>> = (0..conns).map(|_| Rc::new(Slot::default())).collect();
-        let mut tasks = Vec::with_capacity(conns);
-        for slot in &slots {
-            tasks.push(tokio::task::spawn_local(connection(
-                w.clone(),
-                slot.clone(),
-            )));
-        }
-        let tick = (cfg.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
-        let dog = watchdog(Rc::new(RefCell::new(slots)), tick);
-        let all = async {
-            for t in tasks.iter_mut() {
-                let _ = t.await;
-            }
-        };
-        tokio::select! {
-            _ = all => {}
-            _ = stop_rx.wait_for(|s| *s) => {}
-            _ = dog => {}
-        }
-        for t in &tasks {
-            t.abort();
-        }
-    });
-    drop(local);
-    w.publish();
-    let last = w.last_done.get();
-    let w = Rc::try_unwrap(w)
-        .unwrap_or_else(|_| unreachable!("every task was dropped with the LocalSet"));
-    (w.rec.into_inner(), last)
-}
-
-/// One connection slot: issues requests one after another until the tickets run out or the run
-/// stops.
-async fn connection(w: Rc<Worker>, slot: Rc<Slot>) {
-    let sh = &*w.sh;
-    let cfg = &sh.cfg;
     let start = *sh.start.get().expect("set before workers start");
     let measure_start = *sh.measure_start.get().expect("set before workers start");
-    let mut stream: Option<TcpStream> = None;
-    let mut parser = ResponseParser::new(cfg.method == Method::Head);
-    loop {
-        if sh.stop.load(Relaxed) {
-            return;
+    let mut w = Worker {
+        poll,
+        conns: (0..conns)
+            .map(|_| Conn {
+                stream: None,
+                generation: 0,
+                registered: None,
+                connected: false,
+                sent: 0,
+                blocked: false,
+                state: State::Waiting(None),
+                deadline: None,
+                parser: ResponseParser::new(head_only),
+                req: Request {
+                    start,
+                    intended: None,
+                    connect: Duration::ZERO,
+                    written: start,
+                    first_byte: None,
+                    measured: false,
+                    want_server: false,
+                    retried: false,
+                    reused: false,
+                },
+            })
+            .collect(),
+        rec,
+        buf: vec![0u8; READ_BUF].into_boxed_slice(),
+        timers: BinaryHeap::new(),
+        active: conns,
+        start,
+        measure_start,
+        end: cfg.time_limit.map(|d| measure_start + d),
+        timeout: cfg.timeout,
+        next_slot: 0,
+        slot_interval: cfg
+            .rate
+            .map(|r| Duration::from_secs_f64(threads as f64 / r)),
+        tally: Tally::default(),
+        sh,
+    };
+    w.run();
+    w.tally.publish(&w.sh);
+    (w.rec, w.tally.last_done)
+}
+
+impl Worker {
+    fn run(&mut self) {
+        let now = Instant::now();
+        for i in 0..self.conns.len() {
+            self.next_request(i, now);
         }
-        let intended = match w.slot_interval {
+        let mut events = Events::with_capacity(EVENTS.min(self.conns.len().max(16)));
+        let tick = (self.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
+        let mut next_watch = Instant::now() + tick;
+        while self.active > 0 && !self.sh.stop.load(Relaxed) {
+            let now = Instant::now();
+            if self.end.is_some_and(|e| now >= e) {
+                break;
+            }
+            let mut wake = (now + STOP_CHECK).min(next_watch);
+            if let Some(Reverse((t, _))) = self.timers.peek() {
+                wake = wake.min(*t);
+            }
+            if let Some(e) = self.end {
+                wake = wake.min(e);
+            }
+            match self
+                .poll
+                .poll(&mut events, Some(wake.saturating_duration_since(now)))
+            {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let mut first = self
+                        .sh
+                        .first_connect_error
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner());
+                    first.get_or_insert_with(|| format!("epoll_wait failed: {e}"));
+                    self.sh.trigger_stop();
+                    break;
+                }
+            }
+            for ev in events.iter() {
+                let (idx, generation) = untoken(ev.token());
+                let Some(c) = self.conns.get(idx) else {
+                    continue;
+                };
+                if c.generation != generation || c.stream.is_none() {
+                    continue;
+                }
+                let closed = ev.is_read_closed() || ev.is_error();
+                match c.state {
+                    State::Writing if ev.is_writable() || closed => self.write(idx),
+                    State::Reading if ev.is_readable() || closed => self.read(idx, closed),
+                    State::Draining if ev.is_readable() || closed => self.drain(idx),
+                    _ => {}
+                }
+            }
+            let now = Instant::now();
+            while let Some(&Reverse((t, idx))) = self.timers.peek() {
+                if t > now {
+                    break;
+                }
+                self.timers.pop();
+                if let State::Waiting(intended) = self.conns[idx].state {
+                    match intended {
+                        Some(t) => self.begin(idx, now, Some(t)),
+                        None => self.next_request(idx, now),
+                    }
+                }
+            }
+            if now >= next_watch {
+                self.expire(now);
+                next_watch = now + tick;
+            }
+        }
+    }
+
+    /// Starts the slot's next request, or parks it until its constant-rate send time.
+    fn next_request(&mut self, idx: usize, now: Instant) {
+        if self.sh.stop.load(Relaxed) {
+            return self.finish(idx);
+        }
+        let intended = match self.slot_interval {
             Some(iv) => {
-                let slot = w.next_slot.get();
-                w.next_slot.set(slot + 1);
-                let t = start + iv.mul_f64(slot as f64);
-                if t > Instant::now() {
-                    tokio::time::sleep_until(t.into()).await;
+                let t = self.start + iv.mul_f64(self.next_slot as f64);
+                self.next_slot += 1;
+                if t > now {
+                    self.conns[idx].state = State::Waiting(Some(t));
+                    self.timers.push(Reverse((t, idx)));
+                    return;
                 }
                 Some(t)
             }
             None => None,
         };
-        let begin = Instant::now();
-        let measured = begin >= measure_start;
-        if measured && !sh.take_ticket() {
-            return;
+        self.begin(idx, now, intended);
+    }
+
+    fn begin(&mut self, idx: usize, now: Instant, intended: Option<Instant>) {
+        let measured = now >= self.measure_start;
+        if measured && (self.end.is_some_and(|e| now >= e) || !self.sh.take_ticket()) {
+            return self.finish(idx);
         }
-        let want_server = sh.server.get().is_none();
-        let mut retried = false;
-        let mut req_start = begin;
-        let outcome = loop {
-            slot.arm(req_start + cfg.timeout);
-            let fut = request(&w, &mut stream, &mut parser, req_start, want_server);
-            let outcome = within(&slot, fut)
-                .await
-                .unwrap_or(Outcome::Failed(FailureKind::Timeout));
-            slot.disarm();
-            match outcome {
-                Outcome::Stale if !retried => {
-                    retried = true;
-                    stream = None;
-                    req_start = Instant::now();
-                }
-                Outcome::Stale => break Outcome::Failed(FailureKind::Receive),
-                o => break o,
-            }
+        let c = &mut self.conns[idx];
+        c.req = Request {
+            start: now,
+            intended,
+            connect: Duration::ZERO,
+            written: now,
+            first_byte: None,
+            measured,
+            want_server: self.sh.server.get().is_none(),
+            retried: false,
+            reused: false,
         };
-        match outcome {
-            Outcome::Response {
-                connect,
-                written,
-                first_byte,
-                done,
-                reusable,
-            } => {
-                if want_server {
-                    let _ = sh.server.set(parser.server.take().unwrap_or_default());
+        self.send(idx, now);
+    }
+
+    /// Sends the slot's current request, connecting first when it has no open connection.
+    fn send(&mut self, idx: usize, now: Instant) {
+        let c = &mut self.conns[idx];
+        c.req.start = now;
+        c.req.reused = c.stream.is_some();
+        c.deadline = Some(now + self.timeout);
+        c.sent = 0;
+        c.blocked = false;
+        c.parser.reset(c.req.want_server);
+        c.state = State::Writing;
+        if c.stream.is_none() {
+            // Connect without TCP_NODELAY: each request leaves in one write, and everything
+            // sent before it was acknowledged by the response it got, so Nagle never holds a
+            // request back; the setsockopt would be one more system call per connection.
+            match TcpStream::connect(self.sh.addr) {
+                Ok(s) => {
+                    c.stream = Some(s);
+                    c.generation = c.generation.wrapping_add(1);
+                    c.registered = None;
+                    c.connected = false;
                 }
-                let status = parser.head.status;
-                let ok = (200..300).contains(&status);
-                let body = parser.body_len;
-                let mut length_failure = false;
-                if ok {
-                    match sh.doc_len.compare_exchange(UNKNOWN, body, Relaxed, Relaxed) {
-                        Ok(_) => {}
-                        Err(known) => length_failure = known != body && !cfg.variable_length,
-                    }
+                Err(e) => {
+                    note_connect_error(&self.sh, &e);
+                    return self.fail(idx, FailureKind::Connect);
                 }
-                if measured {
-                    let mut rec = w.rec.borrow_mut();
-                    rec.completed += 1;
-                    rec.total_bytes += parser.wire_len;
-                    rec.body_bytes += body;
-                    rec.sent_bytes += sh.request.len() as u64;
-                    if !ok {
-                        rec.non_2xx += 1;
-                    }
-                    if length_failure {
-                        rec.failures.add(FailureKind::Length);
-                    }
-                    if parser.head.keep_alive && cfg.keep_alive {
-                        rec.keep_alive_requests += 1;
-                    }
-                    let us = |d: Duration| d.as_micros().min(u32::MAX as u128) as u32;
-                    let sample = Sample {
-                        connect: us(connect),
-                        waiting: us(first_byte.saturating_duration_since(written)),
-                        total: us(done.saturating_duration_since(req_start)),
-                    };
-                    let corrected =
-                        intended.map(|t| done.saturating_duration_since(t).as_micros() as u64);
-                    rec.record(sample, corrected);
-                    drop(rec);
-                    w.count_completion(done);
-                }
-                if !reusable {
-                    if let Some(s) = stream.take() {
-                        if parser.head_done() && !parser.until_close() {
-                            drain_to_eof(&w, &slot, s).await;
+            }
+        }
+        self.write(idx);
+    }
+
+    /// Writes what is left of the request; a new connection's first successful write is what
+    /// shows it established.
+    fn write(&mut self, idx: usize) {
+        let request = &self.sh.request;
+        let c = &mut self.conns[idx];
+        let Some(s) = c.stream.as_mut() else {
+            return;
+        };
+        let mut at = if c.connected {
+            c.req.written
+        } else {
+            Instant::now()
+        };
+        while c.sent < request.len() {
+            match s.write(&request[c.sent..]) {
+                Ok(0) => return self.fail(idx, FailureKind::Write),
+                Ok(n) => {
+                    if !c.connected {
+                        c.connected = true;
+                        c.req.connect = at.saturating_duration_since(c.req.start);
+                        if !self.sh.connected_once.load(Relaxed) {
+                            self.sh.connected_once.store(true, Relaxed);
                         }
                     }
+                    c.sent += n;
                 }
-            }
-            Outcome::Failed(kind) => {
-                stream = None;
-                if measured {
-                    let mut rec = w.rec.borrow_mut();
-                    rec.failures.add(kind);
-                    if kind != FailureKind::Connect {
-                        rec.completed += 1;
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    c.blocked = true;
+                    let want = Interest::READABLE | Interest::WRITABLE;
+                    if c.registered != Some(want) {
+                        let tok = token(idx, c.generation);
+                        let r = match c.registered {
+                            None => self.poll.registry().register(s, tok, want),
+                            Some(_) => self.poll.registry().reregister(s, tok, want),
+                        };
+                        if r.is_err() {
+                            return self.fail(idx, FailureKind::Exception);
+                        }
+                        c.registered = Some(want);
                     }
-                    drop(rec);
-                    w.count_completion(Instant::now());
+                    return;
                 }
-                if kind == FailureKind::Connect {
-                    // A target that refuses connections must not turn this loop into a spin.
-                    tokio::time::sleep(Duration::from_millis(1)).await;
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    if !c.connected {
+                        // The connect failed (refused, unreachable...): the socket reports it
+                        // at the first write.
+                        note_connect_error(&self.sh, &e);
+                        return self.fail(idx, FailureKind::Connect);
+                    }
+                    if c.req.reused && c.sent == 0 {
+                        return self.stale(idx);
+                    }
+                    return self.fail(idx, FailureKind::Write);
                 }
             }
-            Outcome::Stale => unreachable!("retried above"),
+            at = Instant::now();
+        }
+        c.req.written = at;
+        c.state = State::Reading;
+        if c.registered.is_none() {
+            let r = self
+                .poll
+                .registry()
+                .register(s, token(idx, c.generation), Interest::READABLE);
+            if r.is_err() {
+                return self.fail(idx, FailureKind::Exception);
+            }
+            c.registered = Some(Interest::READABLE);
+        }
+        if c.blocked {
+            // The response may have started while the request was still being written, and
+            // its readiness event was then spent.
+            self.read(idx, false);
         }
     }
-}
 
-/// Performs one request on `stream` (connecting first when there is none).
-async fn request(
-    w: &Worker,
-    stream: &mut Option<TcpStream>,
-    parser: &mut ResponseParser,
-    start: Instant,
-    want_server: bool,
-) -> Outcome {
-    let sh = &*w.sh;
-    let reused = stream.is_some();
-    let mut connect = Duration::ZERO;
-    if !reused {
-        match TcpStream::connect(sh.addr).await {
-            Ok(s) => {
-                let _ = s.set_nodelay(true);
-                connect = start.elapsed();
-                *stream = Some(s);
-                if !sh.connected_once.load(Relaxed) {
-                    sh.connected_once.store(true, Relaxed);
-                }
-            }
-            Err(e) => {
-                note_connect_error(sh, &e);
-                return Outcome::Failed(FailureKind::Connect);
-            }
-        }
-    }
-    let Some(s) = stream.as_mut() else {
-        unreachable!("connected above")
-    };
-    if write_all(s, &sh.request).await.is_err() {
-        return if reused {
-            Outcome::Stale
-        } else {
-            Outcome::Failed(FailureKind::Write)
+    /// Reads until the response is complete, the connection ends, or the socket has nothing
+    /// more for now. `closed` is the poller's word that the server has shut its side.
+    fn read(&mut self, idx: usize, closed: bool) {
+        let c = &mut self.conns[idx];
+        let Some(s) = c.stream.as_mut() else {
+            return;
         };
-    }
-    let written = Instant::now();
-    parser.reset(want_server);
-    let mut first_byte: Option<Instant> = None;
-    let step = poll_fn(|cx| read_response(cx, s, &w.buf, parser, &mut first_byte)).await;
-    match step {
-        Step::Done => {
-            let done = Instant::now();
-            Outcome::Response {
-                connect,
-                written,
-                first_byte: first_byte.unwrap_or(done),
-                done,
-                reusable: sh.cfg.keep_alive && parser.head.keep_alive,
+        loop {
+            match s.read(&mut self.buf) {
+                Ok(0) => {
+                    return match c.parser.eof() {
+                        Feed::Done => {
+                            // A close-delimited body: the server has closed already.
+                            c.stream = None;
+                            self.complete(idx, Instant::now(), true)
+                        }
+                        Feed::More => self.closed(idx),
+                    };
+                }
+                Ok(n) => {
+                    let t = Instant::now();
+                    if c.req.first_byte.is_none() {
+                        c.req.first_byte = Some(t);
+                    }
+                    match c.parser.feed(&self.buf[..n]) {
+                        Ok(Feed::Done) => return self.complete(idx, t, closed),
+                        Ok(Feed::More) if n < self.buf.len() && !closed => return,
+                        Ok(Feed::More) => {}
+                        Err(_) => return self.fail(idx, FailureKind::Exception),
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return self.closed(idx),
             }
         }
-        Step::Closed if reused && !parser.started() => Outcome::Stale,
-        Step::Closed => Outcome::Failed(FailureKind::Receive),
-        Step::Malformed => Outcome::Failed(FailureKind::Exception),
+    }
+
+    /// The connection ended (EOF or error) before the response did.
+    fn closed(&mut self, idx: usize) {
+        let c = &self.conns[idx];
+        if c.req.reused && !c.parser.started() {
+            self.stale(idx)
+        } else {
+            self.fail(idx, FailureKind::Receive)
+        }
+    }
+
+    /// A reused keep-alive connection turned out to be closed before any byte of the response:
+    /// the server legitimately dropped an idle connection. Retried once on a fresh connection,
+    /// not counted (as ab does).
+    fn stale(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        c.stream = None;
+        if c.req.retried {
+            return self.fail(idx, FailureKind::Receive);
+        }
+        c.req.retried = true;
+        self.send(idx, Instant::now());
+    }
+
+    /// Records a complete response and moves the slot on.
+    fn complete(&mut self, idx: usize, done: Instant, server_closed: bool) {
+        let sh = &*self.sh;
+        let cfg = &sh.cfg;
+        let c = &mut self.conns[idx];
+        c.deadline = None;
+        let req = c.req;
+        if req.want_server {
+            let _ = sh.server.set(c.parser.server.take().unwrap_or_default());
+        }
+        let status = c.parser.head.status;
+        let ok = (200..300).contains(&status);
+        let body = c.parser.body_len;
+        let mut length_failure = false;
+        if ok {
+            match sh.doc_len.compare_exchange(UNKNOWN, body, Relaxed, Relaxed) {
+                Ok(_) => {}
+                Err(known) => length_failure = known != body && !cfg.variable_length,
+            }
+        }
+        if req.measured && self.end.is_none_or(|e| done < e) {
+            let rec = &mut self.rec;
+            rec.completed += 1;
+            rec.total_bytes += c.parser.wire_len;
+            rec.body_bytes += body;
+            rec.sent_bytes += sh.request.len() as u64;
+            if !ok {
+                rec.non_2xx += 1;
+            }
+            if length_failure {
+                rec.failures.add(FailureKind::Length);
+            }
+            if c.parser.head.keep_alive && cfg.keep_alive {
+                rec.keep_alive_requests += 1;
+            }
+            let us = |d: Duration| d.as_micros().min(u32::MAX as u128) as u32;
+            let sample = Sample {
+                connect: us(req.connect),
+                waiting: us(req
+                    .first_byte
+                    .unwrap_or(done)
+                    .saturating_duration_since(req.written)),
+                total: us(done.saturating_duration_since(req.start)),
+            };
+            let corrected = req
+                .intended
+                .map(|t| done.saturating_duration_since(t).as_micros() as u64);
+            rec.record(sample, corrected);
+            self.tally.count(sh, done);
+        }
+        let c = &mut self.conns[idx];
+        if cfg.keep_alive && c.parser.head.keep_alive {
+            return self.next_request(idx, done);
+        }
+        if c.parser.head_done() && !c.parser.until_close() && c.stream.is_some() {
+            c.state = State::Draining;
+            c.deadline = Some(done + DRAIN_LIMIT.min(self.timeout));
+            if server_closed {
+                self.drain(idx);
+            }
+            return;
+        }
+        c.stream = None;
+        self.next_request(idx, done);
+    }
+
+    /// Reads (and discards) until the server's FIN, then closes and moves on.
+    fn drain(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        let Some(s) = c.stream.as_mut() else {
+            return;
+        };
+        loop {
+            match s.read(&mut self.buf) {
+                Ok(n) if n > 0 => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                _ => break,
+            }
+        }
+        c.stream = None;
+        c.deadline = None;
+        self.next_request(idx, Instant::now());
+    }
+
+    /// A request failed: counts it by kind and moves the slot on.
+    fn fail(&mut self, idx: usize, kind: FailureKind) {
+        let c = &mut self.conns[idx];
+        c.stream = None;
+        c.deadline = None;
+        let measured = c.req.measured;
+        let now = Instant::now();
+        if measured && self.end.is_none_or(|e| now < e) {
+            self.rec.failures.add(kind);
+            if kind != FailureKind::Connect {
+                self.rec.completed += 1;
+            }
+            self.tally.count(&self.sh, now);
+        }
+        if kind == FailureKind::Connect {
+            // A target that refuses connections must not turn the slot into a spin.
+            let t = now + CONNECT_RETRY_PAUSE;
+            self.conns[idx].state = State::Waiting(None);
+            self.timers.push(Reverse((t, idx)));
+        } else {
+            self.next_request(idx, now);
+        }
+    }
+
+    fn finish(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if c.state != State::Finished {
+            c.state = State::Finished;
+            c.stream = None;
+            c.deadline = None;
+            self.active -= 1;
+        }
+    }
+
+    /// Ends the requests whose deadline has passed (checked every tenth of the timeout, at
+    /// most every 100 ms, rather than with a timer per request).
+    fn expire(&mut self, now: Instant) {
+        for idx in 0..self.conns.len() {
+            let c = &mut self.conns[idx];
+            if c.deadline.is_none_or(|d| now < d) {
+                continue;
+            }
+            c.deadline = None;
+            match c.state {
+                State::Draining => {
+                    c.stream = None;
+                    self.next_request(idx, now);
+                }
+                State::Writing | State::Reading => self.fail(idx, FailureKind::Timeout),
+                State::Waiting(_) | State::Finished => {}
+            }
+        }
     }
 }
 
@@ -683,84 +926,6 @@ fn note_connect_error(sh: &Shared, e: &io::Error) {
     if n >= REFUSED_LIMIT && !sh.connected_once.load(Relaxed) {
         sh.trigger_stop();
     }
-}
-
-enum Step {
-    Done,
-    /// The connection ended (EOF or error) before the response did.
-    Closed,
-    Malformed,
-}
-
-/// Reads until the response is complete, the connection ends, or the socket has no more data
-/// for now. The worker's buffer is borrowed only within this one poll.
-fn read_response(
-    cx: &mut Context<'_>,
-    s: &mut TcpStream,
-    buf: &RefCell<Box<[u8]>>,
-    parser: &mut ResponseParser,
-    first_byte: &mut Option<Instant>,
-) -> Poll<Step> {
-    let mut b = buf.borrow_mut();
-    loop {
-        let mut rb = ReadBuf::new(&mut b[..]);
-        match Pin::new(&mut *s).poll_read(cx, &mut rb) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(Err(_)) => return Poll::Ready(Step::Closed),
-            Poll::Ready(Ok(())) => {
-                let n = rb.filled().len();
-                if n == 0 {
-                    return Poll::Ready(match parser.eof() {
-                        Feed::Done => Step::Done,
-                        Feed::More => Step::Closed,
-                    });
-                }
-                if first_byte.is_none() {
-                    *first_byte = Some(Instant::now());
-                }
-                match parser.feed(&b[..n]) {
-                    Ok(Feed::Done) => return Poll::Ready(Step::Done),
-                    Ok(Feed::More) => {}
-                    Err(_) => return Poll::Ready(Step::Malformed),
-                }
-            }
-        }
-    }
-}
-
-async fn write_all(s: &mut TcpStream, data: &[u8]) -> io::Result<()> {
-    let mut off = 0;
-    poll_fn(|cx| {
-        while off < data.len() {
-            match Pin::new(&mut *s).poll_write(cx, &data[off..]) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                Poll::Ready(Ok(n)) => off += n,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-            }
-        }
-        Poll::Ready(Ok(()))
-    })
-    .await
-}
-
-/// Waits (briefly) for the server to close a connection it will not reuse, so the server, not
-/// the generator, ends up holding the TIME_WAIT state, as with ab.
-async fn drain_to_eof(w: &Worker, slot: &Slot, mut s: TcpStream) {
-    let drain = poll_fn(|cx| {
-        let mut b = w.buf.borrow_mut();
-        loop {
-            let mut rb = ReadBuf::new(&mut b[..]);
-            match Pin::new(&mut s).poll_read(cx, &mut rb) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Ok(())) if !rb.filled().is_empty() => {}
-                Poll::Ready(_) => return Poll::Ready(()),
-            }
-        }
-    });
-    slot.arm(Instant::now() + DRAIN_LIMIT.min(w.sh.cfg.timeout));
-    let _ = within(slot, drain).await;
-    slot.disarm();
 }
 
 /// Progress on stderr: ab's lines ("Completed N requests" every tenth of the run, at least

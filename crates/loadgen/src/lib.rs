@@ -1,8 +1,9 @@
 //! benchctl's load generator: ApacheBench's semantics and tables, at wrk's speed.
 //!
 //! Usable on its own (`benchctl load URL`) and as the measuring instrument of `benchctl run`.
-//! One OS thread per worker, each with a current-thread tokio runtime; every connection task
-//! records into its worker's [`stats::Recorder`], and recorders are merged once at the end.
+//! One OS thread per worker, each with its own epoll loop over its share of the connections;
+//! every connection records into its worker's [`stats::Recorder`], and recorders are merged once
+//! at the end.
 
 pub mod ab;
 pub mod config;
