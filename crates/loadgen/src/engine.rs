@@ -51,6 +51,9 @@ const CONNECT_RETRY_PAUSE: Duration = Duration::from_millis(1);
 const STOP_CHECK: Duration = Duration::from_millis(20);
 /// Readiness events taken per `epoll_wait`.
 const EVENTS: usize = 1024;
+/// Full buffers one connection may read before the others get their turn (1 MiB): a large
+/// body that keeps arriving must not hold up every other connection's timings.
+const READS_PER_TURN: u32 = 16;
 
 const UNKNOWN: u64 = u64::MAX;
 
@@ -380,6 +383,9 @@ struct Worker {
     next_slot: u64,
     slot_interval: Option<Duration>,
     tally: Tally,
+    /// Slots that stopped reading only to give others a turn; the poller will not report them
+    /// again (edge-triggered), so they are resumed after the next poll.
+    resume: Vec<(usize, u32, bool)>,
 }
 
 /// Completions counted locally and published to the progress display in batches.
@@ -483,6 +489,7 @@ fn worker_thread(
             .rate
             .map(|r| Duration::from_secs_f64(threads as f64 / r)),
         tally: Tally::default(),
+        resume: Vec::new(),
         sh,
     };
     w.run();
@@ -510,6 +517,9 @@ impl Worker {
             }
             if let Some(e) = self.end {
                 wake = wake.min(e);
+            }
+            if !self.resume.is_empty() {
+                wake = now;
             }
             match self
                 .poll
@@ -541,6 +551,17 @@ impl Worker {
                     State::Writing if ev.is_writable() || closed => self.write(idx),
                     State::Reading if ev.is_readable() || closed => self.read(idx, closed),
                     State::Draining if ev.is_readable() || closed => self.drain(idx),
+                    _ => {}
+                }
+            }
+            for (idx, generation, closed) in std::mem::take(&mut self.resume) {
+                let c = &self.conns[idx];
+                if c.generation != generation || c.stream.is_none() {
+                    continue;
+                }
+                match c.state {
+                    State::Reading => self.read(idx, closed),
+                    State::Draining => self.drain(idx),
                     _ => {}
                 }
             }
@@ -719,6 +740,7 @@ impl Worker {
         let Some(s) = c.stream.as_mut() else {
             return;
         };
+        let mut turns = 0;
         loop {
             match s.read(&mut self.buf) {
                 Ok(0) => {
@@ -739,7 +761,12 @@ impl Worker {
                     match c.parser.feed(&self.buf[..n]) {
                         Ok(Feed::Done) => return self.complete(idx, t, closed),
                         Ok(Feed::More) if n < self.buf.len() && !closed => return,
-                        Ok(Feed::More) => {}
+                        Ok(Feed::More) => {
+                            turns += 1;
+                            if turns == READS_PER_TURN {
+                                return self.resume.push((idx, c.generation, closed));
+                            }
+                        }
                         Err(_) => return self.fail(idx, FailureKind::Exception),
                     }
                 }
@@ -845,9 +872,15 @@ impl Worker {
         let Some(s) = c.stream.as_mut() else {
             return;
         };
+        let mut turns = 0;
         loop {
             match s.read(&mut self.buf) {
-                Ok(n) if n > 0 => {}
+                Ok(n) if n > 0 => {
+                    turns += 1;
+                    if turns == READS_PER_TURN {
+                        return self.resume.push((idx, c.generation, false));
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 _ => break,

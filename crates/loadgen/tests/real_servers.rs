@@ -430,6 +430,21 @@ fn keep_alive_samples_have_zero_connect_on_reuse() {
     );
 }
 
+/// A body that only the server's close ends, large enough that the reader yields to other
+/// connections many times before it sees the end.
+#[test]
+fn big_close_delimited_document_streams_through() {
+    let s = TestServer::start();
+    let mut cfg = config(&s.url("/big-close"), 3, 3);
+    cfg.timeout = Duration::from_secs(15);
+    let m = run_within(Duration::from_secs(60), cfg).expect("run");
+    assert_eq!(m.complete(), 3);
+    assert_no_failures(&m);
+    assert_eq!(m.server.document_length, support::BIG_LEN);
+    assert_eq!(m.rec.body_bytes, 3 * support::BIG_LEN);
+    assert_eq!(m.rec.total_bytes, s.bytes_sent());
+}
+
 #[test]
 fn big_document_streams_through() {
     let s = TestServer::start();

@@ -14,6 +14,7 @@
 //! - `/404`: a 404 with a short body;
 //! - `/vary`: a body of 13 then 14 bytes, alternating per request;
 //! - `/big`: [`BIG_LEN`] bytes streamed from a small static buffer;
+//! - `/big-close`: the same bytes with no Content-Length, ended by closing the connection;
 //! - `/stall-once?after=N`: when the server's request count reaches N, every response waits
 //!   until one second after that moment (a server that stops once, like a GC pause);
 //! - `/garbage`: "NOT HTTP\r\n\r\n" and close.
@@ -372,6 +373,24 @@ async fn serve(mut s: TcpStream, c: &Counters) -> std::io::Result<()> {
                         left -= n as u64;
                     }
                 }
+            }
+            "/big-close" => {
+                send(
+                    &mut s,
+                    c,
+                    b"HTTP/1.0 200 OK\r\nServer: testserver/1.0\r\n\r\n",
+                )
+                .await?;
+                if !req.head_only {
+                    let mut left = BIG_LEN;
+                    while left > 0 {
+                        let n = left.min(BIG_CHUNK.len() as u64) as usize;
+                        send(&mut s, c, &BIG_CHUNK[..n]).await?;
+                        left -= n as u64;
+                    }
+                }
+                let _ = s.shutdown().await;
+                return Ok(());
             }
             "/garbage" => {
                 send(&mut s, c, b"NOT HTTP\r\n\r\n").await?;
