@@ -16,7 +16,7 @@
 //! that write cannot proceed does the connection wait for writability.
 //!
 //! Timings follow ab.c: `start` is taken before connecting (or, on a reused keep-alive
-//! connection, when the previous response completed, so Connect is 0), `connect` when the
+//! connection, when the next request starts, so Connect is 0), `connect` when the
 //! connection is known to be established (its first write goes through), `written` after the
 //! request's last byte is written, `first byte` when the first read returning data returns, and
 //! `done` when the read that completed the response returns.
@@ -311,6 +311,8 @@ enum State {
     /// server's FIN, so that the server, not the generator, holds the TIME_WAIT state (as with
     /// ab).
     Draining,
+    /// Done with its request; starts the next one once the current batch of events is handled.
+    Queued,
     /// No tickets left (or the run is over): this slot is done.
     Finished,
 }
@@ -386,6 +388,8 @@ struct Worker {
     /// Slots that stopped reading only to give others a turn; the poller will not report them
     /// again (edge-triggered), so they are resumed after the next poll.
     resume: Vec<(usize, u32, bool)>,
+    /// Slots in `Queued`, in the order their requests completed.
+    queued: Vec<usize>,
 }
 
 /// Completions counted locally and published to the progress display in batches.
@@ -490,6 +494,7 @@ fn worker_thread(
             .map(|r| Duration::from_secs_f64(threads as f64 / r)),
         tally: Tally::default(),
         resume: Vec::new(),
+        queued: Vec::new(),
         sh,
     };
     w.run();
@@ -518,7 +523,7 @@ impl Worker {
             if let Some(e) = self.end {
                 wake = wake.min(e);
             }
-            if !self.resume.is_empty() {
+            if !self.resume.is_empty() || !self.queued.is_empty() {
                 wake = now;
             }
             match self
@@ -563,6 +568,15 @@ impl Worker {
                     State::Reading => self.read(idx, closed),
                     State::Draining => self.drain(idx),
                     _ => {}
+                }
+            }
+            let now = Instant::now();
+            // Requests go out after every response of the batch has been read, as a burst (as
+            // wrk's loop also does): the server then finds them together in one wake-up instead
+            // of being woken for each.
+            for idx in std::mem::take(&mut self.queued) {
+                if self.conns[idx].state == State::Queued {
+                    self.next_request(idx, now);
                 }
             }
             let now = Instant::now();
@@ -852,7 +866,7 @@ impl Worker {
         }
         let c = &mut self.conns[idx];
         if cfg.keep_alive && c.parser.head.keep_alive {
-            return self.next_request(idx, done);
+            return self.queue(idx);
         }
         if c.parser.head_done() && !c.parser.until_close() && c.stream.is_some() {
             c.state = State::Draining;
@@ -863,7 +877,7 @@ impl Worker {
             return;
         }
         c.stream = None;
-        self.next_request(idx, done);
+        self.queue(idx);
     }
 
     /// Reads (and discards) until the server's FIN, then closes and moves on.
@@ -888,7 +902,7 @@ impl Worker {
         }
         c.stream = None;
         c.deadline = None;
-        self.next_request(idx, Instant::now());
+        self.queue(idx);
     }
 
     /// A request failed: counts it by kind and moves the slot on.
@@ -911,8 +925,13 @@ impl Worker {
             self.conns[idx].state = State::Waiting(None);
             self.timers.push(Reverse((t, idx)));
         } else {
-            self.next_request(idx, now);
+            self.queue(idx);
         }
+    }
+
+    fn queue(&mut self, idx: usize) {
+        self.conns[idx].state = State::Queued;
+        self.queued.push(idx);
     }
 
     fn finish(&mut self, idx: usize) {
@@ -940,7 +959,7 @@ impl Worker {
                     self.next_request(idx, now);
                 }
                 State::Writing | State::Reading => self.fail(idx, FailureKind::Timeout),
-                State::Waiting(_) | State::Finished => {}
+                State::Waiting(_) | State::Queued | State::Finished => {}
             }
         }
     }
