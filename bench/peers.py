@@ -601,6 +601,21 @@ def summarise(results: list[RunResult], tools: list[str], skipped: dict[str, str
                 }
             )
         base = next((row for row in rows if row["tool"] == "benchctl" and row["rps_median"]), None)
+        # Paired ratios: each tool against benchctl in the same round (minutes apart at most),
+        # so drift of the machine between rounds cancels; the median over rounds is reported.
+        ours = {r.round: r for r in results if r.tool == "benchctl" and r.mode == mode and r.ok}
+        for row in rows:
+            pairs = [
+                (r, ours[r.round])
+                for r in results
+                if r.tool == row["tool"] and r.mode == mode and r.ok and r.round in ours
+            ]
+            row["rps_ratio_paired"] = median_or_none(
+                [r.requests_per_second / b.requests_per_second for r, b in pairs if b.requests_per_second]
+            )
+            row["cpu_ratio_paired"] = median_or_none(
+                [r.cpu_per_100k / b.cpu_per_100k for r, b in pairs if r.cpu_per_100k and b.cpu_per_100k]
+            )
         for row in rows:
             row["rps_ratio"] = row["rps_median"] / base["rps_median"] if base and row["rps_median"] else None
             row["cpu_ratio"] = (
@@ -643,6 +658,8 @@ HEADERS = [
     "client CPU busy",
     "req/s vs benchctl",
     "CPU vs benchctl",
+    "paired req/s ratio",
+    "paired CPU ratio",
     "notes",
 ]
 
@@ -660,6 +677,8 @@ def table_rows(rows: list[dict]) -> list[list[str]]:
                 f"{row['client_busy_pct_median']:.0f}%" if row["client_busy_pct_median"] is not None else "-",
                 fmt_f(row["rps_ratio"]),
                 fmt_f(row["cpu_ratio"]),
+                fmt_f(row["rps_ratio_paired"]),
+                fmt_f(row["cpu_ratio_paired"]),
                 note_for(row),
             ]
         )
@@ -711,6 +730,9 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         "- client CPU busy: that CPU time over the run's wall time. Well below 100% means the client "
         "was waiting on the server: the rate is then the server's ceiling, not the client's, and "
         "CPU-s/100k req is the fairer comparison of the clients",
+        "- vs benchctl: ratio of the medians; paired: the median over rounds of each round's ratio "
+        "to benchctl's run in the same round, which cancels the machine's drift between rounds. "
+        "Above 1 the tool was faster (req/s) or used more CPU per request (CPU)",
         "",
     ]
     if meta.get("commands"):
