@@ -457,3 +457,41 @@ fn big_document_streams_through() {
     assert_eq!(m.rec.body_bytes, 4 * support::BIG_LEN);
     assert_eq!(m.rec.total_bytes, s.bytes_sent());
 }
+
+/// An IPv6 loopback target works like an IPv4 one (a plain blocking server, one response per
+/// connection).
+#[test]
+fn ipv6_loopback_target() {
+    use std::io::{Read, Write};
+    let Ok(listener) = std::net::TcpListener::bind("[::1]:0") else {
+        eprintln!("no IPv6 loopback on this machine; nothing to test");
+        return;
+    };
+    let port = listener.local_addr().expect("bound").port();
+    // Serves exactly the 10 connections the run makes, then ends with the test process.
+    std::thread::spawn(move || {
+        for _ in 0..10 {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            let mut got = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = s.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 13\r\n\r\nHello, World!");
+        }
+    });
+    let m = run_within(
+        Duration::from_secs(30),
+        config(&format!("http://[::1]:{port}/"), 10, 2),
+    )
+    .expect("run");
+    assert_eq!(m.complete(), 10);
+    assert_no_failures(&m);
+    assert_eq!(m.server.document_length, HELLO.len() as u64);
+    assert_eq!(m.server.hostname, "::1");
+}
