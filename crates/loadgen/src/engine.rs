@@ -504,9 +504,8 @@ fn worker_thread(
 
 impl Worker {
     fn run(&mut self) {
-        let now = Instant::now();
         for i in 0..self.conns.len() {
-            self.next_request(i, now);
+            self.next_request(i, Instant::now());
         }
         let mut events = Events::with_capacity(EVENTS.min(self.conns.len().max(16)));
         let tick = (self.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
@@ -570,16 +569,16 @@ impl Worker {
                     _ => {}
                 }
             }
-            let now = Instant::now();
             // Requests go out after every response of the batch has been read, as a burst (as
             // wrk's loop also does): the server then finds them together in one wake-up instead
-            // of being woken for each.
+            // of being woken for each. Each takes its own start time: the connects and writes
+            // before it are not its latency.
             for idx in std::mem::take(&mut self.queued) {
                 if self.conns[idx].state == State::Queued {
-                    self.next_request(idx, now);
+                    self.next_request(idx, Instant::now());
                 }
             }
-            let now = Instant::now();
+            let mut now = Instant::now();
             while let Some(&Reverse((t, idx))) = self.timers.peek() {
                 if t > now {
                     break;
@@ -590,6 +589,7 @@ impl Worker {
                         Some(t) => self.begin(idx, now, Some(t)),
                         None => self.next_request(idx, now),
                     }
+                    now = Instant::now();
                 }
             }
             if now >= next_watch {
@@ -827,13 +827,16 @@ impl Worker {
         let status = c.parser.head.status;
         let ok = (200..300).contains(&status);
         let body = c.parser.body_len;
-        let mut length_failure = false;
-        if ok {
-            match sh.doc_len.compare_exchange(UNKNOWN, body, Relaxed, Relaxed) {
-                Ok(_) => {}
-                Err(known) => length_failure = known != body && !cfg.variable_length,
-            }
-        }
+        // The first good response sets the document length; every later one only reads it (a
+        // compare-and-swap per response would take the shared cache line from every worker).
+        let known = match sh.doc_len.load(Relaxed) {
+            UNKNOWN if ok => sh
+                .doc_len
+                .compare_exchange(UNKNOWN, body, Relaxed, Relaxed)
+                .err(),
+            k => Some(k),
+        };
+        let length_failure = ok && known.is_some_and(|k| k != body) && !cfg.variable_length;
         if req.measured && self.end.is_none_or(|e| done < e) {
             let rec = &mut self.rec;
             rec.completed += 1;
@@ -956,7 +959,7 @@ impl Worker {
             match c.state {
                 State::Draining => {
                     c.stream = None;
-                    self.next_request(idx, now);
+                    self.queue(idx);
                 }
                 State::Writing | State::Reading => self.fail(idx, FailureKind::Timeout),
                 State::Waiting(_) | State::Queued | State::Finished => {}
