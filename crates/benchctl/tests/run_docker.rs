@@ -193,6 +193,14 @@ impl Run {
         }
     }
 
+    /// Kills the container of this run's server `name` (there must be exactly one).
+    fn kill_server(&self, name: &str) {
+        let label = format!("benchctl.server={name}");
+        let ids = containers_of(self.pid, &[&label]);
+        assert_eq!(ids.len(), 1, "{name}'s container: {ids:?}");
+        docker(&["kill", &ids[0]]).expect("docker kill");
+    }
+
     fn signal(&self, sig: libc::c_int) {
         // SAFETY: kill(2) on our own child's pid; the child is not reaped yet (we hold it).
         let rc = unsafe { libc::kill(self.pid as libc::pid_t, sig) };
@@ -306,6 +314,28 @@ fn server<'a>(record: &'a Value, name: &str) -> &'a Value {
         .iter()
         .find(|s| s["name"] == name)
         .unwrap_or_else(|| panic!("no server {name} in the record: {record:#}"))
+}
+
+/// What a run whose server `name` was killed must show: it ends with 0 or 1, `name` is
+/// unavailable and no load of it is kept, and nginx's one load has no failure. Returns the
+/// reason the record gives for `name`.
+fn assert_killed_server_reported<'a>(f: &Finished, record: &'a Value, name: &str) -> &'a str {
+    assert!(
+        matches!(f.code, Some(0) | Some(1)),
+        "the run ends with 0 or 1\n{}",
+        f.describe()
+    );
+    let killed = server(record, name);
+    assert_eq!(killed["status"]["state"], "unavailable", "{record:#}");
+    let reason = killed["status"]["reason"].as_str().expect("reason");
+    assert!(
+        loads_of(record, name).is_empty(),
+        "no load of a dead server is kept: {record:#}"
+    );
+    let nginx = loads_of(record, "nginx");
+    assert_eq!(nginx.len(), 1, "{record:#}");
+    assert_eq!(nginx[0]["load"]["failed"], 0, "{:#}", nginx[0]);
+    reason
 }
 
 fn loads_of<'a>(record: &'a Value, name: &str) -> Vec<&'a Value> {
@@ -576,9 +606,7 @@ generate = "hello"
     let mut run = Run::start(&path, &["--docker-dir", &docker_dir_arg()]);
     // All are up once the last one answers; nginx's 6 s load starts right then.
     run.wait_for_stderr("nginx-after: answering after", Duration::from_secs(15 * 60));
-    let apache = containers_of(run.pid, &["benchctl.server=apache"]);
-    assert_eq!(apache.len(), 1, "apache's container: {apache:?}");
-    docker(&["kill", &apache[0]]).expect("docker kill apache");
+    run.kill_server("apache");
     let killed = Instant::now();
     let f = run.finish(Duration::from_secs(120));
     let record = run.record(&f);
@@ -587,23 +615,10 @@ generate = "hello"
         killed.elapsed(),
         f.describe()
     );
-    assert!(
-        matches!(f.code, Some(0) | Some(1)),
-        "the run ends with 0 or 1\n{}",
-        f.describe()
-    );
-    let apache = server(&record, "apache");
-    assert_eq!(apache["status"]["state"], "unavailable", "{record:#}");
-    let reason = apache["status"]["reason"].as_str().expect("reason");
+    let reason = assert_killed_server_reported(&f, &record, "apache");
     assert!(!reason.is_empty(), "{record:#}");
     eprintln!("killed: exit {:?}, apache's reason: {reason}", f.code);
-    assert!(
-        loads_of(&record, "apache").is_empty(),
-        "no load of a dead server is kept: {record:#}"
-    );
     let nginx = loads_of(&record, "nginx");
-    assert_eq!(nginx.len(), 1, "{record:#}");
-    assert_eq!(nginx[0]["load"]["failed"], 0, "{:#}", nginx[0]);
     assert!(
         nginx[0]["load"]["complete"].as_u64().unwrap_or(0) > 0,
         "{:#}",
@@ -653,31 +668,15 @@ generate = "hello"
     // nginx's load is reported when it ends; apache's starts right then.
     run.wait_for_stderr("round 1/1  nginx", Duration::from_secs(15 * 60));
     std::thread::sleep(Duration::from_secs(1));
-    let apache = containers_of(run.pid, &["benchctl.server=apache"]);
-    assert_eq!(apache.len(), 1, "apache's container: {apache:?}");
-    docker(&["kill", &apache[0]]).expect("docker kill apache");
+    run.kill_server("apache");
     let f = run.finish(Duration::from_secs(120));
     let record = run.record(&f);
     eprintln!("killed in its load: {}", f.describe());
-    assert!(
-        matches!(f.code, Some(0) | Some(1)),
-        "the run ends with 0 or 1\n{}",
-        f.describe()
-    );
-    let apache = server(&record, "apache");
-    assert_eq!(apache["status"]["state"], "unavailable", "{record:#}");
-    let reason = apache["status"]["reason"].as_str().expect("reason");
+    let reason = assert_killed_server_reported(&f, &record, "apache");
     eprintln!(
         "killed in its load: exit {:?}, apache's reason: {reason}",
         f.code
     );
     assert!(reason.contains("died"), "{reason}");
-    assert!(
-        loads_of(&record, "apache").is_empty(),
-        "the load cut by the kill is not kept: {record:#}"
-    );
-    let nginx = loads_of(&record, "nginx");
-    assert_eq!(nginx.len(), 1, "{record:#}");
-    assert_eq!(nginx[0]["load"]["failed"], 0, "{:#}", nginx[0]);
     assert_no_container(&f);
 }

@@ -430,32 +430,30 @@ fn keep_alive_samples_have_zero_connect_on_reuse() {
     );
 }
 
+/// Streams `n` bodies of [`support::BIG_LEN`] bytes from `path`, `c` at a time, and checks that
+/// every byte was counted.
+fn assert_big_bodies_stream_through(path: &str, n: u64, c: u32) {
+    let s = TestServer::start();
+    let mut cfg = config(&s.url(path), n, c);
+    cfg.timeout = Duration::from_secs(15);
+    let m = run_within(Duration::from_secs(60), cfg).expect("run");
+    assert_eq!(m.complete(), n);
+    assert_no_failures(&m);
+    assert_eq!(m.server.document_length, support::BIG_LEN);
+    assert_eq!(m.rec.body_bytes, n * support::BIG_LEN);
+    assert_eq!(m.rec.total_bytes, s.bytes_sent());
+}
+
 /// A body that only the server's close ends, large enough that the reader yields to other
 /// connections many times before it sees the end.
 #[test]
 fn big_close_delimited_document_streams_through() {
-    let s = TestServer::start();
-    let mut cfg = config(&s.url("/big-close"), 3, 3);
-    cfg.timeout = Duration::from_secs(15);
-    let m = run_within(Duration::from_secs(60), cfg).expect("run");
-    assert_eq!(m.complete(), 3);
-    assert_no_failures(&m);
-    assert_eq!(m.server.document_length, support::BIG_LEN);
-    assert_eq!(m.rec.body_bytes, 3 * support::BIG_LEN);
-    assert_eq!(m.rec.total_bytes, s.bytes_sent());
+    assert_big_bodies_stream_through("/big-close", 3, 3);
 }
 
 #[test]
 fn big_document_streams_through() {
-    let s = TestServer::start();
-    let mut cfg = config(&s.url("/big"), 4, 2);
-    cfg.timeout = Duration::from_secs(15);
-    let m = run_within(Duration::from_secs(60), cfg).expect("run");
-    assert_eq!(m.complete(), 4);
-    assert_no_failures(&m);
-    assert_eq!(m.server.document_length, support::BIG_LEN);
-    assert_eq!(m.rec.body_bytes, 4 * support::BIG_LEN);
-    assert_eq!(m.rec.total_bytes, s.bytes_sent());
+    assert_big_bodies_stream_through("/big", 4, 2);
 }
 
 /// An IPv6 loopback target works like an IPv4 one (a plain blocking server, one response per

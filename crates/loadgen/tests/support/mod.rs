@@ -237,6 +237,17 @@ async fn send(s: &mut TcpStream, c: &Counters, data: &[u8]) -> std::io::Result<(
     s.write_all(data).await
 }
 
+/// Writes the [`BIG_LEN`]-byte body of `/big` and `/big-close` from the small static buffer.
+async fn send_big_body(s: &mut TcpStream, c: &Counters) -> std::io::Result<()> {
+    let mut left = BIG_LEN;
+    while left > 0 {
+        let n = left.min(BIG_CHUNK.len() as u64) as usize;
+        send(s, c, &BIG_CHUNK[..n]).await?;
+        left -= n as u64;
+    }
+    Ok(())
+}
+
 /// The `Connection` header line for a response that honours the request's wish.
 fn conn_header(keep: bool) -> &'static str {
     if keep {
@@ -366,12 +377,7 @@ async fn serve(mut s: TcpStream, c: &Counters) -> std::io::Result<()> {
                 );
                 send(&mut s, c, head.as_bytes()).await?;
                 if !req.head_only {
-                    let mut left = BIG_LEN;
-                    while left > 0 {
-                        let n = left.min(BIG_CHUNK.len() as u64) as usize;
-                        send(&mut s, c, &BIG_CHUNK[..n]).await?;
-                        left -= n as u64;
-                    }
+                    send_big_body(&mut s, c).await?;
                 }
             }
             "/big-close" => {
@@ -382,12 +388,7 @@ async fn serve(mut s: TcpStream, c: &Counters) -> std::io::Result<()> {
                 )
                 .await?;
                 if !req.head_only {
-                    let mut left = BIG_LEN;
-                    while left > 0 {
-                        let n = left.min(BIG_CHUNK.len() as u64) as usize;
-                        send(&mut s, c, &BIG_CHUNK[..n]).await?;
-                        left -= n as u64;
-                    }
+                    send_big_body(&mut s, c).await?;
                 }
                 let _ = s.shutdown().await;
                 return Ok(());
