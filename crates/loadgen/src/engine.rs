@@ -756,8 +756,8 @@ impl Worker {
         };
         let mut turns = 0;
         loop {
-            match s.read(&mut self.buf) {
-                Ok(0) => {
+            match recv(s, &mut self.buf) {
+                Recv::Eof => {
                     return match c.parser.eof() {
                         Feed::Done => {
                             // A close-delimited body: the server has closed already.
@@ -767,7 +767,7 @@ impl Worker {
                         Feed::More => self.closed(idx),
                     };
                 }
-                Ok(n) => {
+                Recv::Data(n) => {
                     let t = Instant::now();
                     if c.req.first_byte.is_none() {
                         c.req.first_byte = Some(t);
@@ -784,9 +784,8 @@ impl Worker {
                         Err(_) => return self.fail(idx, FailureKind::Exception),
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return self.closed(idx),
+                Recv::Again => return,
+                Recv::Failed => return self.closed(idx),
             }
         }
     }
@@ -891,16 +890,15 @@ impl Worker {
         };
         let mut turns = 0;
         loop {
-            match s.read(&mut self.buf) {
-                Ok(n) if n > 0 => {
+            match recv(s, &mut self.buf) {
+                Recv::Data(_) => {
                     turns += 1;
                     if turns == READS_PER_TURN {
                         return self.resume.push((idx, c.generation, false));
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                _ => break,
+                Recv::Again => return,
+                Recv::Eof | Recv::Failed => break,
             }
         }
         c.stream = None;
@@ -965,6 +963,29 @@ impl Worker {
                 State::Waiting(_) | State::Queued | State::Finished => {}
             }
         }
+    }
+}
+
+/// What one read of a socket gave.
+enum Recv {
+    Data(usize),
+    Eof,
+    /// Nothing to read for now.
+    Again,
+    /// Reset or another error.
+    Failed,
+}
+
+#[inline]
+fn recv(s: &mut TcpStream, buf: &mut [u8]) -> Recv {
+    loop {
+        return match s.read(buf) {
+            Ok(0) => Recv::Eof,
+            Ok(n) => Recv::Data(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Recv::Again,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => Recv::Failed,
+        };
     }
 }
 
