@@ -478,7 +478,16 @@ fn two_live_runs_of_the_same_scenario_compare_without_a_regression() {
         println!("{name}: requests/s per round: {}", rps.join(", "));
         records.push(out);
     }
-    let f = benchctl(&["compare", s(&records[0]), s(&records[1])]);
+    // Back-to-back runs on a shared 2-core VM drift by about 10% in mean latency (0.62 against
+    // 0.69 ms has been seen, significant after Holm's adjustment); the threshold says how large
+    // a change must be to count, and 20% is above that drift.
+    let f = benchctl(&[
+        "compare",
+        s(&records[0]),
+        s(&records[1]),
+        "--threshold",
+        "20%",
+    ]);
     let out = f.out();
     println!("{out}");
     let rps_row = out
