@@ -3,7 +3,7 @@
 use crate::Failure;
 use clap::Args;
 use loadgen::config::AB_TIMELIMIT_REQUESTS;
-use loadgen::{HttpVersion, LoadConfig, LoadError, Method, Progress, StopFlag, Target};
+use loadgen::{Coalesce, HttpVersion, LoadConfig, LoadError, Method, Progress, StopFlag, Target};
 use scenario::units::{parse_cpuset, parse_duration};
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -61,6 +61,17 @@ pub struct LoadArgs {
     /// intended send time too (coordinated-omission correction).
     #[arg(long)]
     rate: Option<f64>,
+    /// How a worker waits once it has read everything: `auto` sleeps up to 2% of the request
+    /// cycle to collect responses in batches (so the server is not made to wake the generator
+    /// for each one) when that collects at least one per wake-up; `off` is woken by every
+    /// response, as ab and wrk are; a duration (e.g. 50us) sleeps that long whenever idle.
+    #[arg(long, value_name = "auto|off|DURATION", default_value = "auto")]
+    coalesce: String,
+    /// Time responses when the generator reads them, as ab does, instead of by the kernel's
+    /// receive stamps (which leave the generator's own delays out). Implies --coalesce off
+    /// unless --coalesce gives a duration.
+    #[arg(long)]
+    user_timestamps: bool,
     /// Print the measurement as JSON instead of ab's text.
     #[arg(long)]
     json: bool,
@@ -118,6 +129,26 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
         },
     };
     c.rate = a.rate;
+    c.rx_stamps = !a.user_timestamps;
+    c.coalesce = match a.coalesce.trim() {
+        "auto" if a.user_timestamps => Coalesce::Off,
+        "auto" => Coalesce::Auto,
+        "off" | "0" => Coalesce::Off,
+        d => match parse_duration(d).map_err(|e| {
+            usage(format!(
+                "--coalesce {d:?}: expected auto, off or a duration such as 50us ({e})"
+            ))
+        })? {
+            d if d.is_zero() => Coalesce::Off,
+            d if d > Duration::from_secs(1) => {
+                return Err(usage(format!(
+                    "--coalesce {}: a nap longer than a second would stall every connection",
+                    a.coalesce
+                )))
+            }
+            d => Coalesce::Fixed(d),
+        },
+    };
     for h in &a.headers {
         let Some((k, v)) = h.split_once(':') else {
             return Err(usage(format!("-H {h:?}: expected 'Name: value'")));

@@ -180,6 +180,15 @@ fn bad_input_is_a_one_line_error_with_status_2() {
         (&["load", "-n", "2", "-c", "5", &url], "-c 5 > -n 2"),
         (&["load", "-n", "0", &url], "-n must be at least 1"),
         (&["load", "-s", "soon", &port_url], "bad duration"),
+        (
+            &["load", "--coalesce", "sometimes", &url],
+            "--coalesce \"sometimes\": expected auto, off or a duration",
+        ),
+        (&["load", "--coalesce", "50", &url], "has no unit"),
+        (
+            &["load", "--coalesce", "2s", &url],
+            "longer than a second would stall",
+        ),
     ];
     for (args, names) in cases {
         assert_usage_error(args, names);
@@ -338,6 +347,13 @@ fn json_output_parses_with_counters_percentiles_and_histogram() {
     let b64 = total["histogram"].as_str().expect("histogram string");
     let h = loadgen::json::decode_histogram(b64).expect("the histogram decodes");
     assert_eq!(h.len(), 20, "one value per response");
+    // How the times were taken: receive stamps by default, with the generator's own delay
+    // kept apart.
+    assert_eq!(v["settings"]["rx_stamps"], true, "{v}");
+    assert_eq!(v["settings"]["coalesce"], "auto");
+    assert_eq!(v["stamped"], 20);
+    assert_eq!(v["read_delay"]["moments"]["count"], 20);
+    assert!(v["naps"].is_u64());
     let p100 = pcts
         .last()
         .and_then(|p| p[1].as_u64())
@@ -348,6 +364,32 @@ fn json_output_parses_with_counters_percentiles_and_histogram() {
         "histogram max {} vs 100% {p100}",
         h.max()
     );
+}
+
+#[test]
+fn user_timestamps_time_responses_when_read_and_never_nap() {
+    let s = TestServer::start();
+    let f = benchctl(
+        &[
+            "load",
+            "--json",
+            "--user-timestamps",
+            "-n",
+            "20",
+            "-c",
+            "2",
+            &s.url("/cl"),
+        ],
+        SHORT,
+    );
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    let v = json_of(&f);
+    assert_eq!(v["complete"], 20);
+    assert_eq!(v["settings"]["rx_stamps"], false, "{v}");
+    assert_eq!(v["settings"]["coalesce"], "off");
+    assert_eq!(v["stamped"], 0);
+    assert!(v["read_delay"].is_null());
+    assert_eq!(v["naps"], 0);
 }
 
 #[test]

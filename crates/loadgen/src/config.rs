@@ -162,6 +162,28 @@ pub enum Progress {
     Bar,
 }
 
+/// How a worker waits once it has read everything there is (see [`crate::coalesce`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coalesce {
+    /// Block in `epoll_wait`, woken by every response, as ab and wrk are.
+    Off,
+    /// Sleep a bounded share of the request cycle when that collects responses in batches;
+    /// only with receive stamps, so that no nap is measured as server time.
+    Auto,
+    /// Sleep this long whenever there is nothing to read.
+    Fixed(Duration),
+}
+
+impl std::fmt::Display for Coalesce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Coalesce::Off => f.write_str("off"),
+            Coalesce::Auto => f.write_str("auto"),
+            Coalesce::Fixed(d) => write!(f, "{}us", d.as_micros()),
+        }
+    }
+}
+
 /// ab's `-t` without `-n` caps the run at this many requests, as ab does.
 pub const AB_TIMELIMIT_REQUESTS: u64 = 50_000;
 
@@ -196,6 +218,11 @@ pub struct LoadConfig {
     pub progress: Progress,
     /// Keep every request's timings for ab's exact tables (bounded runs only).
     pub keep_samples: bool,
+    /// Time responses by the kernel's receive stamps rather than by when the generator read
+    /// them (see [`crate::sock`]).
+    pub rx_stamps: bool,
+    /// How a worker waits for responses once it has caught up.
+    pub coalesce: Coalesce,
 }
 
 impl LoadConfig {
@@ -218,6 +245,8 @@ impl LoadConfig {
             version: HttpVersion::Http10,
             progress: Progress::Quiet,
             keep_samples: true,
+            rx_stamps: true,
+            coalesce: Coalesce::Auto,
         }
     }
 

@@ -10,7 +10,8 @@
 //!   one atomic counter (exact `-n` with no straggling tail) and report progress in batches.
 //!
 //! System calls per request are what a client cannot avoid: keep-alive, one `send` and one
-//! `recv` (plus a share of one `epoll_wait`); a new connection adds `socket`, `connect`, one
+//! `recvmsg` (plus a share of one `epoll_wait`, and of a `nanosleep` when the worker naps); a
+//! new connection adds `socket`, `connect`, the `setsockopt` that asks for receive stamps, one
 //! `epoll_ctl` and the `recv` that sees the server's FIN before `close`. The request is written
 //! right after `connect` returns (on loopback the handshake has completed by then); only when
 //! that write cannot proceed does the connection wait for writability.
@@ -18,19 +19,30 @@
 //! Timings follow ab.c: `start` is taken before connecting (or, on a reused keep-alive
 //! connection, when the next request starts, so Connect is 0), `connect` when the
 //! connection is known to be established (its first write goes through), `written` after the
-//! request's last byte is written, `first byte` when the first read returning data returns, and
-//! `done` when the read that completed the response returns.
+//! request's last byte is written, `first byte` when the response's first data arrived and
+//! `done` when the data that completed it arrived. "Arrived" is the kernel's receive stamp
+//! ([`crate::sock`]): the generator's own delay in getting to a socket (other connections'
+//! work, a nap while coalescing wake-ups) is not the server's and is kept apart as the read
+//! delay. Without stamps (`rx_stamps` off, or a read the kernel did not stamp), these are the
+//! instants the reads returned, as in ab.
+//!
+//! Once a worker has read everything there is, it either blocks in `epoll_wait` or, when
+//! [`crate::coalesce`] says so, sleeps a bounded time on its own timer, so that the server's
+//! CPU is not made to wake it for every response.
 
+use crate::coalesce::Napper;
 use crate::config::{HttpVersion, LoadConfig, Method, Progress};
 use crate::cpu;
 use crate::http::{build_request, Feed, ResponseParser};
+use crate::sock::{self, Recv};
 use crate::stats::{FailureKind, Measurement, Recorder, RunSettings, Sample, ServerInfo};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Write as _};
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{mpsc, Arc, Barrier, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -54,6 +66,9 @@ const EVENTS: usize = 1024;
 /// Full buffers one connection may read before the others get their turn (1 MiB): a large
 /// body that keeps arriving must not hold up every other connection's timings.
 const READS_PER_TURN: u32 = 16;
+
+/// Timer slack of a worker that naps, ns.
+const NAP_TIMER_SLACK_NS: libc::c_ulong = 1_000;
 
 const UNKNOWN: u64 = u64::MAX;
 
@@ -103,6 +118,8 @@ struct Shared {
     connect_failures: AtomicU64,
     ports_exhausted: AtomicU64,
     first_connect_error: Mutex<Option<String>>,
+    /// Holds receive stamping on for the run; `None` without stamps (asked for or possible).
+    stamps: Option<sock::StampKeeper>,
     /// Set by the coordinator before the workers are released.
     start: OnceLock<Instant>,
     measure_start: OnceLock<Instant>,
@@ -152,6 +169,11 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
         connect_failures: AtomicU64::new(0),
         ports_exhausted: AtomicU64::new(0),
         first_connect_error: Mutex::new(None),
+        stamps: if cfg.rx_stamps {
+            sock::StampKeeper::start()
+        } else {
+            None
+        },
         start: OnceLock::new(),
         measure_start: OnceLock::new(),
         cfg,
@@ -279,6 +301,8 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
             threads,
             http11: cfg.version == HttpVersion::Http11,
             head: cfg.method == Method::Head,
+            rx_stamps: sh.stamps.is_some(),
+            coalesce: cfg.coalesce.to_string(),
         },
         elapsed,
         rec,
@@ -326,6 +350,11 @@ struct Request {
     connect: Duration,
     written: Instant,
     first_byte: Option<Instant>,
+    /// When the newest data read for this response arrived, and when it was read.
+    last_data: Instant,
+    read_at: Instant,
+    /// That newest data carried a receive stamp.
+    stamped: bool,
     /// Started after the warm-up, so it holds a ticket and is recorded.
     measured: bool,
     want_server: bool,
@@ -345,6 +374,8 @@ struct Conn {
     registered: Option<Interest>,
     /// The socket's first write went through: the connection is established.
     connected: bool,
+    /// The kernel stamps what arrives on the socket.
+    stamped: bool,
     /// Bytes of the request written so far.
     sent: usize,
     /// This request's write had to wait for writability (events for readability may have
@@ -390,6 +421,9 @@ struct Worker {
     resume: Vec<(usize, u32, bool)>,
     /// Slots in `Queued`, in the order their requests completed.
     queued: Vec<usize>,
+    /// New sockets get receive stamps.
+    stamps: bool,
+    napper: Napper,
 }
 
 /// Completions counted locally and published to the progress display in batches.
@@ -462,6 +496,7 @@ fn worker_thread(
                 generation: 0,
                 registered: None,
                 connected: false,
+                stamped: false,
                 sent: 0,
                 blocked: false,
                 state: State::Waiting(None),
@@ -473,6 +508,9 @@ fn worker_thread(
                     connect: Duration::ZERO,
                     written: start,
                     first_byte: None,
+                    last_data: start,
+                    read_at: start,
+                    stamped: false,
                     measured: false,
                     want_server: false,
                     retried: false,
@@ -495,8 +533,15 @@ fn worker_thread(
         tally: Tally::default(),
         resume: Vec::new(),
         queued: Vec::new(),
+        stamps: sh.stamps.is_some(),
+        napper: Napper::new(cfg.coalesce, sh.stamps.is_some()),
         sh,
     };
+    if w.napper.enabled() {
+        // Naps are tens of microseconds; the default 50 µs timer slack would double them.
+        // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, NAP_TIMER_SLACK_NS, 0, 0, 0) };
+    }
     w.run();
     w.tally.publish(&w.sh);
     (w.rec, w.tally.last_done)
@@ -510,6 +555,8 @@ impl Worker {
         let mut events = Events::with_capacity(EVENTS.min(self.conns.len().max(16)));
         let tick = (self.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
         let mut next_watch = Instant::now() + tick;
+        // The last poll found nothing: the worker has caught up with the server.
+        let mut caught_up = false;
         while self.active > 0 && !self.sh.stop.load(Relaxed) {
             let now = Instant::now();
             if self.end.is_some_and(|e| now >= e) {
@@ -525,10 +572,19 @@ impl Worker {
             if !self.resume.is_empty() || !self.queued.is_empty() {
                 wake = now;
             }
-            match self
-                .poll
-                .poll(&mut events, Some(wake.saturating_duration_since(now)))
-            {
+            let mut timeout = wake.saturating_duration_since(now);
+            if let Some(nap) = self.napper.nap().filter(|_| !timeout.is_zero()) {
+                // Never block in the poller, so that no response has to wake this thread: look
+                // without waiting, and once there was nothing, sleep before looking again.
+                if caught_up {
+                    std::thread::sleep(nap.min(timeout));
+                    self.rec.naps += 1;
+                }
+                timeout = Duration::ZERO;
+            }
+            let polled = self.poll.poll(&mut events, Some(timeout));
+            caught_up = events.is_empty();
+            match polled {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -632,6 +688,9 @@ impl Worker {
             connect: Duration::ZERO,
             written: now,
             first_byte: None,
+            last_data: now,
+            read_at: now,
+            stamped: false,
             measured,
             want_server: self.sh.server.get().is_none(),
             retried: false,
@@ -653,9 +712,10 @@ impl Worker {
         if c.stream.is_none() {
             // Connect without TCP_NODELAY: each request leaves in one write, and everything
             // sent before it was acknowledged by the response it got, so Nagle never holds a
-            // request back; the setsockopt would be one more system call per connection.
+            // request back, and the setsockopt would be one more system call per connection.
             match TcpStream::connect(self.sh.addr) {
                 Ok(s) => {
+                    c.stamped = self.stamps && sock::enable_rx_stamps(s.as_raw_fd()).is_ok();
                     c.stream = Some(s);
                     c.generation = c.generation.wrapping_add(1);
                     c.registered = None;
@@ -756,22 +816,35 @@ impl Worker {
         };
         let mut turns = 0;
         loop {
-            match recv(s, &mut self.buf) {
+            match sock::recv(s.as_raw_fd(), &mut self.buf, c.stamped) {
                 Recv::Eof => {
                     return match c.parser.eof() {
                         Feed::Done => {
-                            // A close-delimited body: the server has closed already.
+                            // A close-delimited body: the server has closed already. The FIN
+                            // carries no stamp; a stamped body ended when its last byte came.
                             c.stream = None;
-                            self.complete(idx, Instant::now(), true)
+                            let now = Instant::now();
+                            let done = if c.req.stamped { c.req.last_data } else { now };
+                            if !c.req.stamped {
+                                c.req.read_at = now;
+                            }
+                            self.complete(idx, done, true)
                         }
                         Feed::More => self.closed(idx),
                     };
                 }
-                Recv::Data(n) => {
-                    let t = Instant::now();
+                Recv::Data { len: n, stamp } => {
+                    let now = Instant::now();
+                    let t = match stamp {
+                        Some(st) => sock::arrival(st, now, sock::realtime_now(), c.req.start),
+                        None => now,
+                    };
                     if c.req.first_byte.is_none() {
                         c.req.first_byte = Some(t);
                     }
+                    c.req.last_data = t;
+                    c.req.read_at = now;
+                    c.req.stamped = stamp.is_some();
                     match c.parser.feed(&self.buf[..n]) {
                         Ok(Feed::Done) => return self.complete(idx, t, closed),
                         Ok(Feed::More) if n < self.buf.len() && !closed => return,
@@ -864,8 +937,16 @@ impl Worker {
                 .intended
                 .map(|t| done.saturating_duration_since(t).as_micros() as u64);
             rec.record(sample, corrected);
+            if req.stamped {
+                rec.stamped += 1;
+                rec.read_delay.saturating_record(
+                    req.read_at.saturating_duration_since(done).as_micros() as u64,
+                );
+            }
             self.tally.count(sh, done);
         }
+        self.napper
+            .observe(done.saturating_duration_since(req.start), req.read_at);
         let c = &mut self.conns[idx];
         if cfg.keep_alive && c.parser.head.keep_alive {
             return self.queue(idx);
@@ -890,8 +971,8 @@ impl Worker {
         };
         let mut turns = 0;
         loop {
-            match recv(s, &mut self.buf) {
-                Recv::Data(_) => {
+            match sock::recv(s.as_raw_fd(), &mut self.buf, false) {
+                Recv::Data { .. } => {
                     turns += 1;
                     if turns == READS_PER_TURN {
                         return self.resume.push((idx, c.generation, false));
@@ -963,29 +1044,6 @@ impl Worker {
                 State::Waiting(_) | State::Queued | State::Finished => {}
             }
         }
-    }
-}
-
-/// What one read of a socket gave.
-enum Recv {
-    Data(usize),
-    Eof,
-    /// Nothing to read for now.
-    Again,
-    /// Reset or another error.
-    Failed,
-}
-
-#[inline]
-fn recv(s: &mut TcpStream, buf: &mut [u8]) -> Recv {
-    loop {
-        return match s.read(buf) {
-            Ok(0) => Recv::Eof,
-            Ok(n) => Recv::Data(n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Recv::Again,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => Recv::Failed,
-        };
     }
 }
 

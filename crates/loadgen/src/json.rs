@@ -63,6 +63,18 @@ pub struct LoadReport {
     /// Total latency from each request's intended send time (constant-rate runs only).
     pub corrected_total: Option<TimerReport>,
     pub stopped_early: Option<String>,
+    /// Recorded responses timed by the kernel's receive stamps; the others (all of them in
+    /// records made before stamps existed) were timed when the generator read them.
+    #[serde(default)]
+    pub stamped: u64,
+    /// How long stamped responses had been complete on this host before the generator read
+    /// them, µs: the generator's own delay, excluded from every other timer. Percentiles from
+    /// the histogram.
+    #[serde(default)]
+    pub read_delay: Option<TimerReport>,
+    /// Times a worker slept to collect responses in batches rather than being woken by each.
+    #[serde(default)]
+    pub naps: u64,
 }
 
 /// The percentiles every [`TimerReport`] lists, in per mille so that 99.9 is exact.
@@ -249,6 +261,10 @@ impl LoadReport {
                 .as_ref()
                 .map(|h| TimerReport::new(moments_of(h), h, None)),
             stopped_early: m.stopped_early.clone(),
+            stamped: r.stamped,
+            read_delay: (r.stamped > 0)
+                .then(|| TimerReport::new(moments_of(&r.read_delay), &r.read_delay, None)),
+            naps: r.naps,
         }
     }
 

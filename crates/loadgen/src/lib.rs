@@ -6,13 +6,15 @@
 //! at the end.
 
 pub mod ab;
+pub mod coalesce;
 pub mod config;
 pub mod cpu;
 pub mod engine;
 pub mod http;
 pub mod json;
+pub mod sock;
 pub mod stats;
 
-pub use config::{HttpVersion, LoadConfig, Method, Progress, Target};
+pub use config::{Coalesce, HttpVersion, LoadConfig, Method, Progress, Target};
 pub use engine::{run, run_until, LoadError, StopFlag};
 pub use stats::{FailureKind, Failures, Measurement, Sample, ServerInfo};

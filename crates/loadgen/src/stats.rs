@@ -249,6 +249,14 @@ pub struct Recorder {
     pub sent_bytes: u64,
     /// Requests that ended, by any outcome but a connect failure (ab's `done`).
     pub completed: u64,
+    /// Recorded responses timed by the kernel's receive stamps (the others by when the
+    /// generator read them).
+    pub stamped: u64,
+    /// How long each recorded response had been complete on this host before the generator
+    /// read it, µs (stamped responses only): the generator's own delay, not the server's.
+    pub read_delay: Histogram<u64>,
+    /// Times a worker slept to collect responses in batches instead of being woken by each.
+    pub naps: u64,
 }
 
 impl Recorder {
@@ -264,6 +272,9 @@ impl Recorder {
             body_bytes: 0,
             sent_bytes: 0,
             completed: 0,
+            stamped: 0,
+            read_delay: new_hist(),
+            naps: 0,
         }
     }
 
@@ -303,6 +314,9 @@ impl Recorder {
         self.body_bytes += o.body_bytes;
         self.sent_bytes += o.sent_bytes;
         self.completed += o.completed;
+        self.stamped += o.stamped;
+        let _ = self.read_delay.add(&o.read_delay);
+        self.naps += o.naps;
     }
 }
 
@@ -328,6 +342,17 @@ pub struct RunSettings {
     pub threads: usize,
     pub http11: bool,
     pub head: bool,
+    /// Responses were timed by the kernel's receive stamps where the socket gave them (records
+    /// made before stamps existed lack the field: their responses were timed when read).
+    #[serde(default)]
+    pub rx_stamps: bool,
+    /// How workers waited for responses: "off" (woken by each), "auto", or a fixed nap ("50us").
+    #[serde(default = "coalesce_off")]
+    pub coalesce: String,
+}
+
+fn coalesce_off() -> String {
+    "off".to_string()
 }
 
 /// The whole result of one load run.

@@ -82,6 +82,8 @@ fn measurement(s: Setup) -> Measurement {
             threads: 1,
             http11: false,
             head: false,
+            rx_stamps: false,
+            coalesce: "off".into(),
         },
         elapsed: Duration::from_micros(s.elapsed_us),
         rec,

@@ -20,7 +20,11 @@ fn measurement(keep_samples: bool, corrected: bool) -> Measurement {
         };
         // A constant-rate run would have meant to send each request a little earlier.
         rec.record(s, corrected.then_some(u64::from(k) * 1000 + 250));
+        // Each response read 3k µs after it arrived.
+        rec.read_delay.saturating_record(u64::from(k) * 3);
+        rec.stamped += 1;
     }
+    rec.naps = 7;
     rec.completed = 100;
     rec.total_bytes = 102_400;
     rec.body_bytes = 51_200;
@@ -46,6 +50,8 @@ fn measurement(keep_samples: bool, corrected: bool) -> Measurement {
             threads: 2,
             http11: false,
             head: false,
+            rx_stamps: false,
+            coalesce: "off".into(),
         },
         elapsed: Duration::from_millis(2500),
         rec,
@@ -87,6 +93,10 @@ fn json_round_trip_keeps_every_field_and_histogram() {
             back.corrected_total.as_mut().unwrap(),
             r.corrected_total.as_ref().unwrap(),
         ),
+        (
+            back.read_delay.as_mut().unwrap(),
+            r.read_delay.as_ref().unwrap(),
+        ),
     ];
     for (b, o) in pairs {
         close(&mut b.mean_us, o.mean_us);
@@ -107,6 +117,41 @@ fn json_round_trip_keeps_every_field_and_histogram() {
     }
     let c = back.corrected_histogram().expect("corrected kept").unwrap();
     assert_eq!(recorded(&c), recorded(hs.corrected.as_ref().unwrap()));
+}
+
+#[test]
+fn read_delay_and_naps_are_reported() {
+    let r = LoadReport::from_measurement(&measurement(true, false));
+    assert_eq!(r.stamped, 100);
+    assert_eq!(r.naps, 7);
+    let d = r
+        .read_delay
+        .as_ref()
+        .expect("stamped responses have a read delay");
+    assert_eq!(d.moments.count, 100);
+    assert_eq!(d.percentiles_us.last(), Some(&(100.0, 300)));
+    assert!((d.mean_us - 151.5).abs() < 0.5, "mean {}", d.mean_us);
+}
+
+#[test]
+fn reports_from_before_receive_stamps_still_read() {
+    let r = LoadReport::from_measurement(&measurement(true, false));
+    let mut v = serde_json::to_value(&r).unwrap();
+    let o = v.as_object_mut().unwrap();
+    for k in ["stamped", "read_delay", "naps"] {
+        o.remove(k);
+    }
+    let settings = o["settings"].as_object_mut().unwrap();
+    settings.remove("rx_stamps");
+    settings.remove("coalesce");
+    let old: LoadReport = serde_json::from_value(v).unwrap();
+    assert_eq!((old.stamped, old.naps), (0, 0));
+    assert!(old.read_delay.is_none());
+    assert!(
+        !old.settings.rx_stamps,
+        "timed when read, as everything was then"
+    );
+    assert_eq!(old.settings.coalesce, "off");
 }
 
 #[test]

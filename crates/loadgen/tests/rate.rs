@@ -7,7 +7,6 @@
 mod support;
 
 use loadgen::{HttpVersion, LoadConfig, Measurement, Target};
-use std::sync::mpsc;
 use std::time::Duration;
 use support::TestServer;
 
@@ -23,15 +22,8 @@ fn rate_config(url: &str, rate: f64, c: u32, run_for: Duration) -> LoadConfig {
     cfg
 }
 
-/// Runs the load on a thread of its own and fails the test if it does not return in `limit`.
 fn run_within(limit: Duration, cfg: LoadConfig) -> Measurement {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(loadgen::run(cfg));
-    });
-    rx.recv_timeout(limit)
-        .unwrap_or_else(|_| panic!("the load run did not finish within {limit:?}"))
-        .expect("the load run succeeds")
+    support::run_within(limit, cfg).expect("the load run succeeds")
 }
 
 fn ms(us: u64) -> f64 {

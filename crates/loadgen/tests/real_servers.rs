@@ -7,9 +7,8 @@
 mod support;
 
 use loadgen::{HttpVersion, LoadConfig, LoadError, Measurement, Method, Target};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use support::{TestServer, HELLO};
+use support::{run_within, TestServer, HELLO};
 
 /// The longest any run here may take before the test declares it hung.
 const HANG: Duration = Duration::from_secs(20);
@@ -20,16 +19,6 @@ fn config(url: &str, n: u64, c: u32) -> LoadConfig {
     cfg.concurrency = c;
     cfg.timeout = Duration::from_secs(5);
     cfg
-}
-
-/// Runs the load on a thread of its own and fails the test if it does not return in `limit`.
-fn run_within(limit: Duration, cfg: LoadConfig) -> Result<Measurement, LoadError> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(loadgen::run(cfg));
-    });
-    rx.recv_timeout(limit)
-        .unwrap_or_else(|_| panic!("the load run did not finish within {limit:?}"))
 }
 
 fn run_ok(cfg: LoadConfig) -> Measurement {

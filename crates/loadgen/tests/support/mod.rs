@@ -3,7 +3,7 @@
 //! (connections accepted, connections open at once, requests, bytes written) so tests can check
 //! the client's numbers against the server's.
 //!
-//! Behaviours, chosen by path (the query string is ignored except by `/stall-once`):
+//! Behaviours, chosen by path (the query string is ignored except by `/stall-once` and `/slow`):
 //! - `/cl`: "Hello, World!" with Content-Length; keep-alive when HTTP/1.1 (unless the request says
 //!   `Connection: close`) or when an HTTP/1.0 request says `Connection: Keep-Alive`;
 //! - `/chunked`: the same 13 bytes in several chunks;
@@ -17,6 +17,7 @@
 //! - `/big-close`: the same bytes with no Content-Length, ended by closing the connection;
 //! - `/stall-once?after=N`: when the server's request count reaches N, every response waits
 //!   until one second after that moment (a server that stops once, like a GC pause);
+//! - `/slow?ms=N`: the `/cl` response, each one after waiting N milliseconds;
 //! - `/garbage`: "NOT HTTP\r\n\r\n" and close.
 //!
 //! The server runs on its own multi-thread runtime and thread; dropping [`TestServer`] stops
@@ -53,6 +54,19 @@ struct Counters {
     vary: AtomicU64,
     /// When `/stall-once` triggered: responses wait until this instant plus [`STALL_ONCE`].
     stalled_at: Mutex<Option<Instant>>,
+}
+
+/// Runs the load on a thread of its own and fails the test if it does not return in `limit`.
+pub fn run_within(
+    limit: Duration,
+    cfg: loadgen::LoadConfig,
+) -> Result<loadgen::Measurement, loadgen::LoadError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(loadgen::run(cfg));
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("the load run did not finish within {limit:?}"))
 }
 
 /// A running test server.
@@ -248,6 +262,22 @@ async fn send_big_body(s: &mut TcpStream, c: &Counters) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The `/cl` response: [`HELLO`] with Content-Length.
+async fn send_hello(
+    s: &mut TcpStream,
+    c: &Counters,
+    keep: bool,
+    head_only: bool,
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{}\r\n",
+        HELLO.len(),
+        conn_header(keep)
+    );
+    let body: &[u8] = if head_only { b"" } else { HELLO };
+    send(s, c, &[head.as_bytes(), body].concat()).await
+}
+
 /// The `Connection` header line for a response that honours the request's wish.
 fn conn_header(keep: bool) -> &'static str {
     if keep {
@@ -273,12 +303,17 @@ async fn serve(mut s: TcpStream, c: &Counters) -> std::io::Result<()> {
         };
         match req.path.as_str() {
             "/cl" => {
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{}\r\n",
-                    HELLO.len(),
-                    conn_header(keep)
-                );
-                send(&mut s, c, &[head.as_bytes(), &body(HELLO)].concat()).await?;
+                send_hello(&mut s, c, keep, req.head_only).await?;
+            }
+            "/slow" => {
+                let ms: u64 = req
+                    .query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix("ms="))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                send_hello(&mut s, c, keep, req.head_only).await?;
             }
             "/stall-once" => {
                 let after: u64 = req
@@ -297,12 +332,7 @@ async fn serve(mut s: TcpStream, c: &Counters) -> std::io::Result<()> {
                 if let Some(u) = until {
                     tokio::time::sleep_until(u.into()).await;
                 }
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {}\r\n{}\r\n",
-                    HELLO.len(),
-                    conn_header(keep)
-                );
-                send(&mut s, c, &[head.as_bytes(), &body(HELLO)].concat()).await?;
+                send_hello(&mut s, c, keep, req.head_only).await?;
             }
             "/chunked" => {
                 let head = format!(

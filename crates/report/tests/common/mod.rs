@@ -65,6 +65,8 @@ pub fn load_report(spec: &LoadSpec) -> LoadReport {
             threads: 1,
             http11: false,
             head: false,
+            rx_stamps: false,
+            coalesce: "off".into(),
         },
         elapsed: Duration::from_secs_f64(spec.elapsed_s),
         rec,

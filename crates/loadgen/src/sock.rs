@@ -1,0 +1,289 @@
+//! Socket reads that also say when the data arrived.
+//!
+//! A generator that reads a response late, because it was busy with other connections or asleep
+//! collecting several responses per wake-up, would otherwise charge that delay to the server.
+//! With `SO_TIMESTAMPNS` the kernel stamps each packet as it enters the receive path (on
+//! loopback: as the server's write hands it over), and every `recvmsg` returns the stamp of the
+//! newest data it consumed. The stamp of the read that completes a response is therefore the
+//! moment the whole response was on this host, however late the generator got to it.
+//!
+//! Stamps are CLOCK_REALTIME; [`arrival`] maps one onto the monotonic clock the engine times
+//! everything else with, from a pair of clock readings taken right after the read, so only a
+//! clock step between the packet's arrival and its read (microseconds) could skew it, and the
+//! result is clamped into the window where it must lie.
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// When data arrived, as the kernel stamped it: nanoseconds since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp(u64);
+
+/// What one read of a socket gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recv {
+    /// `len` bytes; `stamp` when the kernel stamped them (`None` without receive stamps).
+    Data {
+        len: usize,
+        stamp: Option<Stamp>,
+    },
+    Eof,
+    /// Nothing to read for now.
+    Again,
+    /// Reset or another error.
+    Failed,
+}
+
+/// Asks the kernel to stamp what arrives on `fd`.
+pub fn enable_rx_stamps(fd: RawFd) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: `on` outlives the call and its size is passed with it.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Keeps receive stamping switched on for as long as it lives.
+///
+/// The kernel stamps packets only while some socket asks for stamps, and it switches stamping
+/// on through deferred work: the first packets after the first such socket appears go
+/// unstamped, and a generator whose connections come and go one at a time (`-c 1` without
+/// keep-alive) would switch it on and off for each one, patching kernel code every time. A
+/// keeper is a loopback connection that asks for stamps from the start of the run to its end;
+/// it returns once a byte sent over it came back stamped, so from then on every response is.
+pub struct StampKeeper {
+    _stamped: std::net::TcpStream,
+    _peer: std::net::TcpStream,
+}
+
+impl StampKeeper {
+    /// How long [`StampKeeper::start`] waits for the first stamped byte.
+    const WAIT: Duration = Duration::from_millis(200);
+
+    /// `None` when this host cannot stamp (the run then times responses when it reads them).
+    pub fn start() -> Option<StampKeeper> {
+        use std::io::Write as _;
+        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).ok()?;
+        let stamped = std::net::TcpStream::connect(listener.local_addr().ok()?).ok()?;
+        let (mut peer, _) = listener.accept().ok()?;
+        enable_rx_stamps(stamped.as_raw_fd()).ok()?;
+        stamped.set_nonblocking(true).ok()?;
+        let deadline = Instant::now() + Self::WAIT;
+        let mut buf = [0u8; 16];
+        loop {
+            peer.write_all(b"x").ok()?;
+            // Loopback delivers within the write: the byte is there to read now.
+            if let Recv::Data { stamp: Some(_), .. } = recv(stamped.as_raw_fd(), &mut buf, true) {
+                return Some(StampKeeper {
+                    _stamped: stamped,
+                    _peer: peer,
+                });
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// Room for one `SCM_TIMESTAMPNS` message (CMSG_SPACE of a timespec is 32 bytes on 64-bit
+/// Linux), with the alignment a `cmsghdr` needs.
+#[repr(C, align(8))]
+struct ControlBuf([u8; 64]);
+
+/// Reads from a non-blocking socket. With `stamped`, uses `recvmsg` and returns the receive
+/// stamp of the data; otherwise a plain `read`.
+#[inline]
+pub fn recv(fd: RawFd, buf: &mut [u8], stamped: bool) -> Recv {
+    if !stamped {
+        return loop {
+            // SAFETY: `buf` is valid for writes of its length for the duration of the call.
+            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+            match classify(n) {
+                Some(r) => break r,
+                None => continue,
+            }
+        };
+    }
+    let mut control = ControlBuf([0; 64]);
+    loop {
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        // SAFETY: an all-zero msghdr is a valid empty header; its pointers are set below to
+        // `iov` and `control`, which outlive the call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.0.as_mut_ptr().cast();
+        msg.msg_controllen = control.0.len() as _;
+        // SAFETY: `msg` describes buffers valid for writes of the lengths it gives.
+        let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+        match classify(n) {
+            Some(Recv::Data { len, .. }) => {
+                return Recv::Data {
+                    len,
+                    stamp: stamp_of(&msg),
+                }
+            }
+            Some(r) => return r,
+            None => continue,
+        }
+    }
+}
+
+/// A read's return value as a [`Recv`]; `None` when it was interrupted and must be retried.
+#[inline]
+fn classify(n: isize) -> Option<Recv> {
+    if n > 0 {
+        return Some(Recv::Data {
+            len: n as usize,
+            stamp: None,
+        });
+    }
+    if n == 0 {
+        return Some(Recv::Eof);
+    }
+    match io::Error::last_os_error().raw_os_error() {
+        Some(libc::EINTR) => None,
+        Some(libc::EAGAIN) => Some(Recv::Again),
+        _ => Some(Recv::Failed),
+    }
+}
+
+/// The `SCM_TIMESTAMPNS` stamp among the control messages `recvmsg` filled in, if any.
+fn stamp_of(msg: &libc::msghdr) -> Option<Stamp> {
+    // SAFETY: `msg` was filled in by a successful recvmsg, so its control length covers only
+    // well-formed headers inside the control buffer; CMSG_* walk exactly those.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                return u64::try_from(ts.tv_sec)
+                    .ok()
+                    .map(|s| Stamp(s * 1_000_000_000 + ts.tv_nsec as u64));
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+    }
+    None
+}
+
+/// CLOCK_REALTIME now, in the unit of a [`Stamp`].
+#[inline]
+pub fn realtime_now() -> Stamp {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    Stamp(ts.tv_sec.max(0) as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// When data stamped `stamp` arrived, on the monotonic clock: `read_at` (monotonic) and
+/// `real_at` (realtime) are readings of the two clocks taken together after the read, and the
+/// result is kept within `[floor, read_at]` (data cannot have been read before it arrived, nor,
+/// for a response, have arrived before its request started).
+#[inline]
+pub fn arrival(stamp: Stamp, read_at: Instant, real_at: Stamp, floor: Instant) -> Instant {
+    let age = Duration::from_nanos(real_at.0.saturating_sub(stamp.0));
+    read_at
+        .checked_sub(age)
+        .unwrap_or(floor)
+        .clamp(floor, read_at)
+}
+
+impl Stamp {
+    pub fn from_nanos(ns: u64) -> Self {
+        Stamp(ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn arrival_is_the_stamp_mapped_onto_the_monotonic_clock() {
+        let floor = Instant::now();
+        let read_at = floor + Duration::from_millis(10);
+        let real = Stamp::from_nanos(5_000_000_000);
+        let stamp = Stamp::from_nanos(5_000_000_000 - 3_000_000);
+        assert_eq!(
+            arrival(stamp, read_at, real, floor),
+            read_at - Duration::from_millis(3)
+        );
+    }
+
+    #[test]
+    fn arrival_stays_within_the_request_and_the_read() {
+        let floor = Instant::now();
+        let read_at = floor + Duration::from_millis(10);
+        let real = Stamp::from_nanos(5_000_000_000);
+        // Stamped "after" the read: the clock was stepped back meanwhile.
+        let later = Stamp::from_nanos(5_000_000_000 + 1_000_000);
+        assert_eq!(arrival(later, read_at, real, floor), read_at);
+        // Stamped long before the request started: a step forward.
+        let early = Stamp::from_nanos(4_000_000_000);
+        assert_eq!(arrival(early, read_at, real, floor), floor);
+    }
+
+    #[test]
+    fn a_stamped_read_returns_when_the_data_arrived_not_when_it_was_read() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        client.set_nonblocking(true).unwrap();
+        enable_rx_stamps(client.as_raw_fd()).unwrap();
+
+        let mut buf = [0u8; 64];
+        assert_eq!(recv(client.as_raw_fd(), &mut buf, true), Recv::Again);
+        let sent = Instant::now();
+        server.write_all(b"hello").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let r = recv(client.as_raw_fd(), &mut buf, true);
+        let (read_at, real_at) = (Instant::now(), realtime_now());
+        let Recv::Data { len, stamp } = r else {
+            panic!("expected data, got {r:?}");
+        };
+        assert_eq!(&buf[..len], b"hello");
+        let arrived = arrival(stamp.expect("a receive stamp"), read_at, real_at, sent);
+        assert!(
+            arrived - sent < Duration::from_millis(25),
+            "stamped {:?} after the write, read {:?} after it",
+            arrived - sent,
+            read_at - sent
+        );
+
+        // Unstamped reads and the end of the stream.
+        server.write_all(b"x").unwrap();
+        drop(server);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(
+            recv(client.as_raw_fd(), &mut buf, false),
+            Recv::Data {
+                len: 1,
+                stamp: None
+            }
+        );
+        assert_eq!(recv(client.as_raw_fd(), &mut buf, true), Recv::Eof);
+    }
+}
