@@ -8,6 +8,10 @@ turn, round by round, in two modes:
   keep-alive   -c 100, each tool for --seconds
   close        -c 300, a new connection per request (ab's default, HTTP/1.0)
 
+benchctl runs twice: as it is, and as `benchctl-woken` (--user-timestamps: responses timed when
+read and the client woken by every one, as ab and wrk are), which shows what its receive stamps
+and coalesced wake-ups change.
+
 Per run it records the tool's own requests/s and the client's CPU time (user + sys from the
 child's rusage), and prints per mode the median over rounds with ratios to benchctl. A Markdown
 and a JSON copy go to bench/results/peers-latest.{md,json}.
@@ -46,7 +50,7 @@ DEFAULT_OUT_DIR = REPO / "bench" / "results"
 NGINX = "/usr/sbin/nginx"
 BODY = b"Hello, World!"  # 13 bytes, as in the posts being reproduced
 
-TOOLS = ("benchctl", "wrk", "ab", "oha")
+TOOLS = ("benchctl", "benchctl-woken", "wrk", "ab", "oha")
 MODES = ("keep-alive", "close")
 CONCURRENCY = {"keep-alive": 100, "close": 300}
 
@@ -327,6 +331,17 @@ class Benchctl(Tool):
             return ""
 
 
+class BenchctlWoken(Benchctl):
+    """benchctl timing responses when it reads them and woken by each one, as ab and wrk are
+    (--user-timestamps): the row that shows what receive stamps and coalesced wake-ups change."""
+
+    name = "benchctl-woken"
+
+    def command(self, mode, url, cfg, round_no):
+        cmd = super().command(mode, url, cfg, round_no)
+        return cmd[:-1] + ["--user-timestamps"] + cmd[-1:]
+
+
 class Wrk(Tool):
     name = "wrk"
 
@@ -445,7 +460,7 @@ class Oha(Tool):
         return out.stdout.strip()
 
 
-TOOL_CLASSES = {"benchctl": Benchctl, "wrk": Wrk, "ab": Ab, "oha": Oha}
+TOOL_CLASSES = {"benchctl": Benchctl, "benchctl-woken": BenchctlWoken, "wrk": Wrk, "ab": Ab, "oha": Oha}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -819,7 +834,7 @@ def find_tools(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, str
     tools: dict[str, Tool] = {}
     skipped: dict[str, str] = {}
     for name in args.tools:
-        if name == "benchctl":
+        if name.startswith("benchctl"):
             path = args.benchctl
             if not os.access(path, os.X_OK):
                 raise Fatal(f"{path} is missing: build it first with `cargo build --release -p benchctl`")
@@ -899,13 +914,13 @@ def main(argv: list[str]) -> int:
                         if mode == "keep-alive":
                             cfg.rates_seen.setdefault(name, []).append(r.requests_per_second)
                         log(
-                            f"[{done}/{total}] round {rnd + 1} {mode:10} {name:8} "
+                            f"[{done}/{total}] round {rnd + 1} {mode:10} {name:14} "
                             f"{r.requests_per_second:>10,.0f} req/s  cpu {r.cpu_s:.2f}s"
                             + (f"  failed {r.failed}" if r.failed else "")
                             + ("  PORT EXHAUSTION" if r.port_exhaustion else "")
                         )
                     else:
-                        log(f"[{done}/{total}] round {rnd + 1} {mode:10} {name:8} FAILED: {r.error}")
+                        log(f"[{done}/{total}] round {rnd + 1} {mode:10} {name:14} FAILED: {r.error}")
         nginx_version = nginx.version()
     except KeyboardInterrupt:
         log("interrupted; nginx stopped, nothing written")
@@ -927,7 +942,7 @@ def main(argv: list[str]) -> int:
             if (r.tool, r.mode) in seen or not r.command:
                 continue
             seen.add((r.tool, r.mode))
-            cmd = [r.tool if i == 0 else ("URL" if a == url else a) for i, a in enumerate(r.command)]
+            cmd = [os.path.basename(a) if i == 0 else ("URL" if a == url else a) for i, a in enumerate(r.command)]
             commands.append(f"{r.mode:>10}: " + " ".join(shell_quote(a) for a in cmd))
         meta = {
             "source": git_describe(),
