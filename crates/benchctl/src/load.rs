@@ -4,7 +4,7 @@ use crate::Failure;
 use clap::Args;
 use loadgen::config::AB_TIMELIMIT_REQUESTS;
 use loadgen::{Coalesce, HttpVersion, LoadConfig, LoadError, Method, Progress, StopFlag, Target};
-use scenario::units::{parse_cpuset, parse_duration};
+use scenario::units::{parse_coalesce, parse_cpuset, parse_duration};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -68,8 +68,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "auto|off|DURATION", default_value = "auto")]
     coalesce: String,
     /// Time responses when the generator reads them, as ab does, instead of by the kernel's
-    /// receive stamps (which leave the generator's own delays out). Implies --coalesce off
-    /// unless --coalesce gives a duration.
+    /// receive stamps (which leave the generator's own delays out). --coalesce auto then
+    /// never naps, since a nap would count as server time.
     #[arg(long)]
     user_timestamps: bool,
     /// Print the measurement as JSON instead of ab's text.
@@ -130,25 +130,9 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
     };
     c.rate = a.rate;
     c.rx_stamps = !a.user_timestamps;
-    c.coalesce = match a.coalesce.trim() {
-        "auto" if a.user_timestamps => Coalesce::Off,
-        "auto" => Coalesce::Auto,
-        "off" | "0" => Coalesce::Off,
-        d => match parse_duration(d).map_err(|e| {
-            usage(format!(
-                "--coalesce {d:?}: expected auto, off or a duration such as 50us ({e})"
-            ))
-        })? {
-            d if d.is_zero() => Coalesce::Off,
-            d if d > Duration::from_secs(1) => {
-                return Err(usage(format!(
-                    "--coalesce {}: a nap longer than a second would stall every connection",
-                    a.coalesce
-                )))
-            }
-            d => Coalesce::Fixed(d),
-        },
-    };
+    c.coalesce = parse_coalesce(&a.coalesce)
+        .map(coalesce)
+        .map_err(|e| usage(format!("--coalesce: {e}")))?;
     for h in &a.headers {
         let Some((k, v)) = h.split_once(':') else {
             return Err(usage(format!("-H {h:?}: expected 'Name: value'")));
@@ -164,6 +148,15 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
     };
     c.validate().map_err(Failure::usage)?;
     Ok(c)
+}
+
+/// The scenario's and the command line's wake-up policy in the load generator's terms.
+pub(crate) fn coalesce(c: scenario::units::Coalesce) -> Coalesce {
+    match c {
+        scenario::units::Coalesce::Auto => Coalesce::Auto,
+        scenario::units::Coalesce::Off => Coalesce::Off,
+        scenario::units::Coalesce::Nap(d) => Coalesce::Fixed(d),
+    }
 }
 
 pub fn main(a: LoadArgs) -> Result<ExitCode, Failure> {

@@ -475,6 +475,8 @@ impl RunCtx<'_> {
         cfg.warmup = load.warmup;
         cfg.rate = load.rate;
         cfg.method = if load.head { Method::Head } else { Method::Get };
+        cfg.rx_stamps = !load.user_timestamps;
+        cfg.coalesce = crate::load::coalesce(load.coalesce);
         cfg.cpus = Some(self.plan.cpus.loadgen.clone());
         cfg.threads = self.plan.cpus.loadgen.len().max(1);
         cfg.progress = if std::io::stderr().is_terminal() {
@@ -499,6 +501,9 @@ impl RunCtx<'_> {
         };
         if m.stopped_early.as_deref() == Some("interrupted") {
             return Ok(None);
+        }
+        for n in &m.notes {
+            eprintln!("  note: {n}");
         }
         Ok(Some((LoadReport::from_measurement(&m), usage)))
     }

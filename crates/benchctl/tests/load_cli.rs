@@ -182,12 +182,12 @@ fn bad_input_is_a_one_line_error_with_status_2() {
         (&["load", "-s", "soon", &port_url], "bad duration"),
         (
             &["load", "--coalesce", "sometimes", &url],
-            "--coalesce \"sometimes\": expected auto, off or a duration",
+            "--coalesce: `sometimes` is not auto, off or a duration",
         ),
         (&["load", "--coalesce", "50", &url], "has no unit"),
         (
             &["load", "--coalesce", "2s", &url],
-            "longer than a second would stall",
+            "longer than a second: a nap that long would stall",
         ),
     ];
     for (args, names) in cases {

@@ -44,13 +44,7 @@ pub struct Napper {
 }
 
 impl Napper {
-    /// `stamped`: response times come from receive stamps. Without them a nap would be
-    /// measured as server time, so the automatic policy never naps.
-    pub fn new(mode: Coalesce, stamped: bool) -> Self {
-        let mode = match mode {
-            Coalesce::Auto if !stamped => Coalesce::Off,
-            m => m,
-        };
+    pub fn new(mode: Coalesce) -> Self {
         Napper {
             mode,
             cycle_ns: 0,
@@ -126,25 +120,27 @@ mod tests {
     }
 
     #[test]
-    fn off_and_unstamped_auto_never_nap() {
-        let mut off = Napper::new(Coalesce::Off, true);
-        let mut unstamped = Napper::new(Coalesce::Auto, false);
-        for p in [&mut off, &mut unstamped] {
-            feed(p, 1000, Duration::from_millis(5), Duration::from_micros(20));
-            assert_eq!(p.nap(), None);
-            assert!(!p.enabled());
-        }
+    fn off_never_naps() {
+        let mut off = Napper::new(Coalesce::Off);
+        feed(
+            &mut off,
+            1000,
+            Duration::from_millis(5),
+            Duration::from_micros(20),
+        );
+        assert_eq!(off.nap(), None);
+        assert!(!off.enabled());
     }
 
     #[test]
-    fn fixed_naps_always_stamped_or_not() {
+    fn fixed_naps_from_the_start() {
         let d = Duration::from_micros(70);
-        assert_eq!(Napper::new(Coalesce::Fixed(d), false).nap(), Some(d));
+        assert_eq!(Napper::new(Coalesce::Fixed(d)).nap(), Some(d));
     }
 
     #[test]
     fn auto_naps_a_fiftieth_of_the_cycle_once_warm() {
-        let mut p = Napper::new(Coalesce::Auto, true);
+        let mut p = Napper::new(Coalesce::Auto);
         // 100 connections at 40k responses/s: a 2.5 ms cycle, a response every 25 µs.
         feed(
             &mut p,
@@ -164,7 +160,7 @@ mod tests {
 
     #[test]
     fn auto_caps_the_nap() {
-        let mut p = Napper::new(Coalesce::Auto, true);
+        let mut p = Napper::new(Coalesce::Auto);
         feed(
             &mut p,
             500,
@@ -177,7 +173,7 @@ mod tests {
     #[test]
     fn auto_blocks_when_a_nap_would_be_too_short() {
         // One connection against a fast server: a 60 µs cycle.
-        let mut p = Napper::new(Coalesce::Auto, true);
+        let mut p = Napper::new(Coalesce::Auto);
         feed(
             &mut p,
             500,
@@ -191,7 +187,7 @@ mod tests {
     fn auto_blocks_when_a_nap_would_collect_less_than_one_response() {
         // 10 connections to a slow server: a 10 ms cycle (nap 200 µs) but a response only every
         // millisecond.
-        let mut p = Napper::new(Coalesce::Auto, true);
+        let mut p = Napper::new(Coalesce::Auto);
         feed(
             &mut p,
             500,
@@ -203,7 +199,7 @@ mod tests {
 
     #[test]
     fn auto_follows_a_change_in_the_cycle() {
-        let mut p = Napper::new(Coalesce::Auto, true);
+        let mut p = Napper::new(Coalesce::Auto);
         feed(
             &mut p,
             500,

@@ -31,7 +31,7 @@
 //! CPU is not made to wake it for every response.
 
 use crate::coalesce::Napper;
-use crate::config::{HttpVersion, LoadConfig, Method, Progress};
+use crate::config::{Coalesce, HttpVersion, LoadConfig, Method, Progress};
 use crate::cpu;
 use crate::http::{build_request, Feed, ResponseParser};
 use crate::sock::{self, Recv};
@@ -67,6 +67,8 @@ const EVENTS: usize = 1024;
 /// body that keeps arriving must not hold up every other connection's timings.
 const READS_PER_TURN: u32 = 16;
 
+/// Mean read delay, µs, from which a run says its generator was the bottleneck.
+const READ_DELAY_NOTE_US: f64 = 100.0;
 /// Timer slack of a worker that naps, ns.
 const NAP_TIMER_SLACK_NS: libc::c_ulong = 1_000;
 
@@ -179,6 +181,11 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
         cfg,
     });
     let cfg = &sh.cfg;
+    // Without stamps a nap would be measured as server time: the automatic policy then blocks.
+    let coalesce = match cfg.coalesce {
+        Coalesce::Auto if sh.stamps.is_none() => Coalesce::Off,
+        c => c,
+    };
 
     let barrier = Arc::new(Barrier::new(threads + 1));
     let (done_tx, done_rx) = mpsc::channel::<(Recorder, Option<Instant>)>();
@@ -193,7 +200,7 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
         let h = std::thread::Builder::new()
             .name(format!("loadgen-{i}"))
             .spawn(move || {
-                let out = worker_thread(sh, conns, threads, cpu, barrier);
+                let out = worker_thread(sh, conns, threads, cpu, coalesce, barrier);
                 let _ = done_tx.send(out);
             })?;
         handles.push(h);
@@ -285,6 +292,9 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
              (sockets in TIME_WAIT); use keep-alive (-k), fewer requests, or wait between runs"
         ));
     }
+    if let Some(note) = read_delay_note(&rec) {
+        notes.push(note);
+    }
     let doc_len = sh.doc_len.load(Relaxed);
     Ok(Measurement {
         server: ServerInfo {
@@ -302,13 +312,33 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
             http11: cfg.version == HttpVersion::Http11,
             head: cfg.method == Method::Head,
             rx_stamps: sh.stamps.is_some(),
-            coalesce: cfg.coalesce.to_string(),
+            coalesce: coalesce.to_string(),
         },
         elapsed,
         rec,
         client_cpu: cpu_used,
         stopped_early,
         notes,
+    })
+}
+
+/// When responses waited longer for the generator than the server took to send them, the
+/// generator was the bottleneck, and its Connection Times (which leave that wait out) differ
+/// from what ab would print for the same run: say so.
+fn read_delay_note(rec: &Recorder) -> Option<String> {
+    if rec.stamped == 0 {
+        return None;
+    }
+    let waited = rec.read_delay.mean();
+    let total = rec.moments[3].mean();
+    (waited >= READ_DELAY_NOTE_US && waited > total).then(|| {
+        format!(
+            "responses waited {:.2} ms on average before the generator read them, longer than \
+             their Total ({:.2} ms): the generator, not the server, was the bottleneck. Connection \
+             Times leave that wait out; --user-timestamps counts it, as ab does",
+            waited / 1000.0,
+            total / 1000.0
+        )
     })
 }
 
@@ -455,6 +485,7 @@ fn worker_thread(
     conns: usize,
     threads: usize,
     cpu: Option<usize>,
+    coalesce: Coalesce,
     barrier: Arc<Barrier>,
 ) -> (Recorder, Option<Instant>) {
     if let Some(c) = cpu {
@@ -534,7 +565,7 @@ fn worker_thread(
         resume: Vec::new(),
         queued: Vec::new(),
         stamps: sh.stamps.is_some(),
-        napper: Napper::new(cfg.coalesce, sh.stamps.is_some()),
+        napper: Napper::new(coalesce),
         sh,
     };
     if w.napper.enabled() {

@@ -14,8 +14,8 @@ mod validate;
 pub use documents::{materialize, MaterializeError, MaterializedDoc};
 pub use error::{Diagnostic, ScenarioError};
 pub use plan::{
-    BackendRef, CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, LoadSpec, Plan, ServerKind,
-    ServerSpec,
+    BackendRef, Coalesce, CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, LoadSpec, Plan,
+    ServerKind, ServerSpec,
 };
 pub use validate::{
     DEFAULT_LOADGEN_CPUS, DEFAULT_MEMORY, DEFAULT_SERVER_CPUS, DEFAULT_TIMEOUT,

@@ -2,6 +2,7 @@
 //! (orchestrator, load generator, reports) reads this and never the TOML, so no default or
 //! check lives in two places.
 
+pub use crate::units::Coalesce;
 use serde::Serialize;
 use std::fmt;
 use std::path::PathBuf;
@@ -212,4 +213,8 @@ pub struct LoadSpec {
     pub rate: Option<f64>,
     /// HEAD instead of GET.
     pub head: bool,
+    /// Time responses when read (ab's way) instead of by the kernel's receive stamps.
+    pub user_timestamps: bool,
+    /// How the load generator waits once it has caught up.
+    pub coalesce: Coalesce,
 }

@@ -63,6 +63,11 @@ pub(crate) struct RawLoad {
     pub rate: Option<Spanned<f64>>,
     /// `"GET"` (default) or `"HEAD"`.
     pub method: Option<Spanned<String>>,
+    /// Time responses when the generator reads them, as ab does, instead of by the kernel's
+    /// receive stamps. Default false.
+    pub user_timestamps: Option<bool>,
+    /// How the generator waits once caught up: `"auto"` (default), `"off"` or a nap (`"50us"`).
+    pub coalesce: Option<Spanned<String>>,
 }
 
 /// `[[server]]`.

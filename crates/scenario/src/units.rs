@@ -1,5 +1,6 @@
-//! The small value languages a scenario uses — byte sizes (`"512m"`), durations (`"30s"`) and
-//! cpuset lists (`"0-1,3"`) — parsed strictly so that a typo is an error, not a surprise.
+//! The small value languages a scenario uses — byte sizes (`"512m"`), durations (`"30s"`),
+//! cpuset lists (`"0-1,3"`) and the load generator's wake-up policy (`"auto"`, `"50us"`) —
+//! parsed strictly so that a typo is an error, not a surprise.
 
 use std::time::Duration;
 
@@ -156,6 +157,40 @@ pub(crate) fn describe_bytes(n: u64) -> String {
     format!("{n} bytes")
 }
 
+/// How the load generator waits once it has read every response there is (`coalesce` in a
+/// scenario, `--coalesce` on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Coalesce {
+    /// Nap a bounded share of the request cycle when that collects responses in batches.
+    Auto,
+    /// Be woken by every response, as ab and wrk are.
+    Off,
+    /// Nap this long whenever there is nothing to read.
+    Nap(Duration),
+}
+
+/// Longest nap `parse_coalesce` accepts: longer would stall every connection.
+pub const MAX_NAP: Duration = Duration::from_secs(1);
+
+/// Parses `auto`, `off` or a duration (`"50us"`; zero means off).
+pub fn parse_coalesce(text: &str) -> Result<Coalesce, String> {
+    match text.trim() {
+        "auto" => Ok(Coalesce::Auto),
+        "off" => Ok(Coalesce::Off),
+        t => match parse_duration(t) {
+            Ok(d) if d.is_zero() => Ok(Coalesce::Off),
+            Ok(d) if d > MAX_NAP => Err(format!(
+                "`{text}` is longer than a second: a nap that long would stall every connection"
+            )),
+            Ok(d) => Ok(Coalesce::Nap(d)),
+            Err(e) => Err(format!(
+                "`{text}` is not auto, off or a duration such as \"50us\" ({e})"
+            )),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,5 +259,23 @@ mod tests {
         assert_eq!(describe_bytes(104_857_600), "104857600 bytes (100m)");
         assert_eq!(describe_bytes(468), "468 bytes");
         assert_eq!(describe_bytes(2048), "2048 bytes (2k)");
+    }
+
+    #[test]
+    fn coalesce_values() {
+        assert_eq!(parse_coalesce("auto"), Ok(Coalesce::Auto));
+        assert_eq!(parse_coalesce(" off "), Ok(Coalesce::Off));
+        assert_eq!(parse_coalesce("0us"), Ok(Coalesce::Off));
+        assert_eq!(
+            parse_coalesce("50us"),
+            Ok(Coalesce::Nap(Duration::from_micros(50)))
+        );
+        assert!(parse_coalesce("2s")
+            .unwrap_err()
+            .contains("longer than a second"));
+        assert!(parse_coalesce("50").unwrap_err().contains("has no unit"));
+        assert!(parse_coalesce("sometimes")
+            .unwrap_err()
+            .contains("not auto, off or a duration"));
     }
 }

@@ -9,7 +9,9 @@ use crate::plan::{
     ServerSpec,
 };
 use crate::raw::{RawLoad, RawScenario, RawSize};
-use crate::units::{describe_bytes, parse_cpuset, parse_duration, parse_size};
+use crate::units::{
+    describe_bytes, parse_coalesce, parse_cpuset, parse_duration, parse_size, Coalesce,
+};
 use serde_spanned::Spanned;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -177,12 +179,15 @@ struct LoadLevel {
     warmup: Option<Duration>,
     rate: Option<f64>,
     head: Option<bool>,
+    user_timestamps: Option<bool>,
+    coalesce: Option<Coalesce>,
     poisoned: bool,
 }
 
 fn check_load_level(d: &mut Diagnostics, raw: &RawLoad) -> LoadLevel {
     let mut level = LoadLevel {
         keep_alive: raw.keep_alive,
+        user_timestamps: raw.user_timestamps,
         ..LoadLevel::default()
     };
     if let Some(r) = &raw.requests {
@@ -280,6 +285,15 @@ fn check_load_level(d: &mut Diagnostics, raw: &RawLoad) -> LoadLevel {
             level.poisoned = true;
         }
     }
+    if let Some(c) = &raw.coalesce {
+        match parse_coalesce(c.get_ref()) {
+            Ok(v) => level.coalesce = Some(v),
+            Err(msg) => {
+                d.error(c.span(), format!("bad coalesce: {msg}"));
+                level.poisoned = true;
+            }
+        }
+    }
     if let Some(m) = &raw.method {
         match m.get_ref().as_str() {
             "GET" => level.head = Some(false),
@@ -348,6 +362,11 @@ fn resolve_load(
         warmup: own.warmup.or(defaults.warmup).unwrap_or(Duration::ZERO),
         rate: own.rate.or(defaults.rate),
         head: own.head.or(defaults.head).unwrap_or(false),
+        user_timestamps: own
+            .user_timestamps
+            .or(defaults.user_timestamps)
+            .unwrap_or(false),
+        coalesce: own.coalesce.or(defaults.coalesce).unwrap_or(Coalesce::Auto),
     }
 }
 

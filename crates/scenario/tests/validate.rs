@@ -1,7 +1,7 @@
 //! What a valid scenario becomes: defaults, overrides, dependency order, hashes.
 
 use scenario::{
-    parse_str, DocumentSource, GeneratorKind, ScenarioError, ServerKind, DEFAULT_MEMORY,
+    parse_str, Coalesce, DocumentSource, GeneratorKind, ScenarioError, ServerKind, DEFAULT_MEMORY,
     DEFAULT_TIMEOUT,
 };
 use std::path::Path;
@@ -45,6 +45,51 @@ fn defaults_are_resolved_like_ab() {
     assert_eq!(load.timeout, DEFAULT_TIMEOUT);
     assert_eq!(load.warmup, Duration::ZERO);
     assert_eq!(load.rate, None);
+    assert!(!load.user_timestamps);
+    assert_eq!(load.coalesce, Coalesce::Auto);
+}
+
+#[test]
+fn timing_keys_resolve_and_documents_override_them() {
+    let src = r#"
+name = "timing"
+[load]
+requests = 10
+user_timestamps = true
+coalesce = "off"
+[[server]]
+name = "nginx"
+kind = "nginx"
+[[document]]
+name = "a"
+path = "/a"
+generate = "hello"
+[[document]]
+name = "b"
+path = "/b"
+generate = "hello"
+load = { user_timestamps = false, coalesce = "50us" }
+"#;
+    let plan = parse_str(src, Path::new("timing.toml")).unwrap();
+    let (a, b) = (&plan.documents[0].load, &plan.documents[1].load);
+    assert!(a.user_timestamps);
+    assert_eq!(a.coalesce, Coalesce::Off);
+    assert!(!b.user_timestamps);
+    assert_eq!(b.coalesce, Coalesce::Nap(Duration::from_micros(50)));
+}
+
+#[test]
+fn a_bad_coalesce_is_positioned() {
+    let src = MINIMAL.replace("requests = 10", "requests = 10\ncoalesce = \"2s\"");
+    let err = parse_str(&src, Path::new("minimal.toml")).unwrap_err();
+    let d = &err.diagnostics()[0];
+    assert_eq!((d.line, d.column), (5, 12));
+    assert!(
+        d.message
+            .starts_with("bad coalesce: `2s` is longer than a second"),
+        "{}",
+        d.message
+    );
 }
 
 #[test]
