@@ -738,8 +738,8 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         f"- host: {meta['cpu_model']}, {meta['cores']} cores, Linux {meta['kernel']}, "
         f"load average at start {meta['loadavg_at_start']}",
         "- tools: " + ", ".join(f"{k} `{v}`" for k, v in meta["versions"].items() if v),
-        f"- {cfg.rounds} round(s), tools interleaved and their order rotated each round; "
-        "figures are medians over rounds",
+        f"- {cfg.rounds} round(s) per mode, the modes one after the other; in each round every tool "
+        "runs once, their order rotated from round to round; figures are medians over rounds",
         "- CPU-s/100k req: the client's user + system CPU time (from its rusage) per 100,000 "
         "completed requests; lower is better",
         "- client CPU busy: that CPU time over the run's wall time. Well below 100% means the client "
@@ -900,8 +900,11 @@ def main(argv: list[str]) -> int:
         order = [t for t in args.tools if t in tools]
         total = cfg.rounds * len(args.modes) * len(order)
         done = 0
-        for rnd in range(cfg.rounds):
-            for mode in args.modes:
+        # One mode after the other, its rounds back to back: the runs a paired ratio compares
+        # are then seconds apart, not minutes (a close-mode round waits for TIME_WAIT to drain),
+        # which on a shared machine is the difference between a ratio and noise.
+        for mode in args.modes:
+            for rnd in range(cfg.rounds):
                 for name in rotated(order, rnd):
                     if mode == "close" and args.time_wait_limit > 0:
                         wait_for_time_wait(nginx.port, args.time_wait_limit)

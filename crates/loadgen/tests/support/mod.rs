@@ -262,6 +262,14 @@ async fn send_big_body(s: &mut TcpStream, c: &Counters) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The number a query string gives `key` (`a=1&key=42` → 42).
+fn query_number(query: &str, key: &str) -> Option<u64> {
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+        .and_then(|v| v.parse().ok())
+}
+
 /// The `/cl` response: [`HELLO`] with Content-Length.
 async fn send_hello(
     s: &mut TcpStream,
@@ -306,22 +314,12 @@ async fn serve(mut s: TcpStream, c: &Counters) -> std::io::Result<()> {
                 send_hello(&mut s, c, keep, req.head_only).await?;
             }
             "/slow" => {
-                let ms: u64 = req
-                    .query
-                    .split('&')
-                    .find_map(|kv| kv.strip_prefix("ms="))
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(1);
+                let ms = query_number(&req.query, "ms").unwrap_or(1);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 send_hello(&mut s, c, keep, req.head_only).await?;
             }
             "/stall-once" => {
-                let after: u64 = req
-                    .query
-                    .split('&')
-                    .find_map(|kv| kv.strip_prefix("after="))
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(u64::MAX);
+                let after = query_number(&req.query, "after").unwrap_or(u64::MAX);
                 let until = {
                     let mut at = c.stalled_at.lock().unwrap_or_else(|p| p.into_inner());
                     if nth == after {
