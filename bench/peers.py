@@ -12,8 +12,13 @@ benchctl runs twice: as it is, and as `benchctl-woken` (--user-timestamps: respo
 read and the client woken by every one, as ab and wrk are), which shows what its receive stamps
 and coalesced wake-ups change.
 
+The modes run one after the other, each mode's rounds back to back, every tool once per round
+in an order rotated from round to round; in keep-alive mode benchctl also runs before each other
+tool, so that every run can be compared with the benchctl runs right before and after it.
+
 Per run it records the tool's own requests/s and the client's CPU time (user + sys from the
-child's rusage), and prints per mode the median over rounds with ratios to benchctl. A Markdown
+child's rusage), and prints per mode the median over rounds with ratios to benchctl: of the
+medians, and paired (each run against its neighbouring benchctl runs). A Markdown
 and a JSON copy go to bench/results/peers-latest.{md,json}.
 
 Usage:  python3 bench/peers.py [--rounds 3] [--seconds 5] [--tools benchctl,wrk,ab,oha]
@@ -526,6 +531,17 @@ def wait_for_time_wait(port: int, limit: int, max_wait: float = TIME_WAIT_MAX_WA
     return n, waited
 
 
+def round_order(order: list[str], mode: str, rnd: int) -> list[str]:
+    """The runs of one round: every tool once, their order rotated from round to round. In
+    keep-alive mode, where the server is the bottleneck and the machine's drift from one run to
+    the next is as large as the differences measured, benchctl also runs before each other tool,
+    so that every other run has a benchctl run right before and right after it."""
+    if mode != "keep-alive" or "benchctl" not in order:
+        return rotated(order, rnd)
+    others = rotated([t for t in order if t != "benchctl"], rnd)
+    return [x for t in others for x in ("benchctl", t)] or ["benchctl"]
+
+
 def rotated(seq: list[str], k: int) -> list[str]:
     if not seq:
         return seq
@@ -616,21 +632,26 @@ def summarise(results: list[RunResult], tools: list[str], skipped: dict[str, str
                 }
             )
         base = next((row for row in rows if row["tool"] == "benchctl" and row["rps_median"]), None)
-        # Paired ratios: each tool against benchctl in the same round (minutes apart at most),
-        # so drift of the machine between rounds cancels; the median over rounds is reported.
-        ours = {r.round: r for r in results if r.tool == "benchctl" and r.mode == mode and r.ok}
+        # Paired ratios: each run against the benchctl runs right before and after it (their
+        # geometric mean), so the machine's drift cancels to first order; the median over runs
+        # is reported.
+        in_mode = [r for r in results if r.mode == mode]
         for row in rows:
-            pairs = [
-                (r, ours[r.round])
-                for r in results
-                if r.tool == row["tool"] and r.mode == mode and r.ok and r.round in ours
-            ]
-            row["rps_ratio_paired"] = median_or_none(
-                [r.requests_per_second / b.requests_per_second for r, b in pairs if b.requests_per_second]
-            )
-            row["cpu_ratio_paired"] = median_or_none(
-                [r.cpu_per_100k / b.cpu_per_100k for r, b in pairs if r.cpu_per_100k and b.cpu_per_100k]
-            )
+            rps, cpu = [], []
+            for i, r in enumerate(in_mode):
+                if r.tool != row["tool"] or not r.ok:
+                    continue
+                if r.tool == "benchctl":
+                    rps.append(1.0)
+                    cpu.append(1.0)
+                    continue
+                near = bracketing(in_mode, i)
+                if near:
+                    rps.append(r.requests_per_second / geomean([b.requests_per_second for b in near]))
+                    if r.cpu_per_100k and all(b.cpu_per_100k for b in near):
+                        cpu.append(r.cpu_per_100k / geomean([b.cpu_per_100k for b in near]))
+            row["rps_ratio_paired"] = median_or_none(rps)
+            row["cpu_ratio_paired"] = median_or_none(cpu)
         for row in rows:
             row["rps_ratio"] = row["rps_median"] / base["rps_median"] if base and row["rps_median"] else None
             row["cpu_ratio"] = (
@@ -640,6 +661,17 @@ def summarise(results: list[RunResult], tools: list[str], skipped: dict[str, str
             )
         out[mode] = rows
     return out
+
+
+def bracketing(runs: list[RunResult], i: int) -> list[RunResult]:
+    """The good benchctl runs nearest before and after runs[i] (one or two)."""
+    before = next((r for r in reversed(runs[:i]) if r.tool == "benchctl" and r.ok), None)
+    after = next((r for r in runs[i + 1 :] if r.tool == "benchctl" and r.ok), None)
+    return [r for r in (before, after) if r is not None]
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def fmt_int(x: float | None) -> str:
@@ -745,8 +777,9 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         "- client CPU busy: that CPU time over the run's wall time. Well below 100% means the client "
         "was waiting on the server: the rate is then the server's ceiling, not the client's, and "
         "CPU-s/100k req is the fairer comparison of the clients",
-        "- vs benchctl: ratio of the medians; paired: the median over rounds of each round's ratio "
-        "to benchctl's run in the same round, which cancels the machine's drift between rounds. "
+        "- vs benchctl: ratio of the medians; paired: the median over a tool's runs of each run's "
+        "ratio to the benchctl runs right before and after it (in keep-alive mode benchctl runs "
+        "between every two other runs), which cancels the machine's drift from run to run. "
         "Above 1 the tool was faster (req/s) or used more CPU per request (CPU)",
         "",
     ]
@@ -898,32 +931,38 @@ def main(argv: list[str]) -> int:
                 del tools[name]
 
         order = [t for t in args.tools if t in tools]
-        total = cfg.rounds * len(args.modes) * len(order)
+        plans = {}
+        for mode in args.modes:
+            plan = [(rnd, name) for rnd in range(cfg.rounds) for name in round_order(order, mode, rnd)]
+            if mode == "keep-alive" and "benchctl" in order and plan[-1][1] != "benchctl":
+                # The last run gets a benchctl run after it too.
+                plan.append((cfg.rounds - 1, "benchctl"))
+            plans[mode] = plan
+        total = sum(len(p) for p in plans.values())
         done = 0
         # One mode after the other, its rounds back to back: the runs a paired ratio compares
         # are then seconds apart, not minutes (a close-mode round waits for TIME_WAIT to drain),
         # which on a shared machine is the difference between a ratio and noise.
         for mode in args.modes:
-            for rnd in range(cfg.rounds):
-                for name in rotated(order, rnd):
-                    if mode == "close" and args.time_wait_limit > 0:
-                        wait_for_time_wait(nginx.port, args.time_wait_limit)
-                    else:
-                        time.sleep(0.5)
-                    done += 1
-                    r = run_one(tools[name], mode, url, cfg, rnd + 1)
-                    results.append(r)
-                    if r.ok:
-                        if mode == "keep-alive":
-                            cfg.rates_seen.setdefault(name, []).append(r.requests_per_second)
-                        log(
-                            f"[{done}/{total}] round {rnd + 1} {mode:10} {name:14} "
-                            f"{r.requests_per_second:>10,.0f} req/s  cpu {r.cpu_s:.2f}s"
-                            + (f"  failed {r.failed}" if r.failed else "")
-                            + ("  PORT EXHAUSTION" if r.port_exhaustion else "")
-                        )
-                    else:
-                        log(f"[{done}/{total}] round {rnd + 1} {mode:10} {name:14} FAILED: {r.error}")
+            for rnd, name in plans[mode]:
+                if mode == "close" and args.time_wait_limit > 0:
+                    wait_for_time_wait(nginx.port, args.time_wait_limit)
+                else:
+                    time.sleep(0.5)
+                done += 1
+                r = run_one(tools[name], mode, url, cfg, rnd + 1)
+                results.append(r)
+                if r.ok:
+                    if mode == "keep-alive":
+                        cfg.rates_seen.setdefault(name, []).append(r.requests_per_second)
+                    log(
+                        f"[{done}/{total}] round {rnd + 1} {mode:10} {name:14} "
+                        f"{r.requests_per_second:>10,.0f} req/s  cpu {r.cpu_s:.2f}s"
+                        + (f"  failed {r.failed}" if r.failed else "")
+                        + ("  PORT EXHAUSTION" if r.port_exhaustion else "")
+                    )
+                else:
+                    log(f"[{done}/{total}] round {rnd + 1} {mode:10} {name:14} FAILED: {r.error}")
         nginx_version = nginx.version()
     except KeyboardInterrupt:
         log("interrupted; nginx stopped, nothing written")

@@ -12,7 +12,8 @@
 //! System calls per request are what a client cannot avoid: keep-alive, one `send` and one
 //! `recvmsg` (plus a share of one `epoll_wait`, and of a `nanosleep` when the worker naps); a
 //! new connection adds `socket`, `connect`, the `setsockopt` that asks for receive stamps, one
-//! `epoll_ctl` and the `recv` that sees the server's FIN before `close`. The request is written
+//! `epoll_ctl` and `close`, and the `recv` that sees the server's FIN when the poller did not
+//! already report it together with the response. The request is written
 //! right after `connect` returns (on loopback the handshake has completed by then); only when
 //! that write cannot proceed does the connection wait for writability.
 //!
@@ -877,7 +878,11 @@ impl Worker {
                     c.req.read_at = now;
                     c.req.stamped = stamp.is_some();
                     match c.parser.feed(&self.buf[..n]) {
-                        Ok(Feed::Done) => return self.complete(idx, t, closed),
+                        // A short read took everything there was, so a FIN the poller
+                        // reported has nothing after it: the connection is over.
+                        Ok(Feed::Done) => {
+                            return self.complete(idx, t, closed && n < self.buf.len())
+                        }
                         Ok(Feed::More) if n < self.buf.len() && !closed => return,
                         Ok(Feed::More) => {
                             turns += 1;
@@ -917,7 +922,8 @@ impl Worker {
         self.send(idx, Instant::now());
     }
 
-    /// Records a complete response and moves the slot on.
+    /// Records a complete response and moves the slot on. `server_closed`: the server has
+    /// closed its side and nothing is left to read.
     fn complete(&mut self, idx: usize, done: Instant, server_closed: bool) {
         let sh = &*self.sh;
         let cfg = &sh.cfg;
@@ -982,12 +988,12 @@ impl Worker {
         if cfg.keep_alive && c.parser.head.keep_alive {
             return self.queue(idx);
         }
-        if c.parser.head_done() && !c.parser.until_close() && c.stream.is_some() {
+        if c.parser.head_done() && !c.parser.until_close() && c.stream.is_some() && !server_closed {
+            // Wait for the server's FIN, unless the poller reported it with the response
+            // (nginx's usual answer: data and FIN in one wake-up), which saves the read of
+            // the end of the stream.
             c.state = State::Draining;
             c.deadline = Some(done + DRAIN_LIMIT.min(self.timeout));
-            if server_closed {
-                self.drain(idx);
-            }
             return;
         }
         c.stream = None;
