@@ -1015,14 +1015,27 @@ def main(argv: list[str]) -> int:
 
 
 def git_describe() -> str:
-    """The commit the figures belong to ("-dirty" when the tree had changes: benchctl was built from it)."""
+    """The commit the figures belong to, "-dirty" when the tree had changes to what benchctl is
+    built from or to this script (edits to the docs or to earlier results do not count)."""
     try:
-        out = subprocess.run(
-            ["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True, text=True, timeout=10
-        )
-        return out.stdout.strip() or "unknown"
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", *BUILD_INPUTS],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        if not head:
+            return "unknown"
+        return head + ("-dirty" if changed else "")
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
+
+
+# What the measured binaries and the measurement depend on.
+BUILD_INPUTS = ["crates", "Cargo.toml", "Cargo.lock", "bench/peers.py"]
 
 
 def shell_quote(a: str) -> str:
