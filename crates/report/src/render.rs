@@ -529,24 +529,38 @@ fn summary_lines(groups: &[&GroupStats]) -> Vec<String> {
 
 fn notes(g: &GroupStats) -> Vec<String> {
     let mut out = Vec::new();
-    if g.noisy() {
-        let (half, spread) = g
-            .get(Metric::RequestsPerSecond)
-            .filter(|s| s.median != 0.0)
-            .map_or((0.0, 0.0), |s| {
+    let disagree: Vec<String> = g
+        .noisy_headlines()
+        .map(|(m, s)| {
+            let (half, spread) = if s.median != 0.0 {
                 (s.ci_half_width() / s.median.abs(), s.relative_spread)
-            });
+            } else {
+                (0.0, 0.0)
+            };
+            format!(
+                "{}: 95% CI ±{:.1}%, spread {:.1}% of the median",
+                m.label(),
+                half * 100.0,
+                spread * 100.0
+            )
+        })
+        .collect();
+    if !disagree.is_empty() {
         out.push(format!(
-            "{}: rounds disagree (requests/s: 95% CI ±{:.1}%, spread {:.1}% of the median); take its numbers with care",
+            "{}: rounds disagree ({}); take its numbers with care",
             g.server,
-            half * 100.0,
-            spread * 100.0
+            disagree.join("; ")
         ));
     }
     if g.client_bound {
         out.push(format!(
-            "{}: client-bound: the load generator used a full core per thread, so these numbers may measure the client rather than the server",
-            g.server
+            "{}: client-bound: the load generator used a full core per thread, so {}",
+            g.server,
+            if g.rx_stamps {
+                "requests/s may measure the client rather than the server (the latencies, timed by the kernel's receive stamps, leave the generator's delay out)"
+            } else {
+                "these numbers may measure the client rather than the server"
+            }
         ));
     }
     out
@@ -852,4 +866,66 @@ fn md_escape(s: &str, prose: bool) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{MetricSummary, Summary};
+
+    fn group(rps: &[f64], mean_ms: &[f64]) -> GroupStats {
+        GroupStats {
+            server: "nginx".into(),
+            document: "hello".into(),
+            url_path: "/".into(),
+            rounds: rps.len(),
+            client_bound: false,
+            rx_stamps: true,
+            metrics: vec![
+                MetricSummary {
+                    metric: Metric::RequestsPerSecond,
+                    summary: Summary::of(rps),
+                },
+                MetricSummary {
+                    metric: Metric::MeanLatencyMs,
+                    summary: Summary::of(mean_ms),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn the_noisy_note_names_the_metrics_whose_rounds_disagree() {
+        let steady = [1000.0, 1001.0, 999.0];
+        let latency_only = notes(&group(&steady, &[0.1, 0.2, 0.3]));
+        assert_eq!(
+            latency_only,
+            ["nginx: rounds disagree (mean latency (ms): 95% CI ±124.2%, spread 100.0% of the median); take its numbers with care"]
+        );
+
+        let both = notes(&group(&[800.0, 1000.0, 1200.0], &[0.1, 0.2, 0.3]));
+        assert_eq!(
+            both,
+            ["nginx: rounds disagree (requests/s: 95% CI ±49.7%, spread 40.0% of the median; mean latency (ms): 95% CI ±124.2%, spread 100.0% of the median); take its numbers with care"]
+        );
+
+        assert!(notes(&group(&steady, &[0.2, 0.2, 0.2])).is_empty());
+    }
+
+    #[test]
+    fn the_client_bound_note_says_whether_the_latencies_include_the_clients_delay() {
+        let mut g = group(&[1000.0; 3], &[0.2; 3]);
+        g.client_bound = true;
+        let stamped = notes(&g);
+        assert!(
+            stamped[0].ends_with("so requests/s may measure the client rather than the server (the latencies, timed by the kernel's receive stamps, leave the generator's delay out)"),
+            "{stamped:?}"
+        );
+        g.rx_stamps = false;
+        let read = notes(&g);
+        assert!(
+            read[0].ends_with("so these numbers may measure the client rather than the server"),
+            "{read:?}"
+        );
+    }
 }

@@ -214,6 +214,9 @@ pub struct GroupStats {
     pub rounds: usize,
     /// At least one round had the load generator saturated.
     pub client_bound: bool,
+    /// Every round timed its responses by the kernel's receive stamps, so the latencies leave
+    /// the generator's own delay in reading them out.
+    pub rx_stamps: bool,
     /// In [`Metric::ALL`] order; metrics no round measured are left out.
     pub metrics: Vec<MetricSummary>,
 }
@@ -228,9 +231,14 @@ impl GroupStats {
 
     /// Requests/s or latency disagree across rounds: the headline numbers are uncertain.
     pub fn noisy(&self) -> bool {
+        self.noisy_headlines().next().is_some()
+    }
+
+    /// The headline metrics (requests/s, mean latency) whose rounds disagree.
+    pub fn noisy_headlines(&self) -> impl Iterator<Item = (Metric, &Summary)> {
         [Metric::RequestsPerSecond, Metric::MeanLatencyMs]
-            .iter()
-            .any(|&m| self.get(m).is_some_and(|s| s.noisy))
+            .into_iter()
+            .filter_map(|m| self.get(m).filter(|s| s.noisy).map(|s| (m, s)))
     }
 }
 
@@ -262,6 +270,7 @@ pub fn summarize_loads<'a>(
         url_path: loads[0].url_path.clone(),
         rounds: loads.len(),
         client_bound: loads.iter().any(|l| l.client_bound),
+        rx_stamps: loads.iter().all(|l| l.load.settings.rx_stamps),
         metrics,
     })
 }
