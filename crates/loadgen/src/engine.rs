@@ -37,6 +37,7 @@ use crate::cpu;
 use crate::http::{build_request, Feed, ResponseParser};
 use crate::sock::{self, Recv};
 use crate::stats::{FailureKind, Measurement, Recorder, RunSettings, Sample, ServerInfo};
+use crate::timer::Alarm;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use std::cmp::Reverse;
@@ -72,6 +73,8 @@ const READS_PER_TURN: u32 = 16;
 const READ_DELAY_NOTE_US: f64 = 100.0;
 /// Timer slack of a worker that naps, ns.
 const NAP_TIMER_SLACK_NS: libc::c_ulong = 1_000;
+/// The poller token of a worker's [`Alarm`]: no connection's (their index is below `u32::MAX`).
+const ALARM: Token = Token(u32::MAX as usize);
 
 const UNKNOWN: u64 = u64::MAX;
 
@@ -455,6 +458,9 @@ struct Worker {
     /// New sockets get receive stamps.
     stamps: bool,
     napper: Napper,
+    /// Wakes the worker at a constant-rate send time to the microsecond (`None` without a rate,
+    /// or where the host has no timerfd: the poller's millisecond timeout then does).
+    alarm: Option<Alarm>,
 }
 
 /// Completions counted locally and published to the progress display in batches.
@@ -516,6 +522,9 @@ fn worker_thread(
         }
     };
     let head_only = cfg.method == Method::Head;
+    let alarm = cfg
+        .rate
+        .and_then(|_| Alarm::new(poll.registry(), ALARM).ok());
     // The coordinator sets the start instants, then meets the workers at the barrier.
     barrier.wait();
     let start = *sh.start.get().expect("set before workers start");
@@ -567,6 +576,7 @@ fn worker_thread(
         queued: Vec::new(),
         stamps: sh.stamps.is_some(),
         napper: Napper::new(coalesce),
+        alarm,
         sh,
     };
     if w.napper.enabled() {
@@ -613,6 +623,15 @@ impl Worker {
                     self.rec.naps += 1;
                 }
                 timeout = Duration::ZERO;
+            } else if !timeout.is_zero() {
+                let send_time = self.timers.peek().map(|&Reverse((t, _))| t) == Some(wake);
+                if let Some(alarm) = self.alarm.as_mut().filter(|_| send_time) {
+                    // The alarm wakes the poller at the send time; the poller's own timeout,
+                    // rounded up to a whole millisecond, stays as the backstop.
+                    if alarm.set(wake, now).is_ok() {
+                        timeout += Duration::from_millis(1);
+                    }
+                }
             }
             let polled = self.poll.poll(&mut events, Some(timeout));
             caught_up = events.is_empty();
@@ -631,6 +650,12 @@ impl Worker {
                 }
             }
             for ev in events.iter() {
+                if ev.token() == ALARM {
+                    if let Some(a) = self.alarm.as_mut() {
+                        a.fired();
+                    }
+                    continue;
+                }
                 let (idx, generation) = untoken(ev.token());
                 let Some(c) = self.conns.get(idx) else {
                     continue;

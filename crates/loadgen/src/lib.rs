@@ -14,6 +14,7 @@ pub mod http;
 pub mod json;
 pub mod sock;
 pub mod stats;
+pub mod timer;
 
 pub use config::{Coalesce, HttpVersion, LoadConfig, Method, Progress, Target};
 pub use engine::{run, run_until, LoadError, StopFlag};

@@ -136,3 +136,30 @@ fn closed_model_runs_have_no_corrected_histogram() {
     assert_eq!(m.complete(), 20);
     assert!(m.rec.hist.corrected.is_none());
 }
+
+#[test]
+fn requests_leave_at_their_send_time_not_at_the_next_millisecond() {
+    // With nothing in the way, the corrected and the uncorrected latency differ only by how
+    // late each request left: a worker woken on the poller's millisecond timeout sends half a
+    // millisecond late on average, which the correction would charge to the server.
+    let s = TestServer::start();
+    let cfg = rate_config(&s.url("/cl"), 500.0, 4, Duration::from_secs(2));
+    let m = run_within(Duration::from_secs(15), cfg);
+    assert_eq!(m.failed(), 0, "failures: {:?}", m.rec.failures);
+    let corrected = m.rec.hist.corrected.as_ref().expect("corrected histogram");
+    let total = &m.rec.hist.total;
+    let (c50, u50) = (
+        corrected.value_at_quantile(0.5),
+        total.value_at_quantile(0.5),
+    );
+    println!(
+        "{} responses: p50 {u50} µs from the actual send, {c50} µs from the intended send time",
+        m.complete()
+    );
+    assert!(c50 >= u50);
+    assert!(
+        c50 - u50 < 300,
+        "requests left {} µs late (median)",
+        c50 - u50
+    );
+}
