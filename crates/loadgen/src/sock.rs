@@ -248,6 +248,9 @@ mod tests {
 
     #[test]
     fn a_stamped_read_returns_when_the_data_arrived_not_when_it_was_read() {
+        // Stamping is switched on by deferred work in the kernel, as the engine's runs also
+        // find: without a keeper, the first packet may go unstamped.
+        let _keeper = StampKeeper::start().expect("this host stamps received packets");
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (mut server, _) = listener.accept().unwrap();
