@@ -1014,6 +1014,10 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+# What the measured binaries and the measurement depend on.
+BUILD_INPUTS = ["crates", "Cargo.toml", "Cargo.lock", "bench/peers.py"]
+
+
 def git_describe() -> str:
     """The commit the figures belong to, "-dirty" when the tree had changes to what benchctl is
     built from or to this script (edits to the docs or to earlier results do not count)."""
@@ -1032,10 +1036,6 @@ def git_describe() -> str:
         return head + ("-dirty" if changed else "")
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
-
-
-# What the measured binaries and the measurement depend on.
-BUILD_INPUTS = ["crates", "Cargo.toml", "Cargo.lock", "bench/peers.py"]
 
 
 def shell_quote(a: str) -> str:

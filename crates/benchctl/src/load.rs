@@ -155,7 +155,7 @@ pub(crate) fn coalesce(c: scenario::units::Coalesce) -> Coalesce {
     match c {
         scenario::units::Coalesce::Auto => Coalesce::Auto,
         scenario::units::Coalesce::Off => Coalesce::Off,
-        scenario::units::Coalesce::Nap(d) => Coalesce::Fixed(d),
+        scenario::units::Coalesce::Nap(d) => Coalesce::Nap(d),
     }
 }
 

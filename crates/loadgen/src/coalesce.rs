@@ -88,7 +88,7 @@ impl Napper {
     pub fn nap(&self) -> Option<Duration> {
         match self.mode {
             Coalesce::Off => None,
-            Coalesce::Fixed(d) => Some(d),
+            Coalesce::Nap(d) => Some(d),
             Coalesce::Auto => {
                 if self.seen < WARM {
                     return None;
@@ -135,7 +135,7 @@ mod tests {
     #[test]
     fn fixed_naps_from_the_start() {
         let d = Duration::from_micros(70);
-        assert_eq!(Napper::new(Coalesce::Fixed(d)).nap(), Some(d));
+        assert_eq!(Napper::new(Coalesce::Nap(d)).nap(), Some(d));
     }
 
     #[test]

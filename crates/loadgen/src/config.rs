@@ -171,7 +171,7 @@ pub enum Coalesce {
     /// only with receive stamps, so that no nap is measured as server time.
     Auto,
     /// Sleep this long whenever there is nothing to read.
-    Fixed(Duration),
+    Nap(Duration),
 }
 
 impl std::fmt::Display for Coalesce {
@@ -179,7 +179,7 @@ impl std::fmt::Display for Coalesce {
         match self {
             Coalesce::Off => f.write_str("off"),
             Coalesce::Auto => f.write_str("auto"),
-            Coalesce::Fixed(d) => write!(f, "{}us", d.as_micros()),
+            Coalesce::Nap(d) => write!(f, "{}us", d.as_micros()),
         }
     }
 }

@@ -330,7 +330,7 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
 /// generator was the bottleneck, and its Connection Times (which leave that wait out) differ
 /// from what ab would print for the same run: say so.
 fn read_delay_note(rec: &Recorder) -> Option<String> {
-    if rec.stamped == 0 {
+    if rec.stamped() == 0 {
         return None;
     }
     let waited = rec.read_delay.mean();
@@ -398,6 +398,26 @@ struct Request {
     reused: bool,
 }
 
+impl Request {
+    /// A request starting at `start`, nothing done yet.
+    fn new(start: Instant, intended: Option<Instant>, measured: bool, want_server: bool) -> Self {
+        Request {
+            start,
+            intended,
+            connect: Duration::ZERO,
+            written: start,
+            first_byte: None,
+            last_data: start,
+            read_at: start,
+            stamped: false,
+            measured,
+            want_server,
+            retried: false,
+            reused: false,
+        }
+    }
+}
+
 /// One connection slot: at most one socket at a time, issuing requests one after another.
 struct Conn {
     stream: Option<TcpStream>,
@@ -455,8 +475,6 @@ struct Worker {
     resume: Vec<(usize, u32, bool)>,
     /// Slots in `Queued`, in the order their requests completed.
     queued: Vec<usize>,
-    /// New sockets get receive stamps.
-    stamps: bool,
     napper: Napper,
     /// Wakes the worker at a constant-rate send time to the microsecond (`None` without a rate,
     /// or where the host has no timerfd: the poller's millisecond timeout then does).
@@ -543,20 +561,7 @@ fn worker_thread(
                 state: State::Waiting(None),
                 deadline: None,
                 parser: ResponseParser::new(head_only),
-                req: Request {
-                    start,
-                    intended: None,
-                    connect: Duration::ZERO,
-                    written: start,
-                    first_byte: None,
-                    last_data: start,
-                    read_at: start,
-                    stamped: false,
-                    measured: false,
-                    want_server: false,
-                    retried: false,
-                    reused: false,
-                },
+                req: Request::new(start, None, false, false),
             })
             .collect(),
         rec,
@@ -574,7 +579,6 @@ fn worker_thread(
         tally: Tally::default(),
         resume: Vec::new(),
         queued: Vec::new(),
-        stamps: sh.stamps.is_some(),
         napper: Napper::new(coalesce),
         alarm,
         sh,
@@ -739,20 +743,7 @@ impl Worker {
             return self.finish(idx);
         }
         let c = &mut self.conns[idx];
-        c.req = Request {
-            start: now,
-            intended,
-            connect: Duration::ZERO,
-            written: now,
-            first_byte: None,
-            last_data: now,
-            read_at: now,
-            stamped: false,
-            measured,
-            want_server: self.sh.server.get().is_none(),
-            retried: false,
-            reused: false,
-        };
+        c.req = Request::new(now, intended, measured, self.sh.server.get().is_none());
         self.send(idx, now);
     }
 
@@ -772,7 +763,8 @@ impl Worker {
             // request back, and the setsockopt would be one more system call per connection.
             match TcpStream::connect(self.sh.addr) {
                 Ok(s) => {
-                    c.stamped = self.stamps && sock::enable_rx_stamps(s.as_raw_fd()).is_ok();
+                    c.stamped =
+                        self.sh.stamps.is_some() && sock::enable_rx_stamps(s.as_raw_fd()).is_ok();
                     c.stream = Some(s);
                     c.generation = c.generation.wrapping_add(1);
                     c.registered = None;
@@ -1000,7 +992,6 @@ impl Worker {
                 .map(|t| done.saturating_duration_since(t).as_micros() as u64);
             rec.record(sample, corrected);
             if req.stamped {
-                rec.stamped += 1;
                 rec.read_delay.saturating_record(
                     req.read_at.saturating_duration_since(done).as_micros() as u64,
                 );

@@ -261,8 +261,8 @@ impl LoadReport {
                 .as_ref()
                 .map(|h| TimerReport::new(moments_of(h), h, None)),
             stopped_early: m.stopped_early.clone(),
-            stamped: r.stamped,
-            read_delay: (r.stamped > 0)
+            stamped: r.stamped(),
+            read_delay: (r.stamped() > 0)
                 .then(|| TimerReport::new(moments_of(&r.read_delay), &r.read_delay, None)),
             naps: r.naps,
         }

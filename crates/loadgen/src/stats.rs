@@ -249,17 +249,21 @@ pub struct Recorder {
     pub sent_bytes: u64,
     /// Requests that ended, by any outcome but a connect failure (ab's `done`).
     pub completed: u64,
-    /// Recorded responses timed by the kernel's receive stamps (the others by when the
-    /// generator read them).
-    pub stamped: u64,
     /// How long each recorded response had been complete on this host before the generator
-    /// read it, µs (stamped responses only): the generator's own delay, not the server's.
+    /// read it, µs (stamped responses only): the generator's own delay, not the server's. Its
+    /// count is [`Recorder::stamped`].
     pub read_delay: Histogram<u64>,
     /// Times a worker slept to collect responses in batches instead of being woken by each.
     pub naps: u64,
 }
 
 impl Recorder {
+    /// Recorded responses timed by the kernel's receive stamps (the others were timed when the
+    /// generator read them).
+    pub fn stamped(&self) -> u64 {
+        self.read_delay.len()
+    }
+
     pub fn new(keep_samples: bool, corrected: bool) -> Self {
         Recorder {
             samples: keep_samples.then(Vec::new),
@@ -272,7 +276,6 @@ impl Recorder {
             body_bytes: 0,
             sent_bytes: 0,
             completed: 0,
-            stamped: 0,
             read_delay: new_hist(),
             naps: 0,
         }
@@ -314,7 +317,6 @@ impl Recorder {
         self.body_bytes += o.body_bytes;
         self.sent_bytes += o.sent_bytes;
         self.completed += o.completed;
-        self.stamped += o.stamped;
         let _ = self.read_delay.add(&o.read_delay);
         self.naps += o.naps;
     }

@@ -41,7 +41,7 @@ fn read_delay_mean_ms(m: &Measurement) -> f64 {
 #[test]
 fn receive_stamps_time_the_server_not_the_generators_sleep() {
     let s = TestServer::start();
-    let nap = Coalesce::Fixed(Duration::from_millis(20));
+    let nap = Coalesce::Nap(Duration::from_millis(20));
 
     let url = s.url("/slow?ms=2");
     let mut cfg = keep_alive(&url, 20, 1);
@@ -49,7 +49,11 @@ fn receive_stamps_time_the_server_not_the_generators_sleep() {
     let stamped = run_ok(cfg);
     assert_eq!(stamped.complete(), 20);
     assert!(stamped.settings.rx_stamps, "this host stamps received data");
-    assert_eq!(stamped.rec.stamped, 20, "every response timed by its stamp");
+    assert_eq!(
+        stamped.rec.stamped(),
+        20,
+        "every response timed by its stamp"
+    );
     assert!(stamped.rec.naps >= 10, "naps: {}", stamped.rec.naps);
     assert!(
         mean_ms(&stamped) < 10.0,
@@ -68,7 +72,7 @@ fn receive_stamps_time_the_server_not_the_generators_sleep() {
     cfg.rx_stamps = false;
     let read_time = run_ok(cfg);
     assert!(!read_time.settings.rx_stamps);
-    assert_eq!(read_time.rec.stamped, 0);
+    assert_eq!(read_time.rec.stamped(), 0);
     assert!(
         mean_ms(&read_time) > 10.0,
         "timed when read, Total {:.2} ms should include the 20 ms naps ({})",
@@ -87,7 +91,7 @@ fn every_framing_is_stamped_with_or_without_keep_alive() {
             cfg.keep_alive = keep;
             let m = run_ok(cfg);
             assert_eq!(m.complete(), 50, "{path} keep-alive {keep}");
-            assert_eq!(m.rec.stamped, 50, "{path} keep-alive {keep}");
+            assert_eq!(m.rec.stamped(), 50, "{path} keep-alive {keep}");
             assert_eq!(m.rec.read_delay.len(), 50, "{path} keep-alive {keep}");
         }
     }
@@ -115,7 +119,7 @@ fn auto_naps_with_many_responses_in_flight_and_loses_none() {
     cfg.threads = 1;
     let auto = run_ok(cfg);
     assert_eq!(auto.complete(), 10_000);
-    assert_eq!(auto.rec.stamped, 10_000);
+    assert_eq!(auto.rec.stamped(), 10_000);
     assert_eq!(auto.rec.keep_alive_requests, 10_000);
     assert!(auto.rec.naps > 0, "no nap in a 100-connection run");
     let p50 = auto.rec.hist.total.value_at_quantile(0.5);
