@@ -1,5 +1,7 @@
 #!/bin/sh
 # Writes httpd's config from the environment and runs Apache in the foreground as PID 1.
+# Runs as the image's non-root user (www-data, 33:33) with no capabilities and a read-only root
+# filesystem: everything it writes goes to the /run tmpfs.
 set -eu
 
 if [ -z "${BENCH_PORT:-}" ]; then
@@ -12,12 +14,21 @@ esac
 if [ "$BENCH_PORT" -lt 1 ] || [ "$BENCH_PORT" -gt 65535 ]; then
     echo "benchctl/apache: BENCH_PORT out of range: $BENCH_PORT" >&2; exit 64
 fi
+# Without capabilities a port below net.ipv4.ip_unprivileged_port_start (1024 unless changed; with
+# --network host it is the host's setting) cannot be bound.
+unprivileged=$(cat /proc/sys/net/ipv4/ip_unprivileged_port_start 2>/dev/null || echo 1024)
+if [ "$(id -u)" != 0 ] && [ "$BENCH_PORT" -lt "$unprivileged" ]; then
+    echo "benchctl/apache: BENCH_PORT $BENCH_PORT is a privileged port (below $unprivileged) and Apache runs as uid $(id -u) without capabilities; use a port >= $unprivileged" >&2; exit 64
+fi
 [ -d /srv/www ] || { echo "benchctl/apache: /srv/www is missing; mount the documents there (read-only)" >&2; exit 66; }
 
-sed "s/@BENCH_PORT@/$BENCH_PORT/g" /etc/apache2/bench.conf.template > /etc/apache2/bench.conf
-# Runtime directory for the pid file and the accept mutex; a stale pid file from a previous
-# start of the same container would make httpd refuse to start.
-mkdir -p /run/apache2
-rm -f /run/apache2/httpd.pid
+# The config goes to /run/benchctl, the runtime directory (pid file, mutexes) below it: the root
+# filesystem is read-only, /run is a tmpfs the user may create directories in.
+mkdir -p /run/benchctl/apache 2>/dev/null || true
+[ -d /run/benchctl/apache ] && [ -w /run/benchctl/apache ] || { echo "benchctl/apache: cannot write to /run/benchctl/apache as uid $(id -u); run with --tmpfs /run (the root filesystem is read-only)" >&2; exit 73; }
+sed "s/@BENCH_PORT@/$BENCH_PORT/g" /etc/apache2/bench.conf.template > /run/benchctl/apache.conf
+# A stale pid file from a previous start of the same container would make httpd refuse to start
+# (a tmpfs starts empty, but without one the directory outlives a restart).
+rm -f /run/benchctl/apache/httpd.pid
 # -DFOREGROUND: the parent process stays in the foreground (PID 1) and gets docker's signals.
-exec apache2 -f /etc/apache2/bench.conf -DFOREGROUND
+exec apache2 -f /run/benchctl/apache.conf -DFOREGROUND
