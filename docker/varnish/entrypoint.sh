@@ -1,5 +1,7 @@
 #!/bin/sh
 # Writes the VCL from the environment and runs varnishd in the foreground as PID 1.
+# Runs as the image's non-root user (varnish, 100:101) with no capabilities and a read-only root
+# filesystem: everything it writes goes to tmpfs mounts (/run, /tmp, and its working directory).
 #   BENCH_PORT        (required) listen on 127.0.0.1:BENCH_PORT
 #   BENCH_BACKEND     (required) HOST:PORT or [IPV6]:PORT of the server Varnish caches
 #   BENCH_CACHE_SIZE  (default 256m) malloc storage; must exceed the largest document
@@ -10,6 +12,12 @@ die() { echo "benchctl/varnish: $*" >&2; exit 64; }
 [ -n "${BENCH_PORT:-}" ] || die "BENCH_PORT is not set; run with -e BENCH_PORT=<port> (Varnish listens on 127.0.0.1:<port>)"
 case $BENCH_PORT in *[!0-9]*) die "BENCH_PORT must be a port number, got '$BENCH_PORT'" ;; esac
 { [ "$BENCH_PORT" -ge 1 ] && [ "$BENCH_PORT" -le 65535 ]; } || die "BENCH_PORT out of range: $BENCH_PORT"
+# Without capabilities a port below net.ipv4.ip_unprivileged_port_start (1024 unless changed; with
+# --network host it is the host's setting) cannot be bound.
+unprivileged=$(cat /proc/sys/net/ipv4/ip_unprivileged_port_start 2>/dev/null || echo 1024)
+if [ "$(id -u)" != 0 ] && [ "$BENCH_PORT" -lt "$unprivileged" ]; then
+    die "BENCH_PORT $BENCH_PORT is a privileged port (below $unprivileged) and varnishd runs as uid $(id -u) without capabilities; use a port >= $unprivileged"
+fi
 
 [ -n "${BENCH_BACKEND:-}" ] || die "BENCH_BACKEND is not set; run with -e BENCH_BACKEND=127.0.0.1:<port> of the backend server"
 backend_port=${BENCH_BACKEND##*:}
@@ -25,10 +33,41 @@ case $cache_size in
     *) die "BENCH_CACHE_SIZE must be a size such as 256m or 1g, got '$cache_size'" ;;
 esac
 
+# The root filesystem is read-only. The VCL goes to /run/benchctl (a tmpfs). varnishd's working
+# directory (-n) holds its shared memory log (vsl_space, 80 MB by default) and counters, which it
+# maps, and the VCL compiled to a shared object, which it loads: it goes to its own tmpfs mounted
+# at /var/lib/varnish without noexec (dlopen of a file on a noexec mount fails). A fixed path, not
+# the default /var/lib/varnish/<hostname>, which with --network host is the host's name.
+workdir=/var/lib/varnish/bench
+cant_write() {
+    echo "benchctl/varnish: cannot write to $1 as uid $(id -u); run with $2 (the root filesystem is read-only)" >&2
+    exit 73
+}
+mkdir -p /run/benchctl "$workdir" 2>/dev/null || true
+[ -d /run/benchctl ] && [ -w /run/benchctl ] || cant_write /run/benchctl "--tmpfs /run"
+[ -d "$workdir" ] && [ -w "$workdir" ] || cant_write "$workdir" "--tmpfs /var/lib/varnish:rw,nosuid,nodev,exec,size=128m"
+if awk '$2 == "/var/lib/varnish" { print $4 }' /proc/self/mounts | tr , '\n' | grep -qx noexec; then
+    echo "benchctl/varnish: /var/lib/varnish is mounted noexec, so the compiled VCL cannot be loaded; mount its tmpfs with exec (--tmpfs /var/lib/varnish:rw,nosuid,nodev,exec,size=128m)" >&2
+    exit 73
+fi
+# The shared memory log and counters take 81 MB of it at start; with less room the child dies at
+# launch with no useful message ("Child failed on launch").
+avail_kb=$(df -Pk "$workdir" | awk 'NR == 2 { print $4 }')
+if [ "${avail_kb:-0}" -lt 98304 ]; then
+    echo "benchctl/varnish: only ${avail_kb:-0} KiB free in $workdir; varnishd's shared memory log needs about 81 MB there: size its tmpfs 128m (--tmpfs /var/lib/varnish:rw,nosuid,nodev,exec,size=128m)" >&2
+    exit 73
+fi
+
 sed -e "s/@BACKEND_HOST@/$backend_host/g" -e "s/@BACKEND_PORT@/$backend_port/g" \
-    /etc/varnish/bench.vcl.template > /etc/varnish/bench.vcl
+    /etc/varnish/bench.vcl.template > /run/benchctl/varnish.vcl
 
 # -F: stay in the foreground (the manager process is PID 1 and stops the child on SIGTERM).
+# -j none: no jail. The unix jail, the default when varnishd starts as root, switches the manager
+#   to the `varnish` user and the child to `vcache`, which needs root. The container starts
+#   varnishd as `varnish` already, with no capabilities, so manager and child both run as it.
+#   (Started as any user but root, varnishd 7.1 picks none by itself; said here explicitly.)
+# -n DIR: the working directory on its exec tmpfs (above); varnishlog/varnishstat need the same
+#   -n (docker exec CONTAINER varnishstat -n /var/lib/varnish/bench).
 # -T none: no management console listening on a port; nothing needs to talk to it.
 # -s malloc,SIZE: objects in memory, sized above the largest document (a 100 MB file needs
 #   256m) or the response to it is cut short.
@@ -37,9 +76,11 @@ sed -e "s/@BACKEND_HOST@/$backend_host/g" -e "s/@BACKEND_PORT@/$backend_port/g" 
 # http_gzip_support=off: Varnish neither asks the backend for gzip nor compresses; the exact
 #   bytes of each file are stored and sent.
 exec varnishd -F \
+    -j none \
+    -n "$workdir" \
     -a "127.0.0.1:$BENCH_PORT" \
     -T none \
-    -f /etc/varnish/bench.vcl \
+    -f /run/benchctl/varnish.vcl \
     -s "malloc,$cache_size" \
     -p thread_pool_min=200 \
     -p http_gzip_support=off
