@@ -1,6 +1,8 @@
 #!/bin/sh
 # Runs gatling in the foreground under tini (see the Dockerfile for why not as PID 1 itself).
 # gatling has no config file: everything is a flag.
+# Runs as the image's non-root user (nobody, 65534:65534) with no capabilities and a read-only root
+# filesystem; gatling writes nothing.
 set -eu
 
 if [ -z "${BENCH_PORT:-}" ]; then
@@ -13,6 +15,12 @@ esac
 if [ "$BENCH_PORT" -lt 1 ] || [ "$BENCH_PORT" -gt 65535 ]; then
     echo "benchctl/gatling: BENCH_PORT out of range: $BENCH_PORT" >&2; exit 64
 fi
+# Without capabilities a port below net.ipv4.ip_unprivileged_port_start (1024 unless changed; with
+# --network host it is the host's setting) cannot be bound.
+unprivileged=$(cat /proc/sys/net/ipv4/ip_unprivileged_port_start 2>/dev/null || echo 1024)
+if [ "$(id -u)" != 0 ] && [ "$BENCH_PORT" -lt "$unprivileged" ]; then
+    echo "benchctl/gatling: BENCH_PORT $BENCH_PORT is a privileged port (below $unprivileged) and gatling runs as uid $(id -u) without capabilities; use a port >= $unprivileged" >&2; exit 64
+fi
 [ -d /srv/www ] || { echo "benchctl/gatling: /srv/www is missing; mount the documents there (read-only)" >&2; exit 66; }
 
 # -i 127.0.0.1 -p PORT  HTTP on loopback only (gatling always runs in the foreground)
@@ -21,7 +29,15 @@ fi
 #                       a per-Host-header subdirectory
 # -D                    no generated directory indexes
 # -n                    no logging (gatling otherwise writes a line per event to stdout)
-# -u nobody -c /srv/www drop root and chroot into the documents after binding
 # gatling is one process with one event loop (epoll) and sends files with sendfile; it has
 # no tuning knobs beyond these. Its listen backlog is fixed in the source at 16.
-exec tini -- gatling -i 127.0.0.1 -p "$BENCH_PORT" -F -S -V -D -n -u nobody -c /srv/www
+#
+# gatling serves its working directory. It used to be started as root with `-u nobody -c
+# /srv/www` (switch to nobody and chroot into the documents after binding); it now starts as
+# nobody, so there is no user to switch from, and chroot(2) needs CAP_SYS_CHROOT, which a process
+# not started as root cannot get (docker grants a non-root user no capabilities, and
+# no-new-privileges stops it gaining any at exec): with -c gatling exits at once with
+# "chroot: Operation not permitted" (status 111). Without the chroot, gatling still refuses ".."
+# in a URL; symbolic links inside /srv/www are followed, as nginx and Apache (FollowSymLinks) do.
+cd /srv/www
+exec tini -- gatling -i 127.0.0.1 -p "$BENCH_PORT" -F -S -V -D -n
