@@ -58,8 +58,9 @@ chmod -R a+rX "$docroot"
 build() {
     [ "${SMOKE_NO_BUILD:-0}" = 1 ] && return 0
     t0=$(now_ms)
-    if ! docker build --network host --force-rm -t "$repo/$1:$tag" "$here/$1" > "/tmp/benchctl-build-$1.log" 2>&1; then
-        echo "build of $1 failed; last lines of /tmp/benchctl-build-$1.log:"; tail -n 15 "/tmp/benchctl-build-$1.log"
+    log=/tmp/$(echo "$repo" | tr / -)-build-$1.log
+    if ! docker build --network host --force-rm -t "$repo/$1:$tag" "$here/$1" > "$log" 2>&1; then
+        echo "build of $1 failed; last lines of $log:"; tail -n 15 "$log"
         exit 1
     fi
     echo "build $1: $(( $(now_ms) - t0 )) ms"
