@@ -1,8 +1,8 @@
 //! The smaller subcommands: `validate`, `images`, `gc`, `report` and `compare`.
 
-use crate::Failure;
+use crate::{Failure, TableFormat};
 use anyhow::{anyhow, Context as _};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use orchestrator::Orchestrator;
 use report::{Format, RunRecord};
 use std::path::{Path, PathBuf};
@@ -98,8 +98,7 @@ pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
                 if !servers.is_empty() && !servers.contains(&name) {
                     continue;
                 }
-                let log = std::env::temp_dir().join(format!("benchctl-build-{name}.log"));
-                match orch.build_image(&name, &dir, &log).await {
+                match runner::build_image(&orch, &name, &dir).await {
                     Ok(b) => say!(
                         "{name}: {} {}",
                         b.tag,
@@ -139,11 +138,23 @@ fn server_contexts(dir: &Path) -> Result<Vec<(String, PathBuf)>, Failure> {
     Ok(out)
 }
 
-/// Removes every container benchctl left behind.
-pub async fn gc() -> Result<ExitCode, Failure> {
+#[derive(Args, Debug)]
+pub struct GcArgs {
+    /// Also remove the containers of runs still going (they then fail).
+    #[arg(long)]
+    force: bool,
+}
+
+/// Removes what runs whose process is gone left behind: containers and private folders.
+pub async fn gc(a: GcArgs) -> Result<ExitCode, Failure> {
     let orch = Orchestrator::connect().await?;
-    let n = orch.gc().await?;
-    say!("removed {n} container(s)");
+    let containers = if a.force {
+        orch.gc_all().await?
+    } else {
+        orch.gc_stale().await?
+    };
+    let folders = runner::rundir::sweep_stale(&std::env::temp_dir());
+    say!("removed {containers} container(s) and {folders} run folder(s)");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -151,9 +162,9 @@ pub async fn gc() -> Result<ExitCode, Failure> {
 pub struct ReportArgs {
     /// A results record written by `benchctl run`.
     results: PathBuf,
-    /// text, markdown, html, or bmf (Bencher Metric Format JSON).
-    #[arg(long, short = 'f', default_value = "text")]
-    format: String,
+    /// bmf is Bencher Metric Format JSON.
+    #[arg(long, short = 'f', value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
     /// Write to this file instead of standard output.
     #[arg(long, short = 'o')]
     out: Option<PathBuf>,
@@ -162,19 +173,27 @@ pub struct ReportArgs {
     templates: Option<PathBuf>,
 }
 
+/// The formats `benchctl report` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Markdown,
+    Html,
+    Bmf,
+}
+
 pub fn report(a: ReportArgs) -> Result<ExitCode, Failure> {
     let record = RunRecord::load(&a.results).map_err(Failure::usage)?;
-    let text = if a.format == "bmf" {
-        report::bmf::to_bmf_json(&record)
-    } else {
-        let format: Format = a.format.parse().map_err(|_| {
-            Failure::usage(anyhow!(
-                "--format {:?}: expected text, markdown, html or bmf",
-                a.format
-            ))
-        })?;
-        report::render(&record, format, a.templates.as_deref())?
+    let format = match a.format {
+        ReportFormat::Text => Format::Text,
+        ReportFormat::Markdown => Format::Markdown,
+        ReportFormat::Html => Format::Html,
+        ReportFormat::Bmf => {
+            emit(&report::bmf::to_bmf_json(&record), a.out.as_deref())?;
+            return Ok(ExitCode::SUCCESS);
+        }
     };
+    let text = report::render(&record, format, a.templates.as_deref())?;
     emit(&text, a.out.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
@@ -188,9 +207,8 @@ pub struct CompareArgs {
     /// Slow-down beyond which a significant difference is a regression, e.g. 5% or 0.05.
     #[arg(long, default_value = "5%")]
     threshold: String,
-    /// text or markdown.
-    #[arg(long, short = 'f', default_value = "text")]
-    format: String,
+    #[arg(long, short = 'f', value_enum, default_value_t = TableFormat::Text)]
+    format: TableFormat,
     /// Write the table to this file as well as checking it.
     #[arg(long, short = 'o')]
     out: Option<PathBuf>,
@@ -198,17 +216,25 @@ pub struct CompareArgs {
 
 pub fn compare(a: CompareArgs) -> Result<ExitCode, Failure> {
     let threshold = parse_threshold(&a.threshold).map_err(Failure::usage)?;
-    let format = match a.format.parse::<Format>() {
-        Ok(f @ (Format::Text | Format::Markdown)) => f,
-        _ => {
+    if let (Ok(b), Ok(c)) = (a.baseline.canonicalize(), a.current.canonicalize()) {
+        if b == c {
             return Err(Failure::usage(anyhow!(
-                "--format {:?}: compare prints text or markdown",
-                a.format
-            )))
+                "{} is given as both the baseline and the run to judge; compare two different runs",
+                a.baseline.display()
+            )));
         }
-    };
+    }
     let base = RunRecord::load(&a.baseline).map_err(Failure::usage)?;
     let cur = RunRecord::load(&a.current).map_err(Failure::usage)?;
+    if base.run_id == cur.run_id {
+        eprintln!(
+            "benchctl: warning: {} and {} hold the same run ({}): every metric compares with itself",
+            a.baseline.display(),
+            a.current.display(),
+            cur.run_id
+        );
+    }
+    let format: Format = a.format.into();
     let cmp = report::compare(&base, &cur, threshold);
     let text = report::render_comparison(&cmp, format, None)?;
     emit(&text, a.out.as_deref())?;

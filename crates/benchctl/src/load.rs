@@ -1,12 +1,14 @@
 //! `benchctl load URL`: the load generator on its own, with ab's flags and output.
 
-use crate::Failure;
+use crate::progress::{Progress, Style};
+use crate::signals::Signal;
+use crate::{Failure, OnSignals};
 use clap::Args;
 use loadgen::config::AB_TIMELIMIT_REQUESTS;
-use loadgen::{Coalesce, HttpVersion, LoadConfig, LoadError, Method, Progress, StopFlag, Target};
+use loadgen::{HttpVersion, LoadConfig, LoadError, LoadSpec, Method, StopFlag, Target};
 use scenario::units::{parse_coalesce, parse_cpuset, parse_duration};
-use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -80,10 +82,11 @@ pub struct LoadArgs {
     quiet: bool,
 }
 
+/// The flags in the load generator's terms; every check the generator makes is made here too,
+/// so bad input never reaches the target.
 fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
     let usage = |m: String| Failure::usage(anyhow::anyhow!(m));
     let target = Target::parse(&a.url).map_err(Failure::usage)?;
-    let mut c = LoadConfig::new(target);
     let secs = |flag: &str, v: &str| -> Result<Duration, Failure> {
         // ab takes bare seconds (`-t 10`, `-s 30`); the scenario syntax wants a unit.
         let v = v.trim();
@@ -91,33 +94,41 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
         let with_unit = if bare { format!("{v}s") } else { v.to_string() };
         parse_duration(&with_unit).map_err(|e| usage(format!("{flag}: bad duration {v:?}: {e}")))
     };
-    c.concurrency = a.concurrency;
-    c.keep_alive = a.keep_alive;
-    c.variable_length = a.variable_length;
-    c.method = if a.head { Method::Head } else { Method::Get };
-    c.version = if a.http11 {
-        HttpVersion::Http11
-    } else {
-        HttpVersion::Http10
-    };
-    c.timeout = secs("-s", &a.timeout)?;
     if a.time_limit.is_some() && a.duration.is_some() {
         return Err(usage("give either -t or --duration, not both".into()));
     }
-    c.time_limit = match (&a.time_limit, &a.duration) {
+    let duration = match (&a.time_limit, &a.duration) {
         (Some(t), _) => Some(secs("-t", t)?),
         (_, Some(d)) => Some(secs("--duration", d)?),
         _ => None,
     };
-    c.requests = match (a.requests, &a.time_limit, &a.duration) {
-        (Some(n), _, _) => Some(n),
-        (None, Some(_), _) => Some(AB_TIMELIMIT_REQUESTS),
-        (None, None, Some(_)) => None,
-        (None, None, None) => Some(1),
+    let load = LoadSpec {
+        requests: match (a.requests, &a.time_limit, &a.duration) {
+            (Some(n), _, _) => Some(n),
+            (None, Some(_), _) => Some(AB_TIMELIMIT_REQUESTS),
+            (None, None, Some(_)) => None,
+            (None, None, None) => Some(1),
+        },
+        duration,
+        concurrency: a.concurrency,
+        keep_alive: a.keep_alive,
+        version: if a.http11 {
+            HttpVersion::Http11
+        } else {
+            HttpVersion::Http10
+        },
+        method: if a.head { Method::Head } else { Method::Get },
+        timeout: secs("-s", &a.timeout)?,
+        warmup: match &a.warmup {
+            Some(w) => secs("--warmup", w)?,
+            None => Duration::ZERO,
+        },
+        rate: a.rate,
+        rx_stamps: !a.user_timestamps,
+        coalesce: parse_coalesce(&a.coalesce).map_err(|e| usage(format!("--coalesce: {e}")))?,
     };
-    if let Some(w) = &a.warmup {
-        c.warmup = secs("--warmup", w)?;
-    }
+    let mut c = LoadConfig::new(target, load);
+    c.variable_length = a.variable_length;
     if let Some(cpus) = &a.cpus {
         c.cpus = Some(parse_cpuset(cpus).map_err(|e| usage(format!("--cpus: {e}")))?);
     }
@@ -128,82 +139,71 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
             None => loadgen::cpu::allowed_cpus().len().max(1),
         },
     };
-    c.rate = a.rate;
-    c.rx_stamps = !a.user_timestamps;
-    c.coalesce = parse_coalesce(&a.coalesce)
-        .map(coalesce)
-        .map_err(|e| usage(format!("--coalesce: {e}")))?;
     for h in &a.headers {
         let Some((k, v)) = h.split_once(':') else {
             return Err(usage(format!("-H {h:?}: expected 'Name: value'")));
         };
         c.headers.push((k.trim().to_string(), v.trim().to_string()));
     }
-    c.progress = if a.quiet || a.json {
-        Progress::Quiet
-    } else if std::io::stderr().is_terminal() {
-        Progress::Bar
-    } else {
-        Progress::Lines
-    };
     c.validate().map_err(Failure::usage)?;
     Ok(c)
 }
 
-/// The scenario's and the command line's wake-up policy in the load generator's terms.
-pub(crate) fn coalesce(c: scenario::units::Coalesce) -> Coalesce {
-    match c {
-        scenario::units::Coalesce::Auto => Coalesce::Auto,
-        scenario::units::Coalesce::Off => Coalesce::Off,
-        scenario::units::Coalesce::Nap(d) => Coalesce::Nap(d),
-    }
-}
-
-pub fn main(a: LoadArgs) -> Result<ExitCode, Failure> {
+pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
     let cfg = config(&a)?;
-    let ab_opts = loadgen::ab::AbOptions {
-        variable_length: cfg.variable_length,
+    let style = if a.quiet || a.json {
+        Style::Quiet
+    } else {
+        Style::bar_or(Style::Lines)
     };
-    if cfg.progress != Progress::Quiet {
+    if style != Style::Quiet {
         eprintln!("Benchmarking {} (be patient)", cfg.target.host);
     }
+    let ab_opts = report::ab::AbOptions {
+        variable_length: cfg.variable_length,
+    };
+    // The first signal ends the run and prints what was measured; a second one exits at once
+    // (there is nothing of ours to clean up).
     let stop = StopFlag::new();
-    let handler_stop = stop.clone();
-    // The first Ctrl-C ends the run and prints what was measured; a second one exits at once.
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build();
-        if let Ok(rt) = rt {
-            rt.block_on(async {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    handler_stop.stop();
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        std::process::exit(130);
-                    }
-                }
-            });
-        }
-    });
-    let m = match loadgen::run_until(cfg, &stop) {
+    let stopped_by: Arc<Mutex<Option<Signal>>> = Arc::default();
+    {
+        let stop = stop.clone();
+        let stopped_by = Arc::clone(&stopped_by);
+        on_signals(
+            Box::new(move |sig| {
+                *stopped_by.lock().unwrap_or_else(|p| p.into_inner()) = Some(sig);
+                stop.stop();
+            }),
+            Box::new(|| {}),
+        )?;
+    }
+    let mut progress = Progress::new(style, cfg.load.requests);
+    let m = match loadgen::run_observed(cfg, &stop, &mut |n| progress.update(n)) {
         Ok(m) => m,
         Err(LoadError::Config(e)) => return Err(Failure::usage(e)),
         Err(e) => return Err(e.into()),
     };
+    progress.finish(m.complete());
     if a.json {
         let report = loadgen::json::LoadReport::from_measurement(&m);
         crate::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else {
-        crate::stdout(&loadgen::ab::render_text(&loadgen::ab::summarize_with(
+        crate::stdout(&report::ab::render_text(&report::ab::summarize_with(
             &m, &ab_opts,
         )))?;
     }
     for n in &m.notes {
-        eprintln!("note: {n}");
+        eprintln!("note: {}", report::notes::describe(n));
     }
-    Ok(if stop.is_stopped() {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    if let Some(sig) = *stopped_by.lock().unwrap_or_else(|p| p.into_inner()) {
+        return Ok(ExitCode::from(sig.exit_code()));
+    }
+    let generator = m.rec.failures.generator;
+    if generator > 0 {
+        eprintln!(
+            "benchctl: error: {generator} requests could not be sent because the load generator ran out of its own resources (see the note above); the figures are not the server's"
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
 }

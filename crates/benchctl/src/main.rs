@@ -1,11 +1,14 @@
-//! The `benchctl` command line: parses arguments and hands each subcommand to the library that
-//! does the work. Exit status: 0 success, 1 failure or regression, 2 bad input, 130 interrupted.
+//! The `benchctl` command line: parses arguments, hands each subcommand to the library that
+//! does the work, prints what comes back. Exit status: 0 success, 1 failure or regression, 2 bad
+//! input, 130 interrupted (143 for SIGTERM).
 
 mod cmds;
 mod load;
+mod progress;
 mod run;
+mod signals;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -33,8 +36,8 @@ enum Command {
     Report(cmds::ReportArgs),
     /// Compare a run with a baseline; exit 1 on a regression.
     Compare(cmds::CompareArgs),
-    /// Remove every container benchctl left behind.
-    Gc,
+    /// Remove the containers and temporary folders of benchctl runs that are no longer running.
+    Gc(cmds::GcArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,19 +46,52 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(e),
     };
     let result = match cli.command {
-        Command::Load(args) => load::main(args),
+        Command::Load(args) => load::main(args, on_signals),
         Command::Validate(args) => cmds::validate(args),
         Command::Report(args) => cmds::report(args),
         Command::Compare(args) => cmds::compare(args),
-        Command::Run(args) => block_on(run::main(args)),
+        Command::Run(args) => block_on(run::main(args, on_signals)),
         Command::Images(args) => block_on(cmds::images(args)),
-        Command::Gc => block_on(cmds::gc()),
+        Command::Gc(args) => block_on(cmds::gc(args)),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("benchctl: error: {e:#}");
             ExitCode::from(e.code)
+        }
+    }
+}
+
+/// What the first SIGINT/SIGTERM does, and what must be cleaned up if a second one comes.
+pub type OnSignals =
+    fn(Box<dyn FnOnce(signals::Signal) + Send>, Box<dyn FnOnce() + Send>) -> std::io::Result<()>;
+
+/// Installs the signal handlers of `run` and `load`: the first signal calls `stop`; a second
+/// one runs `cleanup` and ends the process with the first signal's status, at once. This is the
+/// only place the process exits other than by returning from `main`.
+fn on_signals(
+    stop: Box<dyn FnOnce(signals::Signal) + Send>,
+    cleanup: Box<dyn FnOnce() + Send>,
+) -> std::io::Result<()> {
+    signals::install(stop, move |sig| {
+        cleanup();
+        std::process::exit(i32::from(sig.exit_code()))
+    })
+}
+
+/// The formats of a table printed by `run` and `compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TableFormat {
+    Text,
+    Markdown,
+}
+
+impl From<TableFormat> for report::Format {
+    fn from(f: TableFormat) -> report::Format {
+        match f {
+            TableFormat::Text => report::Format::Text,
+            TableFormat::Markdown => report::Format::Markdown,
         }
     }
 }

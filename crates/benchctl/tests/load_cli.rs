@@ -176,9 +176,15 @@ fn bad_input_is_a_one_line_error_with_status_2() {
             &["load", "https://127.0.0.1/"],
             "https is not supported yet",
         ),
-        (&["load", "-c", "0", &url], "-c must be at least 1"),
-        (&["load", "-n", "2", "-c", "5", &url], "-c 5 > -n 2"),
-        (&["load", "-n", "0", &url], "-n must be at least 1"),
+        (&["load", "-c", "0", &url], "concurrency must be at least 1"),
+        (
+            &["load", "-n", "2", "-c", "5", &url],
+            "concurrency 5 > requests 2",
+        ),
+        (
+            &["load", "-n", "0", &url],
+            "request count must be at least 1",
+        ),
         (&["load", "-s", "soon", &port_url], "bad duration"),
         (
             &["load", "--coalesce", "sometimes", &url],
@@ -500,4 +506,52 @@ fn big_document(n: &str, limit: Duration) {
 fn big_documents_stream_under_32_mb() {
     // 20 GB over loopback: about 15 s on two shared cores with the debug build.
     big_document("200", Duration::from_secs(300));
+}
+
+/// Under `ulimit -n 1024`, `-c 2000` cannot open its connections: that is the generator's limit,
+/// said plainly with a non-zero exit, and not thousands of "Connect" failures charged to the
+/// server (which never hears from it).
+#[test]
+fn running_out_of_file_descriptors_is_the_generators_failure() {
+    let s = TestServer::start();
+    let script = format!(
+        "ulimit -n 1024 && exec {} load -q -n 4000 -c 2000 {}",
+        env!("CARGO_BIN_EXE_benchctl"),
+        s.url("/cl")
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run sh");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("concurrency 2000 needs about")
+            && stderr.contains("file descriptors")
+            && stderr.contains("ulimit -n"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("Connect:"));
+    assert_eq!(s.accepted(), 0, "the server never heard from it");
+
+    // Where only the soft limit is low, the generator raises it to what it needs and runs.
+    let script = format!(
+        "ulimit -Sn 256 && ulimit -Hn 2048 && exec {} load -q -n 1000 -c 500 {}",
+        env!("CARGO_BIN_EXE_benchctl"),
+        s.url("/cl")
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("\nFailed requests:        0\n"), "{stdout}");
 }

@@ -156,7 +156,11 @@ fn report_renders_every_format_byte_for_byte_reproducibly() {
 fn report_of_an_unknown_format_is_a_usage_error() {
     let f = benchctl(&["report", s(&recorded_run()), "--format", "pdf"]);
     assert_eq!(f.code, Some(2), "{}", f.stderr);
-    assert!(f.stderr.contains("\"pdf\"") && f.stderr.contains("text, markdown, html or bmf"));
+    assert!(
+        f.stderr.contains("'pdf'") && f.stderr.contains("text, markdown, html, bmf"),
+        "{}",
+        f.stderr
+    );
     assert!(f.stdout.is_empty());
 }
 
@@ -260,8 +264,11 @@ fn a_run_compared_with_itself_is_the_same_on_every_metric() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = write(dir.path(), "fixture.json", &common::fixture(3, None));
     for run in [recorded_run(), fixture] {
-        let f = benchctl(&["compare", s(&run), s(&run)]);
+        let copy = dir.path().join("copy.json");
+        std::fs::copy(&run, &copy).unwrap();
+        let f = benchctl(&["compare", s(&run), s(&copy)]);
         assert_eq!(f.code, Some(0), "{}", f.stderr);
+        assert!(f.stderr.contains("hold the same run"), "{}", f.stderr);
         let out = f.out();
         let rows: Vec<&str> = out
             .lines()
@@ -378,19 +385,30 @@ fn a_30_percent_slower_server_is_worse_on_requests_per_second_and_exits_1() {
 #[test]
 fn a_bad_threshold_or_format_is_a_usage_error() {
     let run = recorded_run();
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.json");
+    std::fs::copy(&run, &other).unwrap();
     for t in ["fast", "5%%", "-5%", "1000%", ""] {
-        let f = benchctl(&["compare", s(&run), s(&run), &format!("--threshold={t}")]);
+        let f = benchctl(&["compare", s(&run), s(&other), &format!("--threshold={t}")]);
         assert_eq!(f.code, Some(2), "--threshold {t:?}: {}", f.stderr);
         assert!(f.stderr.contains("--threshold"), "{t:?}: {}", f.stderr);
         assert!(f.stdout.is_empty());
     }
     for t in ["5%", "0.05", "0"] {
-        let f = benchctl(&["compare", s(&run), s(&run), "--threshold", t]);
+        let f = benchctl(&["compare", s(&run), s(&other), "--threshold", t]);
         assert_eq!(f.code, Some(0), "--threshold {t:?}: {}", f.stderr);
     }
-    let f = benchctl(&["compare", s(&run), s(&run), "--format", "pdf"]);
+    let f = benchctl(&["compare", s(&run), s(&other), "--format", "pdf"]);
     assert_eq!(f.code, Some(2), "{}", f.stderr);
-    assert!(f.stderr.contains("\"pdf\""), "{}", f.stderr);
+    assert!(f.stderr.contains("'pdf'"), "{}", f.stderr);
+    // The same file twice is a mistake, not a comparison.
+    let f = benchctl(&["compare", s(&run), s(&run)]);
+    assert_eq!(f.code, Some(2), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("both the baseline and the run to judge"),
+        "{}",
+        f.stderr
+    );
 }
 
 fn ci() -> bool {

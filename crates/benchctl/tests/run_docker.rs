@@ -139,6 +139,11 @@ impl Finished {
 impl Run {
     /// Starts `benchctl run SCENARIO ARGS -o <tempdir>/x.json` from the repository root.
     fn start(scenario: &Path, args: &[&str]) -> Run {
+        Run::start_with_env(scenario, args, &[])
+    }
+
+    /// [`Run::start`] with extra environment variables.
+    fn start_with_env(scenario: &Path, args: &[&str], env: &[(&str, &Path)]) -> Run {
         let dir = tempfile::tempdir().expect("tempdir");
         let out = dir.path().join("x.json");
         let child = Command::new(env!("CARGO_BIN_EXE_benchctl"))
@@ -147,6 +152,7 @@ impl Run {
             .args(args)
             .arg("-o")
             .arg(&out)
+            .envs(env.iter().map(|(k, v)| (k, v.as_os_str())))
             .current_dir(repo_root())
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(dir.path().join("stdout")).expect("stdout file"))
@@ -390,6 +396,7 @@ backend = "nginx"
 [[server]]
 name = "cherokee"
 kind = "cherokee"
+optional = true
 
 [[document]]
 name = "page"
@@ -678,5 +685,135 @@ generate = "hello"
         f.code
     );
     assert!(reason.contains("died"), "{reason}");
+    assert_no_container(&f);
+}
+
+/// The run folders (`benchctl-run-*`) in `dir`.
+fn run_folders(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("benchctl-run-"))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+const LONG_NGINX: &str = r#"
+name = "long"
+runs = 1
+
+[load]
+duration = "30s"
+concurrency = 10
+
+[[server]]
+name = "nginx"
+kind = "nginx"
+
+[[document]]
+name = "hello"
+path = "/"
+generate = "hello"
+"#;
+
+#[test]
+fn a_second_sigint_still_leaves_nothing_behind() {
+    if !daemon_or_skip("a_second_sigint_still_leaves_nothing_behind") {
+        return;
+    }
+    let _lock = exclusive();
+    let (_dir, path) = scenario(LONG_NGINX);
+    // The run's own temporary folder, so that what it leaves there can be seen.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut run = Run::start_with_env(
+        &path,
+        &["--docker-dir", &docker_dir_arg()],
+        &[("TMPDIR", tmp.path())],
+    );
+    run.wait_for_stderr("nginx: answering after", Duration::from_secs(15 * 60));
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(run_folders(tmp.path()).len(), 1, "the run's private folder");
+    assert_eq!(containers_of(run.pid, &[]).len(), 1);
+    run.signal(libc::SIGINT);
+    run.signal(libc::SIGINT);
+    let f = run.finish(Duration::from_secs(30));
+    assert_eq!(f.code, Some(130), "{}", f.describe());
+    assert_no_container(&f);
+    assert!(
+        run_folders(tmp.path()).is_empty(),
+        "{:?}\n{}",
+        run_folders(tmp.path()),
+        f.describe()
+    );
+    let out_dir = run.out.parent().expect("out's folder").to_path_buf();
+    let left: Vec<String> = std::fs::read_dir(&out_dir)
+        .expect("read the out folder")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "unfinished results files: {left:?}");
+}
+
+#[test]
+fn gc_during_a_run_leaves_it_running() {
+    if !daemon_or_skip("gc_during_a_run_leaves_it_running") {
+        return;
+    }
+    let _lock = exclusive();
+    let (_dir, path) = scenario(&LONG_NGINX.replace("duration = \"30s\"", "duration = \"3s\""));
+    let mut run = Run::start(&path, &["--docker-dir", &docker_dir_arg()]);
+    run.wait_for_stderr("nginx: answering after", Duration::from_secs(15 * 60));
+    let gc = Command::new(env!("CARGO_BIN_EXE_benchctl"))
+        .arg("gc")
+        .output()
+        .expect("benchctl gc");
+    assert!(gc.status.success(), "{gc:?}");
+    assert_eq!(
+        containers_of(run.pid, &[]).len(),
+        1,
+        "gc removed a live run's container: {}",
+        String::from_utf8_lossy(&gc.stdout)
+    );
+    let f = run.finish(Duration::from_secs(60));
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    let record = run.record(&f);
+    assert_eq!(record["status"]["state"], "complete", "{record:#}");
+    assert_eq!(loads_of(&record, "nginx").len(), 1);
+    assert_no_container(&f);
+}
+
+#[test]
+fn a_run_that_measured_nothing_exits_non_zero() {
+    if !daemon_or_skip("a_run_that_measured_nothing_exits_non_zero") {
+        return;
+    }
+    let _lock = exclusive();
+    // The repository's docker folder, nginx's Dockerfile broken.
+    let docker = tempfile::tempdir().expect("tempdir");
+    let nginx = docker.path().join("nginx");
+    std::fs::create_dir(&nginx).unwrap();
+    for f in ["server.toml", "entrypoint.sh", "nginx.conf.template"] {
+        std::fs::copy(repo_root().join("docker/nginx").join(f), nginx.join(f)).unwrap();
+    }
+    std::fs::write(
+        nginx.join("Dockerfile"),
+        "FROM debian:bookworm-slim\nRUN echo 'no nginx today' >&2 && exit 3\n",
+    )
+    .unwrap();
+    let (_dir, path) = scenario(&LONG_NGINX.replace("duration = \"30s\"", "requests = 10"));
+    let mut run = Run::start(&path, &["--docker-dir", docker.path().to_str().unwrap()]);
+    let f = run.finish(Duration::from_secs(5 * 60));
+    assert_eq!(f.code, Some(1), "{}", f.describe());
+    assert!(
+        f.stderr.contains("no load was measured"),
+        "{}",
+        f.describe()
+    );
+    assert!(f.stderr.contains("no nginx today"), "{}", f.describe());
+    let record = run.record(&f);
+    assert_eq!(record["status"]["state"], "failed", "{record:#}");
     assert_no_container(&f);
 }

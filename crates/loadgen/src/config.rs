@@ -2,6 +2,7 @@
 //! impossible combination of options is a [`ConfigError`] with a one-line message, never a
 //! panic or a hang.
 
+use serde::Serialize;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 use thiserror::Error;
@@ -140,30 +141,21 @@ impl Target {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Method {
     Get,
     Head,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum HttpVersion {
     Http10,
     Http11,
 }
 
-/// How progress is shown while the run goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
-    Quiet,
-    /// ab's "Completed N requests" lines on stderr.
-    Lines,
-    /// A live progress bar on stderr (for a terminal).
-    Bar,
-}
-
 /// How a worker waits once it has read everything there is (see [`crate::coalesce`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Coalesce {
     /// Block in `epoll_wait`, woken by every response, as ab and wrk are.
     Off,
@@ -187,37 +179,26 @@ impl std::fmt::Display for Coalesce {
 /// ab's `-t` without `-n` caps the run at this many requests, as ab does.
 pub const AB_TIMELIMIT_REQUESTS: u64 = 50_000;
 
-/// Everything a load run needs.
-#[derive(Debug, Clone)]
-pub struct LoadConfig {
-    pub target: Target,
-    /// `-n`: requests to perform. None with `--duration`.
+/// The load itself, independent of where it is sent and which CPUs make it: what a scenario's
+/// `[load]` describes and what `benchctl load`'s flags describe, in one type.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadSpec {
+    /// Requests to perform (ab's `-n`); `None` to run for `duration` alone.
     pub requests: Option<u64>,
-    /// `-c`: connections at once.
+    /// Stop issuing requests after this long (ab's `-t`, or a duration-bounded run).
+    pub duration: Option<Duration>,
+    /// Connections at once (ab's `-c`).
     pub concurrency: u32,
-    /// `-k`: reuse connections where the server agrees.
+    /// Reuse connections where the server agrees (ab's `-k`).
     pub keep_alive: bool,
-    /// `-t` / `--duration`: stop issuing requests after this long.
-    pub time_limit: Option<Duration>,
+    pub version: HttpVersion,
+    pub method: Method,
+    /// Per-request timeout (ab's `-s`).
+    pub timeout: Duration,
     /// Load applied and discarded before measuring.
     pub warmup: Duration,
-    /// Worker threads (each with its own runtime and share of connections).
-    pub threads: usize,
-    /// CPUs the workers are pinned to, round-robin.
-    pub cpus: Option<Vec<usize>>,
     /// Constant request rate (requests/s across all workers): an open-model run.
     pub rate: Option<f64>,
-    /// `-s`: per-request timeout.
-    pub timeout: Duration,
-    /// `-H`: extra request headers.
-    pub headers: Vec<(String, String)>,
-    /// `-l`: accept a varying document length.
-    pub variable_length: bool,
-    pub method: Method,
-    pub version: HttpVersion,
-    pub progress: Progress,
-    /// Keep every request's timings for ab's exact tables (bounded runs only).
-    pub keep_samples: bool,
     /// Time responses by the kernel's receive stamps rather than by when the generator read
     /// them (see [`crate::sock`]).
     pub rx_stamps: bool,
@@ -225,78 +206,106 @@ pub struct LoadConfig {
     pub coalesce: Coalesce,
 }
 
-impl LoadConfig {
-    /// ab's defaults for a URL: one request, one connection, no keep-alive, 30 s timeout.
-    pub fn new(target: Target) -> Self {
-        LoadConfig {
-            target,
+impl Default for LoadSpec {
+    /// ab's defaults: one request, one connection, no keep-alive, HTTP/1.0 GET, 30 s timeout.
+    fn default() -> Self {
+        LoadSpec {
             requests: Some(1),
+            duration: None,
             concurrency: 1,
             keep_alive: false,
-            time_limit: None,
-            warmup: Duration::ZERO,
-            threads: 1,
-            cpus: None,
-            rate: None,
-            timeout: Duration::from_secs(30),
-            headers: Vec::new(),
-            variable_length: false,
-            method: Method::Get,
             version: HttpVersion::Http10,
-            progress: Progress::Quiet,
-            keep_samples: true,
+            method: Method::Get,
+            timeout: Duration::from_secs(30),
+            warmup: Duration::ZERO,
+            rate: None,
             rx_stamps: true,
             coalesce: Coalesce::Auto,
+        }
+    }
+}
+
+/// Everything a load run needs: the load, its target, and how the generator is laid out.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub target: Target,
+    pub load: LoadSpec,
+    /// Worker threads (each with its own poller and share of connections).
+    pub threads: usize,
+    /// CPUs the workers are pinned to, round-robin.
+    pub cpus: Option<Vec<usize>>,
+    /// Extra request headers (ab's `-H`).
+    pub headers: Vec<(String, String)>,
+    /// Accept a varying document length (ab's `-l`).
+    pub variable_length: bool,
+    /// Keep every request's timings for ab's exact tables (bounded runs only).
+    pub keep_samples: bool,
+}
+
+impl LoadConfig {
+    /// `load` against `target` from one unpinned worker thread.
+    pub fn new(target: Target, load: LoadSpec) -> Self {
+        LoadConfig {
+            target,
+            load,
+            threads: 1,
+            cpus: None,
+            headers: Vec::new(),
+            variable_length: false,
+            keep_samples: true,
         }
     }
 
     /// Checks the combination of options.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Option(m));
-        if self.concurrency == 0 {
-            return bad("-c must be at least 1".into());
+        let l = &self.load;
+        if l.concurrency == 0 {
+            return bad("concurrency must be at least 1".into());
         }
-        if self.concurrency > 1_000_000 {
+        if l.concurrency > 1_000_000 {
             return bad(format!(
-                "-c {} is beyond any sane concurrency",
-                self.concurrency
+                "concurrency {} is beyond any sane number of connections",
+                l.concurrency
             ));
         }
-        match self.requests {
-            Some(0) => return bad("-n must be at least 1".into()),
-            Some(n) if u64::from(self.concurrency) > n => {
+        match l.requests {
+            Some(0) => return bad("the request count must be at least 1".into()),
+            Some(n) if u64::from(l.concurrency) > n => {
                 return bad(format!(
-                    "cannot use concurrency level greater than total number of requests (-c {} > -n {n})",
-                    self.concurrency
+                    "cannot use concurrency level greater than total number of requests (concurrency {} > requests {n})",
+                    l.concurrency
                 ))
             }
-            None if self.time_limit.is_none() => {
-                return bad("give a request count (-n) or a duration (--duration / -t)".into())
+            None if l.duration.is_none() => {
+                return bad("give a request count or a duration".into())
             }
             _ => {}
         }
-        if self.time_limit.is_some_and(|d| d.is_zero()) {
+        if l.duration.is_some_and(|d| d.is_zero()) {
             return bad("the time limit must be longer than zero".into());
         }
-        if self.timeout.is_zero() {
-            return bad("-s (timeout) must be longer than zero".into());
+        if l.timeout.is_zero() {
+            return bad("the request timeout must be longer than zero".into());
         }
         if self.threads == 0 {
-            return bad("--threads must be at least 1".into());
+            return bad("there must be at least 1 worker thread".into());
         }
-        if let Some(r) = self.rate {
+        if let Some(r) = l.rate {
             if !(r.is_finite() && r > 0.0) {
-                return bad(format!("--rate must be a positive number, not {r}"));
+                return bad(format!(
+                    "the request rate must be a positive number, not {r}"
+                ));
             }
         }
         if let Some(cpus) = &self.cpus {
             if cpus.is_empty() {
-                return bad("--cpus needs at least one CPU".into());
+                return bad("the generator needs at least one CPU".into());
             }
             let n = crate::cpu::online_cpus();
             if let Some(c) = cpus.iter().find(|&&c| c >= n) {
                 return bad(format!(
-                    "--cpus names CPU {c}, but this machine has CPUs 0-{}",
+                    "the generator's CPUs include CPU {c}, but this machine has CPUs 0-{}",
                     n - 1
                 ));
             }
@@ -353,19 +362,26 @@ mod tests {
 
     #[test]
     fn option_checks() {
-        let mut c = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap());
-        c.concurrency = 0;
-        assert!(c.validate().unwrap_err().to_string().contains("-c"));
-        c.concurrency = 5;
-        c.requests = Some(2);
+        let mut c = LoadConfig::new(
+            Target::parse("http://127.0.0.1:1/").unwrap(),
+            LoadSpec::default(),
+        );
+        c.load.concurrency = 0;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("concurrency"));
+        c.load.concurrency = 5;
+        c.load.requests = Some(2);
         assert!(c
             .validate()
             .unwrap_err()
             .to_string()
             .contains("greater than"));
-        c.requests = None;
+        c.load.requests = None;
         assert!(c.validate().is_err());
-        c.time_limit = Some(Duration::from_secs(1));
+        c.load.duration = Some(Duration::from_secs(1));
         assert!(c.validate().is_ok());
     }
 }

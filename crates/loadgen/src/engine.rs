@@ -32,11 +32,13 @@
 //! CPU is not made to wake it for every response.
 
 use crate::coalesce::Napper;
-use crate::config::{Coalesce, HttpVersion, LoadConfig, Method, Progress};
+use crate::config::{Coalesce, HttpVersion, LoadConfig, Method};
 use crate::cpu;
 use crate::http::{build_request, Feed, ResponseParser};
 use crate::sock::{self, Recv};
-use crate::stats::{FailureKind, Measurement, Recorder, RunSettings, Sample, ServerInfo};
+use crate::stats::{
+    FailureKind, Measurement, Note, Recorder, RunSettings, Sample, ServerInfo, StopReason,
+};
 use crate::timer::Alarm;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -87,6 +89,9 @@ pub enum LoadError {
         "{addr} refused every connection ({reason}); is the server running and listening there?"
     )]
     Unreachable { addr: SocketAddr, reason: String },
+    /// Connections failed for want of the generator's own resources before any succeeded.
+    #[error("the load generator could not open connections: {reason}; this is a limit of the machine running the generator, not of the server")]
+    GeneratorLimit { reason: String },
     #[error("could not start the load generator: {0}")]
     Io(#[from] io::Error),
 }
@@ -123,6 +128,7 @@ struct Shared {
     connected_once: AtomicBool,
     connect_failures: AtomicU64,
     ports_exhausted: AtomicU64,
+    fds_exhausted: AtomicU64,
     first_connect_error: Mutex<Option<String>>,
     /// Holds receive stamping on for the run; `None` without stamps (asked for or possible).
     stamps: Option<sock::StampKeeper>,
@@ -149,19 +155,30 @@ pub fn run(cfg: LoadConfig) -> Result<Measurement, LoadError> {
 }
 
 /// Runs the load until it is done or `stop` is set.
-pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, LoadError> {
+pub fn run_until(cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, LoadError> {
+    run_observed(cfg, stop, &mut |_| {})
+}
+
+/// Runs the load until it is done or `stop` is set, telling `progress` the number of requests
+/// completed so far about every 50 ms (from the calling thread, never from a worker).
+pub fn run_observed(
+    mut cfg: LoadConfig,
+    stop: &StopFlag,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Measurement, LoadError> {
     cfg.validate()?;
     let addr = cfg.target.resolve()?;
-    let threads = cfg.threads.min(cfg.concurrency as usize).max(1);
+    let threads = cfg.threads.min(cfg.load.concurrency as usize).max(1);
+    crate::limits::ensure_open_files(cfg.load.concurrency, threads)?;
     let request = build_request(
         &cfg.target,
-        cfg.method,
-        cfg.version,
-        cfg.keep_alive,
+        cfg.load.method,
+        cfg.load.version,
+        cfg.load.keep_alive,
         &cfg.headers,
     )
     .into_boxed_slice();
-    let limit = cfg.requests.unwrap_or(UNKNOWN);
+    let limit = cfg.load.requests.unwrap_or(UNKNOWN);
     let sh = Arc::new(Shared {
         addr,
         request,
@@ -174,8 +191,9 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
         connected_once: AtomicBool::new(false),
         connect_failures: AtomicU64::new(0),
         ports_exhausted: AtomicU64::new(0),
+        fds_exhausted: AtomicU64::new(0),
         first_connect_error: Mutex::new(None),
-        stamps: if cfg.rx_stamps {
+        stamps: if cfg.load.rx_stamps {
             sock::StampKeeper::start()
         } else {
             None
@@ -186,7 +204,7 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
     });
     let cfg = &sh.cfg;
     // Without stamps a nap would be measured as server time: the automatic policy then blocks.
-    let coalesce = match cfg.coalesce {
+    let coalesce = match cfg.load.coalesce {
         Coalesce::Auto if sh.stamps.is_none() => Coalesce::Off,
         c => c,
     };
@@ -195,8 +213,8 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
     let (done_tx, done_rx) = mpsc::channel::<(Recorder, Option<Instant>)>();
     let mut handles = Vec::with_capacity(threads);
     for i in 0..threads {
-        let conns = cfg.concurrency as usize / threads
-            + usize::from(i < cfg.concurrency as usize % threads);
+        let conns = cfg.load.concurrency as usize / threads
+            + usize::from(i < cfg.load.concurrency as usize % threads);
         let sh = sh.clone();
         let barrier = barrier.clone();
         let done_tx = done_tx.clone();
@@ -213,16 +231,15 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
 
     let start = Instant::now();
     let _ = sh.start.set(start);
-    let measure_start = start + cfg.warmup;
+    let measure_start = start + cfg.load.warmup;
     let _ = sh.measure_start.set(measure_start);
     barrier.wait();
 
-    if !cfg.warmup.is_zero() {
+    if !cfg.load.warmup.is_zero() {
         wait_until(measure_start, stop, &sh);
     }
     let cpu_before = cpu::process_cpu_time();
-    let deadline = cfg.time_limit.map(|d| measure_start + d);
-    let mut progress = ProgressLines::new(cfg.progress, cfg.requests);
+    let deadline = cfg.load.duration.map(|d| measure_start + d);
     let mut merged: Option<Recorder> = None;
     let mut last_done: Option<Instant> = None;
     let mut stopped_at: Option<Instant> = None;
@@ -246,18 +263,18 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        progress.update(sh.completed.load(Relaxed));
+        progress(sh.completed.load(Relaxed));
         if stopped_at.is_none() {
             if stop.is_stopped() {
-                stopped_early = Some("interrupted".to_string());
+                stopped_early = Some(StopReason::Interrupted);
                 stopped_at = Some(Instant::now());
                 sh.trigger_stop();
             } else if deadline.is_some_and(|d| Instant::now() >= d) {
                 stopped_at = deadline;
                 sh.trigger_stop();
-                if let Some(n) = cfg.requests {
+                if let Some(n) = cfg.load.requests {
                     if sh.issued.load(Relaxed) < n {
-                        stopped_early = Some("time limit reached".to_string());
+                        stopped_early = Some(StopReason::TimeLimit);
                     }
                 }
             } else if sh.stop.load(Relaxed) {
@@ -271,8 +288,22 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
         let _ = h.join();
     }
     let rec = merged.unwrap_or_else(|| Recorder::new(false, false));
-    progress.finish(rec.completed);
+    progress(rec.completed);
 
+    let exhausted = sh.ports_exhausted.load(Relaxed);
+    let no_fds = sh.fds_exhausted.load(Relaxed);
+    if !sh.connected_once.load(Relaxed) && no_fds + exhausted >= REFUSED_LIMIT {
+        return Err(LoadError::GeneratorLimit {
+            reason: if no_fds > 0 {
+                format!(
+                    "it ran out of file descriptors (open-files limit {})",
+                    crate::limits::open_files_limit().0
+                )
+            } else {
+                "the local port range is exhausted (sockets in TIME_WAIT)".to_string()
+            },
+        });
+    }
     if !sh.connected_once.load(Relaxed) && sh.connect_failures.load(Relaxed) > 0 {
         let reason = sh
             .first_connect_error
@@ -289,12 +320,16 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
     let elapsed = end.saturating_duration_since(measure_start);
 
     let mut notes = Vec::new();
-    let exhausted = sh.ports_exhausted.load(Relaxed);
+    if no_fds > 0 {
+        notes.push(Note::OutOfFileDescriptors {
+            connections: no_fds,
+            limit: crate::limits::open_files_limit().0,
+        });
+    }
     if exhausted > 0 {
-        notes.push(format!(
-            "{exhausted} connections failed with EADDRNOTAVAIL: the local port range is exhausted \
-             (sockets in TIME_WAIT); use keep-alive (-k), fewer requests, or wait between runs"
-        ));
+        notes.push(Note::PortsExhausted {
+            connections: exhausted,
+        });
     }
     if let Some(note) = read_delay_note(&rec) {
         notes.push(note);
@@ -309,12 +344,12 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
             document_length: if doc_len == UNKNOWN { 0 } else { doc_len },
         },
         settings: RunSettings {
-            concurrency: cfg.concurrency,
-            keep_alive: cfg.keep_alive,
-            rate: cfg.rate,
+            concurrency: cfg.load.concurrency,
+            keep_alive: cfg.load.keep_alive,
+            rate: cfg.load.rate,
             threads,
-            http11: cfg.version == HttpVersion::Http11,
-            head: cfg.method == Method::Head,
+            http11: cfg.load.version == HttpVersion::Http11,
+            head: cfg.load.method == Method::Head,
             rx_stamps: sh.stamps.is_some(),
             coalesce: coalesce.to_string(),
         },
@@ -328,21 +363,16 @@ pub fn run_until(mut cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, Lo
 
 /// When responses waited longer for the generator than the server took to send them, the
 /// generator was the bottleneck, and its Connection Times (which leave that wait out) differ
-/// from what ab would print for the same run: say so.
-fn read_delay_note(rec: &Recorder) -> Option<String> {
+/// from what ab would print for the same run.
+fn read_delay_note(rec: &Recorder) -> Option<Note> {
     if rec.stamped() == 0 {
         return None;
     }
     let waited = rec.read_delay.mean();
-    let total = rec.moments[3].mean();
-    (waited >= READ_DELAY_NOTE_US && waited > total).then(|| {
-        format!(
-            "responses waited {:.2} ms on average before the generator read them, longer than \
-             their Total ({:.2} ms): the generator, not the server, was the bottleneck. Connection \
-             Times leave that wait out; --user-timestamps counts it, as ab does",
-            waited / 1000.0,
-            total / 1000.0
-        )
+    let total = rec.moments.total.mean();
+    (waited >= READ_DELAY_NOTE_US && waited > total).then_some(Note::GeneratorBound {
+        read_delay_mean_us: waited,
+        total_mean_us: total,
     })
 }
 
@@ -518,9 +548,9 @@ fn worker_thread(
         let _ = cpu::pin_current_thread(&[c]);
     }
     let cfg = &sh.cfg;
-    let keep = cfg.keep_samples && cfg.requests.is_some();
-    let mut rec = Recorder::new(keep, cfg.rate.is_some());
-    if let (Some(v), Some(n)) = (rec.samples.as_mut(), cfg.requests) {
+    let keep = cfg.keep_samples && cfg.load.requests.is_some();
+    let mut rec = Recorder::new(keep, cfg.load.rate.is_some());
+    if let (Some(v), Some(n)) = (rec.samples.as_mut(), cfg.load.requests) {
         // Room for this worker's share and a little more; growth beyond is amortized.
         v.reserve(
             (n as usize / threads)
@@ -539,8 +569,9 @@ fn worker_thread(
             return (rec, None);
         }
     };
-    let head_only = cfg.method == Method::Head;
+    let head_only = cfg.load.method == Method::Head;
     let alarm = cfg
+        .load
         .rate
         .and_then(|_| Alarm::new(poll.registry(), ALARM).ok());
     // The coordinator sets the start instants, then meets the workers at the barrier.
@@ -570,10 +601,11 @@ fn worker_thread(
         active: conns,
         start,
         measure_start,
-        end: cfg.time_limit.map(|d| measure_start + d),
-        timeout: cfg.timeout,
+        end: cfg.load.duration.map(|d| measure_start + d),
+        timeout: cfg.load.timeout,
         next_slot: 0,
         slot_interval: cfg
+            .load
             .rate
             .map(|r| Duration::from_secs_f64(threads as f64 / r)),
         tally: Tally::default(),
@@ -771,8 +803,8 @@ impl Worker {
                     c.connected = false;
                 }
                 Err(e) => {
-                    note_connect_error(&self.sh, &e);
-                    return self.fail(idx, FailureKind::Connect);
+                    let kind = note_connect_error(&self.sh, &e);
+                    return self.fail(idx, kind);
                 }
             }
         }
@@ -826,8 +858,8 @@ impl Worker {
                     if !c.connected {
                         // The connect failed (refused, unreachable...): the socket reports it
                         // at the first write.
-                        note_connect_error(&self.sh, &e);
-                        return self.fail(idx, FailureKind::Connect);
+                        let kind = note_connect_error(&self.sh, &e);
+                        return self.fail(idx, kind);
                     }
                     if c.req.reused && c.sent == 0 {
                         return self.stale(idx);
@@ -975,7 +1007,7 @@ impl Worker {
             if length_failure {
                 rec.failures.add(FailureKind::Length);
             }
-            if c.parser.head.keep_alive && cfg.keep_alive {
+            if c.parser.head.keep_alive && cfg.load.keep_alive {
                 rec.keep_alive_requests += 1;
             }
             let us = |d: Duration| d.as_micros().min(u32::MAX as u128) as u32;
@@ -1001,7 +1033,7 @@ impl Worker {
         self.napper
             .observe(done.saturating_duration_since(req.start), req.read_at);
         let c = &mut self.conns[idx];
-        if cfg.keep_alive && c.parser.head.keep_alive {
+        if cfg.load.keep_alive && c.parser.head.keep_alive {
             return self.queue(idx);
         }
         if c.parser.head_done() && !c.parser.until_close() && c.stream.is_some() && !server_closed {
@@ -1047,14 +1079,15 @@ impl Worker {
         c.deadline = None;
         let measured = c.req.measured;
         let now = Instant::now();
+        let no_connection = matches!(kind, FailureKind::Connect | FailureKind::Generator);
         if measured && self.end.is_none_or(|e| now < e) {
             self.rec.failures.add(kind);
-            if kind != FailureKind::Connect {
+            if !no_connection {
                 self.rec.completed += 1;
             }
             self.tally.count(&self.sh, now);
         }
-        if kind == FailureKind::Connect {
+        if no_connection {
             // A target that refuses connections must not turn the slot into a spin.
             let t = now + CONNECT_RETRY_PAUSE;
             self.conns[idx].state = State::Waiting(None);
@@ -1100,11 +1133,23 @@ impl Worker {
     }
 }
 
-fn note_connect_error(sh: &Shared, e: &io::Error) {
-    let n = sh.connect_failures.fetch_add(1, Relaxed) + 1;
-    if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) {
-        sh.ports_exhausted.fetch_add(1, Relaxed);
+/// Counts a failed connection attempt and says whose failure it was: the server's (refused,
+/// unreachable) or the generator's own (see [`crate::limits::LocalLimit`]).
+fn note_connect_error(sh: &Shared, e: &io::Error) -> FailureKind {
+    if let Some(limit) = crate::limits::local_limit(e) {
+        let counter = match limit {
+            crate::limits::LocalLimit::FileDescriptors => &sh.fds_exhausted,
+            crate::limits::LocalLimit::Ports => &sh.ports_exhausted,
+        };
+        counter.fetch_add(1, Relaxed);
+        let local = sh.fds_exhausted.load(Relaxed) + sh.ports_exhausted.load(Relaxed);
+        if local >= REFUSED_LIMIT && !sh.connected_once.load(Relaxed) {
+            // Not one connection could be made: nothing would be measured but the generator.
+            sh.trigger_stop();
+        }
+        return FailureKind::Generator;
     }
+    let n = sh.connect_failures.fetch_add(1, Relaxed) + 1;
     if n == 1 {
         if let Ok(mut first) = sh.first_connect_error.lock() {
             first.get_or_insert_with(|| e.to_string());
@@ -1113,67 +1158,5 @@ fn note_connect_error(sh: &Shared, e: &io::Error) {
     if n >= REFUSED_LIMIT && !sh.connected_once.load(Relaxed) {
         sh.trigger_stop();
     }
-}
-
-/// Progress on stderr: ab's lines ("Completed N requests" every tenth of the run, at least
-/// every 100, then "Finished N requests"), or a live bar on a terminal.
-struct ProgressLines {
-    mode: Progress,
-    step: u64,
-    next: u64,
-    bar: Option<indicatif::ProgressBar>,
-}
-
-impl ProgressLines {
-    fn new(mode: Progress, requests: Option<u64>) -> Self {
-        let step = match requests {
-            Some(n) if n > 150 => (n / 10).max(100),
-            Some(_) => 0,
-            None => 10_000,
-        };
-        let bar = (mode == Progress::Bar).then(|| {
-            let bar = match requests {
-                Some(n) => indicatif::ProgressBar::new(n),
-                None => indicatif::ProgressBar::new_spinner(),
-            };
-            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr_with_hz(10));
-            let style = indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} requests ({per_sec})",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-            bar.set_style(style);
-            bar
-        });
-        ProgressLines {
-            mode,
-            step,
-            next: step,
-            bar,
-        }
-    }
-
-    fn update(&mut self, completed: u64) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(completed);
-            return;
-        }
-        if self.mode != Progress::Lines || self.step == 0 {
-            return;
-        }
-        let mut err = io::stderr().lock();
-        while completed >= self.next {
-            let _ = writeln!(err, "Completed {} requests", self.next);
-            self.next += self.step;
-        }
-    }
-
-    fn finish(&mut self, completed: u64) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
-        }
-        if self.mode == Progress::Lines {
-            self.update(completed);
-            let _ = writeln!(io::stderr(), "Finished {completed} requests");
-        }
-    }
+    FailureKind::Connect
 }

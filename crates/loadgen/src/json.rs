@@ -3,8 +3,10 @@
 //! HdrHistograms themselves (V2 deflate serialization, base64), so any later report or
 //! comparison can be computed exactly from it.
 
-use crate::ab::nth_value;
-use crate::stats::{Failures, Measurement, Moments, RunSettings, Sample, ServerInfo, Timer};
+use crate::stats::{
+    nth_value, Failures, Measurement, Moments, Note, RunSettings, ServerInfo, StopReason, Timer,
+    Timers,
+};
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -56,13 +58,12 @@ pub struct LoadReport {
     pub transfer_rate_kbps: f64,
     /// CPU seconds (user + system) the load generator used while measuring.
     pub client_cpu_s: f64,
-    pub connect: TimerReport,
-    pub processing: TimerReport,
-    pub waiting: TimerReport,
-    pub total: TimerReport,
+    /// ab's four timers: `connect`, `processing`, `waiting` and `total`.
+    #[serde(flatten)]
+    pub timers: Timers<TimerReport>,
     /// Total latency from each request's intended send time (constant-rate runs only).
     pub corrected_total: Option<TimerReport>,
-    pub stopped_early: Option<String>,
+    pub stopped_early: Option<StopReason>,
     /// Recorded responses timed by the kernel's receive stamps; the others (all of them in
     /// records made before stamps existed) were timed when the generator read them.
     #[serde(default)]
@@ -75,6 +76,10 @@ pub struct LoadReport {
     /// Times a worker slept to collect responses in batches rather than being woken by each.
     #[serde(default)]
     pub naps: u64,
+    /// What a reader of these numbers must know; absent from records made before notes were
+    /// kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
 }
 
 /// The percentiles every [`TimerReport`] lists, in per mille so that 99.9 is exact.
@@ -213,12 +218,14 @@ impl LoadReport {
     /// from its histogram (its moments too, as no exact ones are kept for it).
     pub fn from_measurement(m: &Measurement) -> LoadReport {
         let r = &m.rec;
-        let values = |f: fn(&Sample) -> u64| {
-            r.samples
-                .as_ref()
-                .map(|s| s.iter().map(f).collect::<Vec<u64>>())
-        };
         let secs = m.elapsed.as_secs_f64();
+        let timers = r.moments.map(|t, moments| {
+            let values = r
+                .samples
+                .as_ref()
+                .map(|s| s.iter().map(|x| *x.timers().get(t)).collect::<Vec<u64>>());
+            TimerReport::new(*moments, r.hist.get(t), values)
+        });
         LoadReport {
             version: LOAD_REPORT_VERSION,
             server: m.server.clone(),
@@ -239,43 +246,23 @@ impl LoadReport {
                 0.0
             },
             client_cpu_s: m.client_cpu.as_secs_f64(),
-            connect: TimerReport::new(
-                r.moments[0],
-                &r.hist.connect,
-                values(|s| u64::from(s.connect)),
-            ),
-            processing: TimerReport::new(
-                r.moments[1],
-                &r.hist.processing,
-                values(|s| u64::from(s.processing())),
-            ),
-            waiting: TimerReport::new(
-                r.moments[2],
-                &r.hist.waiting,
-                values(|s| u64::from(s.waiting)),
-            ),
-            total: TimerReport::new(r.moments[3], &r.hist.total, values(|s| u64::from(s.total))),
+            timers,
             corrected_total: r
-                .hist
                 .corrected
                 .as_ref()
                 .map(|h| TimerReport::new(moments_of(h), h, None)),
-            stopped_early: m.stopped_early.clone(),
+            stopped_early: m.stopped_early,
             stamped: r.stamped(),
             read_delay: (r.stamped() > 0)
                 .then(|| TimerReport::new(moments_of(&r.read_delay), &r.read_delay, None)),
             naps: r.naps,
+            notes: m.notes.clone(),
         }
     }
 
     /// One of the four ab timers.
     pub fn timer(&self, t: Timer) -> &TimerReport {
-        match t {
-            Timer::Connect => &self.connect,
-            Timer::Processing => &self.processing,
-            Timer::Waiting => &self.waiting,
-            Timer::Total => &self.total,
-        }
+        self.timers.get(t)
     }
 
     /// Decodes one timer's histogram back into an HdrHistogram.

@@ -1,21 +1,28 @@
-//! benchctl's load generator: ApacheBench's semantics and tables, at wrk's speed.
+//! benchctl's load generator: ApacheBench's semantics at wrk's speed.
 //!
 //! Usable on its own (`benchctl load URL`) and as the measuring instrument of `benchctl run`.
 //! One OS thread per worker, each with its own epoll loop over its share of the connections;
 //! every connection records into its worker's [`stats::Recorder`], and recorders are merged once
 //! at the end.
+//!
+//! It measures and never formats: a run returns a [`Measurement`] (and its serializable form,
+//! [`json::LoadReport`]); progress goes to a caller's callback and anything a reader must know
+//! comes back as a [`Note`]. ab's tables and every word shown to a person are the report
+//! crate's.
 
-pub mod ab;
 pub mod coalesce;
 pub mod config;
 pub mod cpu;
 pub mod engine;
 pub mod http;
 pub mod json;
+pub mod limits;
 pub mod sock;
 pub mod stats;
 pub mod timer;
 
-pub use config::{Coalesce, HttpVersion, LoadConfig, Method, Progress, Target};
-pub use engine::{run, run_until, LoadError, StopFlag};
-pub use stats::{FailureKind, Failures, Measurement, Sample, ServerInfo};
+pub use config::{Coalesce, ConfigError, HttpVersion, LoadConfig, LoadSpec, Method, Target};
+pub use engine::{run, run_observed, run_until, LoadError, StopFlag};
+pub use stats::{
+    FailureKind, Failures, Measurement, Note, Sample, ServerInfo, StopReason, Timer, Timers,
+};

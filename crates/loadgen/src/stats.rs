@@ -52,6 +52,10 @@ pub enum FailureKind {
     Timeout,
     /// The response could not be parsed as HTTP (ab's "Exceptions").
     Exception,
+    /// The generator could not open a connection for want of its own resources: file
+    /// descriptors (EMFILE, ENFILE), local ports (EADDRNOTAVAIL) or kernel memory (ENOBUFS).
+    /// The server never saw these requests: never counted against it.
+    Generator,
 }
 
 /// Failure counts by kind.
@@ -63,6 +67,9 @@ pub struct Failures {
     pub write: u64,
     pub timeout: u64,
     pub exception: u64,
+    /// The generator's own failures (see [`FailureKind::Generator`]); not in [`total`](Self::total).
+    #[serde(default)]
+    pub generator: u64,
 }
 
 impl Failures {
@@ -74,6 +81,7 @@ impl Failures {
             FailureKind::Write => self.write += 1,
             FailureKind::Timeout => self.timeout += 1,
             FailureKind::Exception => self.exception += 1,
+            FailureKind::Generator => self.generator += 1,
         }
     }
 
@@ -84,10 +92,11 @@ impl Failures {
         self.write += other.write;
         self.timeout += other.timeout;
         self.exception += other.exception;
+        self.generator += other.generator;
     }
 
     /// ab's "Failed requests": every kind but write errors, which ab prints on a line of their
-    /// own ("Write errors").
+    /// own ("Write errors"), and the generator's own failures, which are not the server's.
     pub fn total(&self) -> u64 {
         self.connect + self.receive + self.length + self.timeout + self.exception
     }
@@ -174,7 +183,7 @@ mod u128_string {
 }
 
 /// Which of the four ab timers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Timer {
     Connect,
     Processing,
@@ -182,45 +191,37 @@ pub enum Timer {
     Total,
 }
 
-fn new_hist() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HIST_MAX_US, HIST_SIGFIG).expect("static histogram bounds")
+impl Timer {
+    /// In ab's order: the rows of its Connection Times table.
+    pub const ALL: [Timer; 4] = [
+        Timer::Connect,
+        Timer::Processing,
+        Timer::Waiting,
+        Timer::Total,
+    ];
 }
 
-/// The latency distributions of a run.
-#[derive(Debug, Clone)]
-pub struct Histograms {
-    pub connect: Histogram<u64>,
-    pub processing: Histogram<u64>,
-    pub waiting: Histogram<u64>,
-    pub total: Histogram<u64>,
-    /// Total latency measured from each request's intended send time (constant-rate runs only),
-    /// which corrects for coordinated omission.
-    pub corrected: Option<Histogram<u64>>,
+/// One `T` for each of ab's four timers: their moments, their histograms, their reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timers<T> {
+    pub connect: T,
+    pub processing: T,
+    pub waiting: T,
+    pub total: T,
 }
 
-impl Histograms {
-    pub fn new(corrected: bool) -> Self {
-        Histograms {
-            connect: new_hist(),
-            processing: new_hist(),
-            waiting: new_hist(),
-            total: new_hist(),
-            corrected: corrected.then(new_hist),
+impl<T> Timers<T> {
+    /// Builds each timer's value from the timer.
+    pub fn from_fn(mut f: impl FnMut(Timer) -> T) -> Self {
+        Timers {
+            connect: f(Timer::Connect),
+            processing: f(Timer::Processing),
+            waiting: f(Timer::Waiting),
+            total: f(Timer::Total),
         }
     }
 
-    pub fn merge(&mut self, o: &Histograms) {
-        // Same bounds everywhere, so `add` cannot fail.
-        let _ = self.connect.add(&o.connect);
-        let _ = self.processing.add(&o.processing);
-        let _ = self.waiting.add(&o.waiting);
-        let _ = self.total.add(&o.total);
-        if let (Some(a), Some(b)) = (self.corrected.as_mut(), o.corrected.as_ref()) {
-            let _ = a.add(b);
-        }
-    }
-
-    pub fn get(&self, t: Timer) -> &Histogram<u64> {
+    pub fn get(&self, t: Timer) -> &T {
         match t {
             Timer::Connect => &self.connect,
             Timer::Processing => &self.processing,
@@ -228,14 +229,110 @@ impl Histograms {
             Timer::Total => &self.total,
         }
     }
+
+    pub fn get_mut(&mut self, t: Timer) -> &mut T {
+        match t {
+            Timer::Connect => &mut self.connect,
+            Timer::Processing => &mut self.processing,
+            Timer::Waiting => &mut self.waiting,
+            Timer::Total => &mut self.total,
+        }
+    }
+
+    /// Each timer's value through `f`.
+    pub fn map<'a, U>(&'a self, mut f: impl FnMut(Timer, &'a T) -> U) -> Timers<U> {
+        Timers::from_fn(|t| f(t, self.get(t)))
+    }
+
+    /// Fallible [`map`](Self::map): the first error wins.
+    pub fn try_map<U, E>(
+        &self,
+        mut f: impl FnMut(Timer, &T) -> Result<U, E>,
+    ) -> Result<Timers<U>, E> {
+        Ok(Timers {
+            connect: f(Timer::Connect, &self.connect)?,
+            processing: f(Timer::Processing, &self.processing)?,
+            waiting: f(Timer::Waiting, &self.waiting)?,
+            total: f(Timer::Total, &self.total)?,
+        })
+    }
+
+    /// (timer, value) in ab's order.
+    pub fn iter(&self) -> impl Iterator<Item = (Timer, &T)> {
+        Timer::ALL.into_iter().map(move |t| (t, self.get(t)))
+    }
+}
+
+impl Sample {
+    /// The value each timer records for this request, µs.
+    #[inline]
+    pub fn timers(&self) -> Timers<u64> {
+        Timers {
+            connect: u64::from(self.connect),
+            processing: u64::from(self.processing()),
+            waiting: u64::from(self.waiting),
+            total: u64::from(self.total),
+        }
+    }
+}
+
+/// A histogram with the bounds every histogram of a run shares, so that any two merge.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIST_MAX_US, HIST_SIGFIG).expect("static histogram bounds")
+}
+
+/// The `i`-th smallest (0-based) recorded value as the histogram knows it (the highest value of
+/// its bucket), kept within the exact min and max of `m`.
+pub fn nth_value(h: &Histogram<u64>, m: &Moments, i: u64) -> u64 {
+    let mut seen = 0u64;
+    for v in h.iter_recorded() {
+        seen += v.count_since_last_iteration();
+        if seen > i {
+            return v.value_iterated_to().clamp(m.min.min(m.max), m.max);
+        }
+    }
+    m.max
+}
+
+/// Something the reader of a load's numbers must know, as data: the words are the
+/// presentation's (see the report crate).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Note {
+    /// Connections failed with EADDRNOTAVAIL: the local port range was used up (sockets in
+    /// TIME_WAIT), a limit of this host, not of the server.
+    PortsExhausted { connections: u64 },
+    /// Connections could not be opened because this process or the system ran out of file
+    /// descriptors (EMFILE, ENFILE): the generator's limit, not the server's.
+    OutOfFileDescriptors { connections: u64, limit: u64 },
+    /// Responses waited longer for the generator to read them than the server took to send
+    /// them (means, µs): the generator was the bottleneck.
+    GeneratorBound {
+        read_delay_mean_us: f64,
+        total_mean_us: f64,
+    },
+}
+
+/// Why a run ended before its requests were all done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StopReason {
+    /// Stopped from outside (a signal, a caller's [`crate::StopFlag`]).
+    #[serde(rename = "interrupted")]
+    Interrupted,
+    /// `-t` / `--duration` ran out before `-n` requests were done.
+    #[serde(rename = "time limit reached")]
+    TimeLimit,
 }
 
 /// What one worker thread accumulates. Owned by that thread alone: no locks on the hot path.
 #[derive(Debug, Clone)]
 pub struct Recorder {
     pub samples: Option<Vec<Sample>>,
-    pub moments: [Moments; 4],
-    pub hist: Histograms,
+    pub moments: Timers<Moments>,
+    pub hist: Timers<Histogram<u64>>,
+    /// Total latency measured from each request's intended send time (constant-rate runs only),
+    /// which corrects for coordinated omission.
+    pub corrected: Option<Histogram<u64>>,
     pub failures: Failures,
     /// Responses whose status was not 2xx (counted apart, as ab does; not failures).
     pub non_2xx: u64,
@@ -267,8 +364,9 @@ impl Recorder {
     pub fn new(keep_samples: bool, corrected: bool) -> Self {
         Recorder {
             samples: keep_samples.then(Vec::new),
-            moments: [Moments::default(); 4],
-            hist: Histograms::new(corrected),
+            moments: Timers::default(),
+            hist: Timers::from_fn(|_| new_histogram()),
+            corrected: corrected.then(new_histogram),
             failures: Failures::default(),
             non_2xx: 0,
             keep_alive_requests: 0,
@@ -276,7 +374,7 @@ impl Recorder {
             body_bytes: 0,
             sent_bytes: 0,
             completed: 0,
-            read_delay: new_hist(),
+            read_delay: new_histogram(),
             naps: 0,
         }
     }
@@ -284,16 +382,13 @@ impl Recorder {
     /// Records the timings of one request that got a whole response.
     #[inline]
     pub fn record(&mut self, s: Sample, corrected_total: Option<u64>) {
-        let p = s.processing();
-        let vals = [s.connect as u64, p as u64, s.waiting as u64, s.total as u64];
-        for (m, v) in self.moments.iter_mut().zip(vals) {
-            m.record(v);
+        let v = s.timers();
+        for t in Timer::ALL {
+            let x = *v.get(t);
+            self.moments.get_mut(t).record(x);
+            self.hist.get_mut(t).saturating_record(x);
         }
-        self.hist.connect.saturating_record(vals[0]);
-        self.hist.processing.saturating_record(vals[1]);
-        self.hist.waiting.saturating_record(vals[2]);
-        self.hist.total.saturating_record(vals[3]);
-        if let (Some(h), Some(c)) = (self.hist.corrected.as_mut(), corrected_total) {
+        if let (Some(h), Some(c)) = (self.corrected.as_mut(), corrected_total) {
             h.saturating_record(c);
         }
         if let Some(v) = self.samples.as_mut() {
@@ -306,10 +401,14 @@ impl Recorder {
             (Some(a), Some(mut b)) => a.append(&mut b),
             _ => self.samples = None,
         }
-        for (a, b) in self.moments.iter_mut().zip(o.moments.iter()) {
-            a.merge(b);
+        for t in Timer::ALL {
+            self.moments.get_mut(t).merge(o.moments.get(t));
+            // Same bounds everywhere, so `add` cannot fail.
+            let _ = self.hist.get_mut(t).add(o.hist.get(t));
         }
-        self.hist.merge(&o.hist);
+        if let (Some(a), Some(b)) = (self.corrected.as_mut(), o.corrected.as_ref()) {
+            let _ = a.add(b);
+        }
         self.failures.merge(&o.failures);
         self.non_2xx += o.non_2xx;
         self.keep_alive_requests += o.keep_alive_requests;
@@ -367,10 +466,10 @@ pub struct Measurement {
     pub rec: Recorder,
     /// CPU time the load generator itself used during the measured part (user + system).
     pub client_cpu: Duration,
-    /// Why the run stopped early, when it did (time limit, Ctrl-C...).
-    pub stopped_early: Option<String>,
-    /// Things a reader of the numbers must know (port exhaustion, refused connections...).
-    pub notes: Vec<String>,
+    /// Why the run stopped early, when it did.
+    pub stopped_early: Option<StopReason>,
+    /// Things a reader of the numbers must know (port exhaustion, a saturated generator...).
+    pub notes: Vec<Note>,
 }
 
 impl Measurement {

@@ -6,19 +6,22 @@
 
 mod support;
 
-use loadgen::{HttpVersion, LoadConfig, Measurement, Target};
+use loadgen::{HttpVersion, LoadConfig, LoadSpec, Measurement, Target};
 use std::time::Duration;
 use support::TestServer;
 
 fn rate_config(url: &str, rate: f64, c: u32, run_for: Duration) -> LoadConfig {
-    let mut cfg = LoadConfig::new(Target::parse(url).expect("test URL parses"));
-    cfg.requests = None;
-    cfg.time_limit = Some(run_for);
-    cfg.rate = Some(rate);
-    cfg.concurrency = c;
-    cfg.keep_alive = true;
-    cfg.version = HttpVersion::Http11;
-    cfg.timeout = Duration::from_secs(5);
+    let mut cfg = LoadConfig::new(
+        Target::parse(url).expect("test URL parses"),
+        LoadSpec::default(),
+    );
+    cfg.load.requests = None;
+    cfg.load.duration = Some(run_for);
+    cfg.load.rate = Some(rate);
+    cfg.load.concurrency = c;
+    cfg.load.keep_alive = true;
+    cfg.load.version = HttpVersion::Http11;
+    cfg.load.timeout = Duration::from_secs(5);
     cfg
 }
 
@@ -50,7 +53,6 @@ fn one_second_stall_shows_in_corrected_p99_only() {
     );
     let corrected = m
         .rec
-        .hist
         .corrected
         .as_ref()
         .expect("a --rate run keeps a corrected histogram");
@@ -116,7 +118,7 @@ fn achieved_rate_matches_the_target() {
         (360.0..=440.0).contains(&rps),
         "achieved {rps:.1} requests/s for a target of 400"
     );
-    let corrected = m.rec.hist.corrected.as_ref().expect("corrected histogram");
+    let corrected = m.rec.corrected.as_ref().expect("corrected histogram");
     // Without a stall, the correction has nothing to add.
     assert!(
         corrected.value_at_quantile(0.99) < 100_000,
@@ -128,13 +130,16 @@ fn achieved_rate_matches_the_target() {
 #[test]
 fn closed_model_runs_have_no_corrected_histogram() {
     let s = TestServer::start();
-    let mut cfg = LoadConfig::new(Target::parse(&s.url("/cl")).expect("URL"));
-    cfg.requests = Some(20);
-    cfg.concurrency = 2;
-    cfg.timeout = Duration::from_secs(5);
+    let mut cfg = LoadConfig::new(
+        Target::parse(&s.url("/cl")).expect("URL"),
+        LoadSpec::default(),
+    );
+    cfg.load.requests = Some(20);
+    cfg.load.concurrency = 2;
+    cfg.load.timeout = Duration::from_secs(5);
     let m = run_within(Duration::from_secs(15), cfg);
     assert_eq!(m.complete(), 20);
-    assert!(m.rec.hist.corrected.is_none());
+    assert!(m.rec.corrected.is_none());
 }
 
 #[test]
@@ -146,7 +151,7 @@ fn requests_leave_at_their_send_time_not_at_the_next_millisecond() {
     let cfg = rate_config(&s.url("/cl"), 500.0, 4, Duration::from_secs(2));
     let m = run_within(Duration::from_secs(15), cfg);
     assert_eq!(m.failed(), 0, "failures: {:?}", m.rec.failures);
-    let corrected = m.rec.hist.corrected.as_ref().expect("corrected histogram");
+    let corrected = m.rec.corrected.as_ref().expect("corrected histogram");
     let total = &m.rec.hist.total;
     let (c50, u50) = (
         corrected.value_at_quantile(0.5),

@@ -6,7 +6,9 @@
 
 mod support;
 
-use loadgen::{HttpVersion, LoadConfig, LoadError, Measurement, Method, Target};
+use loadgen::{
+    HttpVersion, LoadConfig, LoadError, LoadSpec, Measurement, Method, StopReason, Target,
+};
 use std::time::{Duration, Instant};
 use support::{run_within, TestServer, HELLO};
 
@@ -14,10 +16,13 @@ use support::{run_within, TestServer, HELLO};
 const HANG: Duration = Duration::from_secs(20);
 
 fn config(url: &str, n: u64, c: u32) -> LoadConfig {
-    let mut cfg = LoadConfig::new(Target::parse(url).expect("test URL parses"));
-    cfg.requests = Some(n);
-    cfg.concurrency = c;
-    cfg.timeout = Duration::from_secs(5);
+    let mut cfg = LoadConfig::new(
+        Target::parse(url).expect("test URL parses"),
+        LoadSpec::default(),
+    );
+    cfg.load.requests = Some(n);
+    cfg.load.concurrency = c;
+    cfg.load.timeout = Duration::from_secs(5);
     cfg
 }
 
@@ -54,7 +59,7 @@ fn content_length_new_connection_per_request() {
 fn content_length_keep_alive_reuses_connections_http10() {
     let s = TestServer::start();
     let mut cfg = config(&s.url("/cl"), 200, 10);
-    cfg.keep_alive = true;
+    cfg.load.keep_alive = true;
     let m = run_ok(cfg);
     assert_eq!(m.complete(), 200);
     assert_no_failures(&m);
@@ -73,8 +78,8 @@ fn content_length_keep_alive_reuses_connections_http10() {
 fn content_length_keep_alive_http11() {
     let s = TestServer::start();
     let mut cfg = config(&s.url("/cl"), 100, 4);
-    cfg.keep_alive = true;
-    cfg.version = HttpVersion::Http11;
+    cfg.load.keep_alive = true;
+    cfg.load.version = HttpVersion::Http11;
     let m = run_ok(cfg);
     assert_eq!(m.complete(), 100);
     assert_no_failures(&m);
@@ -90,7 +95,7 @@ fn content_length_keep_alive_http11() {
 fn http11_without_keep_alive_asks_to_close() {
     let s = TestServer::start();
     let mut cfg = config(&s.url("/cl"), 30, 3);
-    cfg.version = HttpVersion::Http11;
+    cfg.load.version = HttpVersion::Http11;
     let m = run_ok(cfg);
     assert_eq!(m.complete(), 30);
     assert_no_failures(&m);
@@ -118,8 +123,8 @@ fn chunked_body() {
 fn chunked_body_keep_alive_http11() {
     let s = TestServer::start();
     let mut cfg = config(&s.url("/chunked"), 100, 5);
-    cfg.keep_alive = true;
-    cfg.version = HttpVersion::Http11;
+    cfg.load.keep_alive = true;
+    cfg.load.version = HttpVersion::Http11;
     let m = run_ok(cfg);
     assert_eq!(m.complete(), 100);
     assert_no_failures(&m);
@@ -149,7 +154,7 @@ fn close_delimited_body_with_keep_alive_asked() {
     // A body that ends at close cannot be followed by another response: -k must not reuse it.
     let s = TestServer::start();
     let mut cfg = config(&s.url("/close"), 40, 4);
-    cfg.keep_alive = true;
+    cfg.load.keep_alive = true;
     let m = run_ok(cfg);
     assert_eq!(m.complete(), 40);
     assert_no_failures(&m);
@@ -162,7 +167,7 @@ fn close_delimited_body_with_keep_alive_asked() {
 fn server_refusing_keep_alive() {
     let s = TestServer::start();
     let mut cfg = config(&s.url("/nokeepalive"), 60, 6);
-    cfg.keep_alive = true;
+    cfg.load.keep_alive = true;
     let m = run_ok(cfg);
     assert_eq!(m.complete(), 60);
     assert_no_failures(&m);
@@ -180,8 +185,8 @@ fn server_refusing_keep_alive() {
 fn server_refusing_keep_alive_http11() {
     let s = TestServer::start();
     let mut cfg = config(&s.url("/nokeepalive"), 60, 6);
-    cfg.keep_alive = true;
-    cfg.version = HttpVersion::Http11;
+    cfg.load.keep_alive = true;
+    cfg.load.version = HttpVersion::Http11;
     let m = run_ok(cfg);
     assert_eq!(m.complete(), 60);
     assert_no_failures(&m);
@@ -194,7 +199,7 @@ fn server_refusing_keep_alive_http11() {
 fn reset_mid_body_is_a_receive_failure() {
     let s = TestServer::start();
     let mut cfg = config(&s.url("/reset"), 20, 4);
-    cfg.timeout = Duration::from_secs(3);
+    cfg.load.timeout = Duration::from_secs(3);
     let t = Instant::now();
     let m = run_ok(cfg);
     assert!(
@@ -213,8 +218,8 @@ fn reset_mid_body_is_a_receive_failure() {
 fn reset_mid_body_with_keep_alive() {
     let s = TestServer::start();
     let mut cfg = config(&s.url("/reset"), 20, 4);
-    cfg.keep_alive = true;
-    cfg.timeout = Duration::from_secs(3);
+    cfg.load.keep_alive = true;
+    cfg.load.timeout = Duration::from_secs(3);
     let m = run_ok(cfg);
     assert_eq!(m.complete(), 20);
     assert_eq!(m.rec.failures.receive, 20, "failures: {:?}", m.rec.failures);
@@ -225,7 +230,7 @@ fn reset_mid_body_with_keep_alive() {
 fn stall_past_the_timeout() {
     let s = TestServer::start();
     let mut cfg = config(&s.url("/stall"), 4, 2);
-    cfg.timeout = Duration::from_millis(300);
+    cfg.load.timeout = Duration::from_millis(300);
     let t = Instant::now();
     let m = run_ok(cfg);
     let took = t.elapsed();
@@ -293,8 +298,8 @@ fn garbage_is_an_exception() {
 fn head_requests_have_no_body() {
     let s = TestServer::start();
     let mut cfg = config(&s.url("/cl"), 20, 2);
-    cfg.method = Method::Head;
-    cfg.timeout = Duration::from_secs(3);
+    cfg.load.method = Method::Head;
+    cfg.load.timeout = Duration::from_secs(3);
     let t = Instant::now();
     let m = run_ok(cfg);
     assert!(
@@ -315,9 +320,9 @@ fn head_requests_keep_alive() {
     // hang every reused connection.
     let s = TestServer::start();
     let mut cfg = config(&s.url("/cl"), 20, 2);
-    cfg.method = Method::Head;
-    cfg.keep_alive = true;
-    cfg.timeout = Duration::from_secs(3);
+    cfg.load.method = Method::Head;
+    cfg.load.keep_alive = true;
+    cfg.load.timeout = Duration::from_secs(3);
     let m = run_ok(cfg);
     assert_eq!(m.complete(), 20);
     assert_no_failures(&m);
@@ -350,9 +355,11 @@ fn refused_port_is_unreachable_quickly() {
 fn bad_options_are_config_errors() {
     let s = TestServer::start();
     let mut cfg = config(&s.url("/cl"), 2, 5);
-    cfg.keep_alive = true;
+    cfg.load.keep_alive = true;
     match run_within(Duration::from_secs(5), cfg) {
-        Err(LoadError::Config(e)) => assert!(e.to_string().contains("-c 5 > -n 2"), "{e}"),
+        Err(LoadError::Config(e)) => {
+            assert!(e.to_string().contains("concurrency 5 > requests 2"), "{e}")
+        }
         Err(e) => panic!("expected a config error, got {e}"),
         Ok(_) => panic!("expected a config error"),
     }
@@ -367,8 +374,8 @@ fn bad_options_are_config_errors() {
 fn time_limit_stops_before_n() {
     let s = TestServer::start();
     let mut cfg = config(&s.url("/cl"), 1_000_000, 2);
-    cfg.keep_alive = true;
-    cfg.time_limit = Some(Duration::from_millis(500));
+    cfg.load.keep_alive = true;
+    cfg.load.duration = Some(Duration::from_millis(500));
     let t = Instant::now();
     let m = run_ok(cfg);
     let took = t.elapsed();
@@ -380,7 +387,7 @@ fn time_limit_stops_before_n() {
     assert!(m.complete() > 0);
     assert!(m.complete() < 1_000_000);
     assert_no_failures(&m);
-    assert_eq!(m.stopped_early.as_deref(), Some("time limit reached"));
+    assert_eq!(m.stopped_early, Some(StopReason::TimeLimit));
     assert!(
         m.elapsed >= Duration::from_millis(450) && m.elapsed < Duration::from_millis(1000),
         "measured window {:?}",
@@ -406,7 +413,7 @@ fn samples_match_complete_responses() {
 fn keep_alive_samples_have_zero_connect_on_reuse() {
     let s = TestServer::start();
     let mut cfg = config(&s.url("/cl"), 40, 2);
-    cfg.keep_alive = true;
+    cfg.load.keep_alive = true;
     let m = run_ok(cfg);
     let samples = m.rec.samples.as_ref().expect("a -n run keeps samples");
     assert_eq!(samples.len(), 40);
@@ -424,7 +431,7 @@ fn keep_alive_samples_have_zero_connect_on_reuse() {
 fn assert_big_bodies_stream_through(path: &str, n: u64, c: u32) {
     let s = TestServer::start();
     let mut cfg = config(&s.url(path), n, c);
-    cfg.timeout = Duration::from_secs(15);
+    cfg.load.timeout = Duration::from_secs(15);
     let m = run_within(Duration::from_secs(60), cfg).expect("run");
     assert_eq!(m.complete(), n);
     assert_no_failures(&m);

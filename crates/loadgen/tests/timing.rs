@@ -5,18 +5,21 @@
 
 mod support;
 
-use loadgen::{Coalesce, LoadConfig, Measurement, Target};
+use loadgen::{Coalesce, LoadConfig, LoadSpec, Measurement, Target};
 use std::time::Duration;
 use support::{run_within, TestServer};
 
 const HANG: Duration = Duration::from_secs(30);
 
 fn keep_alive(url: &str, n: u64, c: u32) -> LoadConfig {
-    let mut cfg = LoadConfig::new(Target::parse(url).expect("test URL parses"));
-    cfg.requests = Some(n);
-    cfg.concurrency = c;
-    cfg.keep_alive = true;
-    cfg.timeout = Duration::from_secs(5);
+    let mut cfg = LoadConfig::new(
+        Target::parse(url).expect("test URL parses"),
+        LoadSpec::default(),
+    );
+    cfg.load.requests = Some(n);
+    cfg.load.concurrency = c;
+    cfg.load.keep_alive = true;
+    cfg.load.timeout = Duration::from_secs(5);
     cfg
 }
 
@@ -27,7 +30,7 @@ fn run_ok(cfg: LoadConfig) -> Measurement {
 }
 
 fn mean_ms(m: &Measurement) -> f64 {
-    m.rec.moments[3].mean() / 1000.0
+    m.rec.moments.total.mean() / 1000.0
 }
 
 fn read_delay_mean_ms(m: &Measurement) -> f64 {
@@ -45,7 +48,7 @@ fn receive_stamps_time_the_server_not_the_generators_sleep() {
 
     let url = s.url("/slow?ms=2");
     let mut cfg = keep_alive(&url, 20, 1);
-    cfg.coalesce = nap;
+    cfg.load.coalesce = nap;
     let stamped = run_ok(cfg);
     assert_eq!(stamped.complete(), 20);
     assert!(stamped.settings.rx_stamps, "this host stamps received data");
@@ -68,8 +71,8 @@ fn receive_stamps_time_the_server_not_the_generators_sleep() {
     );
 
     let mut cfg = keep_alive(&url, 20, 1);
-    cfg.coalesce = nap;
-    cfg.rx_stamps = false;
+    cfg.load.coalesce = nap;
+    cfg.load.rx_stamps = false;
     let read_time = run_ok(cfg);
     assert!(!read_time.settings.rx_stamps);
     assert_eq!(read_time.rec.stamped(), 0);
@@ -88,7 +91,7 @@ fn every_framing_is_stamped_with_or_without_keep_alive() {
     for path in ["/cl", "/chunked", "/close"] {
         for keep in [false, true] {
             let mut cfg = keep_alive(&s.url(path), 50, 5);
-            cfg.keep_alive = keep;
+            cfg.load.keep_alive = keep;
             let m = run_ok(cfg);
             assert_eq!(m.complete(), 50, "{path} keep-alive {keep}");
             assert_eq!(m.rec.stamped(), 50, "{path} keep-alive {keep}");
@@ -130,7 +133,7 @@ fn auto_naps_with_many_responses_in_flight_and_loses_none() {
 
     let mut cfg = keep_alive(&url, 10_000, 100);
     cfg.threads = 1;
-    cfg.coalesce = Coalesce::Off;
+    cfg.load.coalesce = Coalesce::Off;
     let off = run_ok(cfg);
     assert_eq!(off.rec.naps, 0);
     assert!(

@@ -11,13 +11,22 @@
 //! is streamed to the daemon in chunks rather than read into memory.
 
 use crate::error::{OrchestratorError, Result};
-use crate::image::Tail;
+use crate::logtail::Tail;
 use crate::Orchestrator;
 use bollard::query_parameters::CreateImageOptionsBuilder;
 use futures_util::StreamExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use tokio::io::AsyncReadExt;
+
+/// What the `-slim` images leave out, as dpkg path filters (the copyright files stay).
+const DPKG_EXCLUDES: [&str; 5] = [
+    "path-exclude=/usr/share/man/*",
+    "path-exclude=/usr/share/doc/*",
+    "path-include=/usr/share/doc/*/copyright",
+    "path-exclude=/usr/share/locale/*",
+    "path-exclude=/usr/share/info/*",
+];
 
 /// Debian suites a `debian:<suite>[-slim]` tag may name.
 const SUITES: &[&str] = &["buster", "bullseye", "bookworm", "trixie", "forky", "sid"];
@@ -114,6 +123,50 @@ pub(crate) fn substitute_suite(sources: &str, from: &str, to: &str) -> String {
 }
 
 impl Orchestrator {
+    /// Makes sure `image` exists locally: present, or pulled, or (for `debian:<suite>` names)
+    /// made with mmdebstrap. Returns whether anything had to be done.
+    pub async fn ensure_base_image(&self, image: &str) -> Result<bool> {
+        if self.image_id(image).await?.is_some() {
+            return Ok(false);
+        }
+        let pull_error = match self.try_pull(image).await {
+            Ok(()) if self.image_id(image).await?.is_some() => return Ok(true),
+            Ok(()) => "the pull reported success but the image is not there".to_string(),
+            Err(reason) => reason,
+        };
+        if debian_suite(image).is_none() {
+            return Err(OrchestratorError::BaseImage {
+                image: image.to_string(),
+                reason: format!("not present locally and the pull failed ({pull_error})"),
+            });
+        }
+        self.bootstrap_base_image(image).await?;
+        Ok(true)
+    }
+
+    async fn try_pull(&self, image: &str) -> std::result::Result<(), String> {
+        let options = CreateImageOptionsBuilder::default()
+            .from_image(image)
+            .build();
+        let pull = async {
+            let mut stream = self.docker.create_image(Some(options), None, None);
+            let mut failure = None;
+            while let Some(item) = stream.next().await {
+                if let Err(e) = item {
+                    failure.get_or_insert(e.to_string());
+                }
+            }
+            failure.map_or(Ok(()), Err)
+        };
+        match tokio::time::timeout(self.pull_timeout, pull).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "no answer from the registry within {:?}",
+                self.pull_timeout
+            )),
+        }
+    }
+
     /// Makes `image` (`debian:<suite>` or `debian:<suite>-slim`) locally with mmdebstrap from the
     /// host's apt sources and imports it under that name. Replaces an existing image of that name.
     pub async fn bootstrap_base_image(&self, image: &str) -> Result<()> {
@@ -175,8 +228,12 @@ impl Orchestrator {
         sources: &Path,
     ) -> Result<()> {
         let mut cmd = tokio::process::Command::new("mmdebstrap");
+        // minbase: the essential packages plus apt, the set Debian's `-slim` images start from;
+        // man pages, documentation and locales are left out as there (nothing a server needs
+        // lives in them).
         cmd.arg("--variant=minbase")
             .arg("--include=ca-certificates")
+            .args(DPKG_EXCLUDES.iter().map(|o| format!("--dpkgopt={o}")))
             .arg(suite)
             .arg(out)
             .arg(sources)

@@ -20,8 +20,9 @@
 //! [`Orchestrator::remove_run`]) before exiting; `panic = "abort"` would skip them as well.
 
 use crate::error::{is_not_found, is_removal_in_progress, OrchestratorError, Result};
-use crate::{Orchestrator, LABEL_OWNER, LABEL_PID, LABEL_RUN, LABEL_SERVER};
-use bollard::models::{ContainerCreateBody, HostConfig};
+use crate::owner::Owner;
+use crate::{Orchestrator, LABEL_OWNER, LABEL_PID, LABEL_PID_START, LABEL_RUN, LABEL_SERVER};
+use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, LogsOptionsBuilder,
     RemoveContainerOptionsBuilder,
@@ -59,6 +60,78 @@ pub struct ContainerSpec {
     pub labels: Vec<(String, String)>,
     /// Overrides the image's command (tests use it; servers normally keep their entrypoint's).
     pub cmd: Option<Vec<String>>,
+    /// Overrides the image's entrypoint (tests use it to run a probe in a server's image).
+    pub entrypoint: Option<Vec<String>>,
+    /// What the container may do beyond serving: least privilege unless a server declares
+    /// otherwise.
+    pub confinement: Confinement,
+}
+
+/// Least privilege for a server container. Every capability is dropped and
+/// `no-new-privileges` set, always; what a server needs back is declared here (from its
+/// manifest, `docker/<server>/server.toml`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confinement {
+    /// `UID:GID` (or a user name) the container's processes run as; `None` keeps the image's
+    /// `USER`.
+    pub user: Option<String>,
+    /// Capabilities added back after all are dropped (`NET_BIND_SERVICE`, ...).
+    pub cap_add: Vec<String>,
+    /// Mount the image's root filesystem read-only: a server writes only to its tmpfs mounts.
+    pub read_only: bool,
+    /// Writable in-memory mounts.
+    pub tmpfs: Vec<Tmpfs>,
+    /// Most processes and threads the container may have at once.
+    pub pids_limit: i64,
+}
+
+/// A tmpfs mount, `nosuid,nodev` always.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tmpfs {
+    /// Absolute path inside the container.
+    pub path: String,
+    pub size_bytes: u64,
+    /// Programs (or shared objects, as Varnish compiles its VCL into) may be run from it.
+    pub exec: bool,
+}
+
+impl Tmpfs {
+    /// A `noexec` tmpfs of `size_bytes` at `path`.
+    pub fn new(path: &str, size_bytes: u64) -> Tmpfs {
+        Tmpfs {
+            path: path.to_string(),
+            size_bytes,
+            exec: false,
+        }
+    }
+
+    fn options(&self) -> String {
+        format!(
+            "rw,nosuid,nodev,{},size={}",
+            if self.exec { "exec" } else { "noexec" },
+            self.size_bytes
+        )
+    }
+}
+
+/// The process and thread limit when a server declares none.
+pub const DEFAULT_PIDS_LIMIT: i64 = 4096;
+/// A container's log (what `docker logs` shows): at most this many files of this size.
+const LOG_MAX_SIZE: &str = "10m";
+const LOG_MAX_FILES: &str = "2";
+
+impl Default for Confinement {
+    /// The image's user, no capabilities, a read-only root with `/tmp` (64 MiB) and `/run`
+    /// (16 MiB) writable, [`DEFAULT_PIDS_LIMIT`].
+    fn default() -> Self {
+        Confinement {
+            user: None,
+            cap_add: Vec::new(),
+            read_only: true,
+            tmpfs: vec![Tmpfs::new("/tmp", 64 << 20), Tmpfs::new("/run", 16 << 20)],
+            pids_limit: DEFAULT_PIDS_LIMIT,
+        }
+    }
 }
 
 /// A running container that is force-removed when this guard is dropped or [`removed`](Self::remove).
@@ -140,19 +213,49 @@ impl Drop for ContainerGuard {
     }
 }
 
-/// Removal from any context: a fresh runtime and connection on the calling thread.
-fn blocking_remove(id: &str) -> Result<()> {
+/// Runs `f` with a fresh runtime and daemon connection on the calling thread: usable from any
+/// context, including a thread whose own runtime is blocked or gone.
+fn with_fresh_connection<T>(what: &str, f: impl AsyncFnOnce(&Docker) -> Result<T>) -> Result<T> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| OrchestratorError::io("starting a runtime to remove a container", e))?;
+        .map_err(|e| OrchestratorError::io(format!("starting a runtime to {what}"), e))?;
     rt.block_on(async {
         let docker = Docker::connect_with_defaults()
             .map_err(|source| OrchestratorError::Unreachable { source })?
             .negotiate_version()
             .await
             .map_err(|source| OrchestratorError::Unreachable { source })?;
-        remove_container(&docker, id).await
+        f(&docker).await
+    })
+}
+
+/// Removal from any context.
+fn blocking_remove(id: &str) -> Result<()> {
+    with_fresh_connection("remove a container", async |docker| {
+        remove_container(docker, id).await
+    })
+}
+
+/// Force-removes every container of run `run_id` from any thread, with a connection of its
+/// own, waiting at most `bound`: for a last-moment cleanup (a second Ctrl-C) while the run's
+/// own runtime may be busy. Returns how many containers were removed.
+pub fn remove_run_blocking(run_id: &str, bound: Duration) -> Result<usize> {
+    let run_id = run_id.to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("benchctl-remove-run".to_string())
+        .spawn(move || {
+            let r = with_fresh_connection("remove a run's containers", async |docker| {
+                remove_labelled(docker, &format!("{LABEL_RUN}={run_id}"), |_| true).await
+            });
+            let _ = tx.send(r);
+        })
+        .map_err(|e| OrchestratorError::io("starting a thread to remove containers", e))?;
+    rx.recv_timeout(bound).unwrap_or_else(|_| {
+        Err(OrchestratorError::Invalid(format!(
+            "removing the run's containers took longer than {bound:?}"
+        )))
     })
 }
 
@@ -211,10 +314,15 @@ impl Orchestrator {
         labels.insert(LABEL_RUN.to_string(), spec.run_id.clone());
         labels.insert(LABEL_SERVER.to_string(), spec.name.clone());
         // A caller may name another owner (a supervisor process, or a test standing in for a
-        // crashed run); otherwise the owner is this process.
-        labels
-            .entry(LABEL_PID.to_string())
-            .or_insert_with(|| std::process::id().to_string());
+        // crashed run); otherwise the owner is this process, named by its pid and start time so
+        // that a reused pid is never taken for it.
+        if !labels.contains_key(LABEL_PID) {
+            let me = Owner::current();
+            labels.insert(LABEL_PID.to_string(), me.pid.to_string());
+            if let Some(start) = me.start {
+                labels.insert(LABEL_PID_START.to_string(), start.to_string());
+            }
+        }
 
         let mut env: Vec<String> = spec
             .env
@@ -245,6 +353,7 @@ impl Orchestrator {
                 })
             })
             .transpose()?;
+        let c = &spec.confinement;
         let host_config = HostConfig {
             network_mode: Some("host".to_string()),
             cpuset_cpus: spec.cpuset.clone(),
@@ -253,12 +362,35 @@ impl Orchestrator {
             memory_swap: memory,
             binds,
             init: Some(false),
+            // Host networking shares the host's network namespace: with NET_RAW a server could
+            // open a packet socket and read every local connection's traffic. Nothing a server
+            // does needs a capability unless it says so.
+            cap_drop: Some(vec!["ALL".to_string()]),
+            cap_add: (!c.cap_add.is_empty()).then(|| c.cap_add.clone()),
+            security_opt: Some(vec!["no-new-privileges".to_string()]),
+            readonly_rootfs: Some(c.read_only),
+            tmpfs: (!c.tmpfs.is_empty()).then(|| {
+                c.tmpfs
+                    .iter()
+                    .map(|t| (t.path.clone(), t.options()))
+                    .collect()
+            }),
+            pids_limit: Some(c.pids_limit),
+            log_config: Some(HostConfigLogConfig {
+                typ: Some("json-file".to_string()),
+                config: Some(HashMap::from([
+                    ("max-size".to_string(), LOG_MAX_SIZE.to_string()),
+                    ("max-file".to_string(), LOG_MAX_FILES.to_string()),
+                ])),
+            }),
             ..Default::default()
         };
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
+            user: c.user.clone(),
             env: Some(env),
             cmd: spec.cmd.clone(),
+            entrypoint: spec.entrypoint.clone(),
             labels: Some(labels),
             host_config: Some(host_config),
             ..Default::default()
@@ -298,10 +430,10 @@ impl Orchestrator {
             .tail(&lines.to_string())
             .build();
         let mut stream = self.docker.logs(container, Some(options));
-        let mut tail = crate::image::Tail::new();
+        let mut tail = crate::logtail::Tail::new();
         while let Some(item) = stream.next().await {
             match item {
-                Ok(out) => tail.push(&crate::image::strip_ansi(&out.to_string())),
+                Ok(out) => tail.push(&crate::logtail::strip_ansi(&out.to_string())),
                 Err(e) => {
                     tail.push(&format!("\n(could not read the logs: {e})\n"));
                     break;
@@ -313,62 +445,62 @@ impl Orchestrator {
 
     /// Force-removes every container of run `run_id`; returns how many there were.
     pub async fn remove_run(&self, run_id: &str) -> Result<usize> {
-        self.remove_labelled(&format!("{LABEL_RUN}={run_id}"), |_| true)
-            .await
+        remove_labelled(&self.docker, &format!("{LABEL_RUN}={run_id}"), |_| true).await
     }
 
-    /// Force-removes every container labelled `benchctl=1`, whatever its run: `benchctl gc`.
-    pub async fn gc(&self) -> Result<usize> {
-        self.remove_labelled(&format!("{LABEL_OWNER}=1"), |_| true)
-            .await
+    /// Force-removes every container labelled `benchctl=1`, whatever its run, live runs'
+    /// included: `benchctl gc --force`.
+    pub async fn gc_all(&self) -> Result<usize> {
+        remove_labelled(&self.docker, &format!("{LABEL_OWNER}=1"), |_| true).await
     }
 
     /// Force-removes the benchctl containers whose owning process is gone: what a crashed or
-    /// killed run left behind, swept at the start of each run. Containers of runs still in
-    /// progress (another `benchctl run`, a test running in parallel) are left alone, unlike
-    /// [`gc`](Self::gc).
+    /// killed run left behind. Swept at the start of each run and by `benchctl gc`; containers
+    /// of runs still in progress (another `benchctl run`, a test running in parallel) are left
+    /// alone.
     pub async fn gc_stale(&self) -> Result<usize> {
-        self.remove_labelled(&format!("{LABEL_OWNER}=1"), |labels| {
-            let pid = labels
-                .and_then(|l| l.get(LABEL_PID))
-                .and_then(|p| p.parse::<u32>().ok());
+        remove_labelled(&self.docker, &format!("{LABEL_OWNER}=1"), |labels| {
+            let owner = labels.and_then(|l| {
+                let pid = l.get(LABEL_PID)?;
+                let text = match l.get(LABEL_PID_START) {
+                    Some(start) => format!("{pid}:{start}"),
+                    None => pid.clone(),
+                };
+                Owner::from_label(&text)
+            });
             // Without a pid label the owner cannot be checked: such a container predates the
             // label and is stale by now.
-            pid.is_none_or(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+            owner.is_none_or(|o| !o.is_alive())
         })
         .await
     }
+}
 
-    /// Force-removes the containers carrying `label` for which `select` says yes, given their
-    /// labels; returns how many.
-    async fn remove_labelled(
-        &self,
-        label: &str,
-        select: impl Fn(Option<&HashMap<String, String>>) -> bool,
-    ) -> Result<usize> {
-        let filters = HashMap::from([("label".to_string(), vec![label.to_string()])]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let list = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(|e| {
-                OrchestratorError::docker(format!("list containers labelled {label}"), e)
-            })?;
-        let ids: Vec<String> = list
-            .into_iter()
-            .filter(|c| select(c.labels.as_ref()))
-            .filter_map(|c| c.id)
-            .collect();
-        let results =
-            futures_util::future::join_all(ids.iter().map(|id| remove_container(&self.docker, id)))
-                .await;
-        for r in results {
-            r?;
-        }
-        Ok(ids.len())
+/// Force-removes the containers carrying `label` for which `select` says yes, given their
+/// labels; returns how many.
+async fn remove_labelled(
+    docker: &Docker,
+    label: &str,
+    select: impl Fn(Option<&HashMap<String, String>>) -> bool,
+) -> Result<usize> {
+    let filters = HashMap::from([("label".to_string(), vec![label.to_string()])]);
+    let options = ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
+    let list = docker
+        .list_containers(Some(options))
+        .await
+        .map_err(|e| OrchestratorError::docker(format!("list containers labelled {label}"), e))?;
+    let ids: Vec<String> = list
+        .into_iter()
+        .filter(|c| select(c.labels.as_ref()))
+        .filter_map(|c| c.id)
+        .collect();
+    let results =
+        futures_util::future::join_all(ids.iter().map(|id| remove_container(docker, id))).await;
+    for r in results {
+        r?;
     }
+    Ok(ids.len())
 }

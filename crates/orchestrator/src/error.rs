@@ -79,6 +79,14 @@ pub enum OrchestratorError {
         log_tail: Vec<String>,
     },
 
+    /// The kernel's OOM killer ended the container: it needed more memory than its limit.
+    #[error("container {name} was killed for running out of memory (OOM): it needed more than its limit of {}; raise the server's `memory` in the scenario. Its last log lines:\n{}", limit.map_or("unknown".to_string(), mib), indent(log_tail))]
+    OutOfMemory {
+        name: String,
+        limit: Option<u64>,
+        log_tail: Vec<String>,
+    },
+
     /// The server did not answer in time although its container kept running.
     #[error("container {name} did not answer HTTP on 127.0.0.1:{port} within {waited:?}; check that it listens on $BENCH_PORT; its last log lines:\n{}", indent(log_tail))]
     NotReady {
@@ -126,6 +134,10 @@ impl OrchestratorError {
             source,
         }
     }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{} MiB", bytes as f64 / f64::from(1 << 20))
 }
 
 fn indent(lines: &[String]) -> String {

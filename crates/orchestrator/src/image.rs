@@ -12,18 +12,16 @@
 //! value the CLI can print, never a panic or a hang.
 
 use crate::error::{OrchestratorError, Result};
+use crate::logtail::{strip_ansi, Tail};
 use crate::{Orchestrator, LABEL_OWNER, LABEL_SERVER};
-use bollard::query_parameters::{BuildImageOptionsBuilder, CreateImageOptionsBuilder};
+use bollard::query_parameters::BuildImageOptionsBuilder;
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-/// How many log lines an error carries.
-pub(crate) const TAIL_LINES: usize = 20;
 
 /// The outcome of [`Orchestrator::build_image`].
 #[derive(Debug, Clone, PartialEq)]
@@ -196,63 +194,6 @@ pub fn dockerfile_bases(dockerfile: &str) -> Vec<String> {
     bases
 }
 
-/// Keeps the last lines written to a log, for error messages.
-pub(crate) struct Tail {
-    lines: VecDeque<String>,
-    partial: String,
-}
-
-impl Tail {
-    pub(crate) fn new() -> Self {
-        Tail {
-            lines: VecDeque::new(),
-            partial: String::new(),
-        }
-    }
-
-    pub(crate) fn push(&mut self, text: &str) {
-        for ch in text.chars() {
-            if ch == '\n' || ch == '\r' {
-                let line = std::mem::take(&mut self.partial);
-                if !line.trim().is_empty() {
-                    if self.lines.len() == TAIL_LINES {
-                        self.lines.pop_front();
-                    }
-                    self.lines.push_back(line);
-                }
-            } else {
-                self.partial.push(ch);
-            }
-        }
-    }
-
-    pub(crate) fn finish(mut self) -> Vec<String> {
-        self.push("\n");
-        self.lines.into()
-    }
-}
-
-/// Removes ANSI escape sequences (`ESC [ ... final`) and lone escapes.
-pub(crate) fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\u{1b}' {
-            out.push(c);
-            continue;
-        }
-        if chars.peek() == Some(&'[') {
-            chars.next();
-            for c in chars.by_ref() {
-                if ('\u{40}'..='\u{7e}').contains(&c) {
-                    break;
-                }
-            }
-        }
-    }
-    out
-}
-
 fn valid_server_name(server: &str) -> bool {
     !server.is_empty()
         && server
@@ -297,12 +238,7 @@ impl Orchestrator {
         }
 
         let context = context_tar(context_dir)?;
-        if let Some(parent) = log_path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| OrchestratorError::io(format!("creating {}", parent.display()), e))?;
-        }
-        let log_file = std::fs::File::create(log_path)
-            .map_err(|e| OrchestratorError::io(format!("creating {}", log_path.display()), e))?;
+        let log_file = create_log(log_path)?;
         let mut log = std::io::BufWriter::new(log_file);
         let mut tail = Tail::new();
         let write_err = |e| OrchestratorError::io(format!("writing {}", log_path.display()), e);
@@ -412,50 +348,29 @@ impl Orchestrator {
             )),
         }
     }
+}
 
-    /// Makes sure `image` exists locally: present, or pulled, or (for `debian:<suite>` names)
-    /// made with mmdebstrap. Returns whether anything had to be done.
-    pub async fn ensure_base_image(&self, image: &str) -> Result<bool> {
-        if self.image_id(image).await?.is_some() {
-            return Ok(false);
-        }
-        let pull_error = match self.try_pull(image).await {
-            Ok(()) if self.image_id(image).await?.is_some() => return Ok(true),
-            Ok(()) => "the pull reported success but the image is not there".to_string(),
-            Err(reason) => reason,
-        };
-        if crate::bootstrap::debian_suite(image).is_none() {
-            return Err(OrchestratorError::BaseImage {
-                image: image.to_string(),
-                reason: format!("not present locally and the pull failed ({pull_error})"),
-            });
-        }
-        self.bootstrap_base_image(image).await?;
-        Ok(true)
-    }
-
-    async fn try_pull(&self, image: &str) -> std::result::Result<(), String> {
-        let options = CreateImageOptionsBuilder::default()
-            .from_image(image)
-            .build();
-        let pull = async {
-            let mut stream = self.docker.create_image(Some(options), None, None);
-            let mut failure = None;
-            while let Some(item) = stream.next().await {
-                if let Err(e) = item {
-                    failure.get_or_insert(e.to_string());
-                }
+/// Creates a build log that did not exist: never follows a symlink planted at the path, never
+/// truncates another file (or another run's log), and is readable by its owner only.
+fn create_log(path: &Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
+            let why = if e.kind() == std::io::ErrorKind::AlreadyExists {
+                "it exists already (a build log is never overwritten)".to_string()
+            } else {
+                e.to_string()
+            };
+            OrchestratorError::Io {
+                context: format!("creating the build log {}", path.display()),
+                source: std::io::Error::new(e.kind(), why),
             }
-            failure.map_or(Ok(()), Err)
-        };
-        match tokio::time::timeout(self.pull_timeout, pull).await {
-            Ok(result) => result,
-            Err(_) => Err(format!(
-                "no answer from the registry within {:?}",
-                self.pull_timeout
-            )),
-        }
-    }
+        })
 }
 
 /// Docker's message for a failed RUN quotes the whole command, which the log tail shows anyway;
@@ -554,27 +469,5 @@ mod tests {
         // Moving content between file names must change the hash too.
         std::fs::rename(&p, dir.path().join("conf/b.conf")).unwrap();
         assert_ne!(h2, context_hash(dir.path()).unwrap());
-    }
-
-    #[test]
-    fn ansi_is_stripped() {
-        assert_eq!(
-            strip_ansi("\u{1b}[91mcurl: (6) x\n\u{1b}[0mnext"),
-            "curl: (6) x\nnext"
-        );
-        assert_eq!(strip_ansi("plain"), "plain");
-    }
-
-    #[test]
-    fn tail_keeps_last_lines() {
-        let mut t = Tail::new();
-        for i in 0..30 {
-            t.push(&format!("line {i}\n\n"));
-        }
-        t.push("partial");
-        let lines = t.finish();
-        assert_eq!(lines.len(), TAIL_LINES);
-        assert_eq!(lines.last().unwrap(), "partial");
-        assert_eq!(lines[0], "line 11");
     }
 }

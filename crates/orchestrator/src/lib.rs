@@ -2,21 +2,26 @@
 //! network, wait until it answers, check it serves the expected bytes, sample its CPU and memory
 //! while the load runs, and make sure no container outlives the run.
 //!
-//! It knows nothing of scenarios or load generation: the CLI maps a scenario's plan onto
-//! [`Orchestrator`]'s calls. Everything goes through the Engine API (bollard) with the API version
+//! It knows nothing of scenarios or load generation: the run pipeline (the runner crate) maps a
+//! scenario's plan onto [`Orchestrator`]'s calls. Everything goes through the Engine API (bollard) with the API version
 //! negotiated down to the daemon's, because the daemons benchctl runs on (20.10, API 1.41) refuse
 //! newer request paths.
 //!
 //! Containers are owned by [`ContainerGuard`]s that force-remove them when dropped, carry the
-//! labels `benchctl=1` and `benchctl.run=<run id>`, and can be swept by run ([`Orchestrator::remove_run`])
-//! or all at once ([`Orchestrator::gc`]); [`signal::install_ctrl_c_cleanup`] covers Ctrl-C.
+//! labels `benchctl=1`, `benchctl.run=<run id>` and their owner's identity
+//! ([`owner::Owner`]), and can be swept by run ([`Orchestrator::remove_run`], or
+//! [`remove_run_blocking`] from any thread), once their owner is gone
+//! ([`Orchestrator::gc_stale`]) or all at once ([`Orchestrator::gc_all`]). Every server
+//! container runs confined ([`Confinement`]): no capabilities, no new privileges, a read-only
+//! root, bounded processes and logs.
 
 mod bootstrap;
 mod container;
 mod error;
 mod image;
+mod logtail;
+pub mod owner;
 mod probe;
-pub mod signal;
 mod stats;
 
 use bollard::Docker;
@@ -24,11 +29,13 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use container::{ContainerGuard, ContainerSpec};
+pub use container::{
+    remove_run_blocking, Confinement, ContainerGuard, ContainerSpec, Tmpfs, DEFAULT_PIDS_LIMIT,
+};
 pub use error::{OrchestratorError, Result};
 pub use image::{context_hash, dockerfile_bases, BuiltImage};
+pub use owner::Owner;
 pub use probe::{ExpectedDoc, Verified};
-pub use signal::{install_ctrl_c_cleanup, Interrupt, Signal};
 pub use stats::{ContainerUsage, StatsSampler};
 
 /// Label every benchctl container carries; `gc` removes whatever has it.
@@ -40,6 +47,9 @@ pub const LABEL_SERVER: &str = "benchctl.server";
 /// Label holding the pid of the benchctl process that started a container, so a later run can
 /// tell a leftover (owner gone) from a container of a run still going.
 pub const LABEL_PID: &str = "benchctl.pid";
+/// Label holding that process's start time (clock ticks since boot), so that a reused pid is
+/// not taken for the owner.
+pub const LABEL_PID_START: &str = "benchctl.pid-start";
 
 /// A negotiated connection to the Docker daemon plus the few settings that shape builds.
 #[derive(Clone)]

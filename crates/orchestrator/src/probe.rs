@@ -12,7 +12,7 @@
 
 use crate::container::ContainerGuard;
 use crate::error::{OrchestratorError, Result};
-use crate::image::TAIL_LINES;
+use crate::logtail::TAIL_LINES;
 use crate::Orchestrator;
 use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
@@ -109,8 +109,14 @@ impl Orchestrator {
                 None::<bollard::query_parameters::InspectContainerOptions>,
             )
             .await;
-        let state = match info {
-            Ok(info) => info.state,
+        let (state, limit) = match info {
+            Ok(info) => (
+                info.state,
+                info.host_config
+                    .and_then(|h| h.memory)
+                    .and_then(|m| u64::try_from(m).ok())
+                    .filter(|&m| m > 0),
+            ),
             Err(e) if crate::error::is_not_found(&e) => {
                 return Err(OrchestratorError::Exited {
                     name: guard.name().to_string(),
@@ -128,6 +134,13 @@ impl Orchestrator {
         let running = state.as_ref().and_then(|s| s.running).unwrap_or(false);
         if running {
             return Ok(());
+        }
+        if state.as_ref().and_then(|s| s.oom_killed) == Some(true) {
+            return Err(OrchestratorError::OutOfMemory {
+                name: guard.name().to_string(),
+                limit,
+                log_tail: self.log_tail(guard.id(), TAIL_LINES).await,
+            });
         }
         Err(OrchestratorError::Exited {
             name: guard.name().to_string(),

@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{busybox_image, connect, exists, free_port, run_id, test_base, TEST_BASE};
-use orchestrator::{ContainerSpec, ExpectedDoc, OrchestratorError};
+use common::{busybox_image, connect, exists, free_port, log_path, run_id, test_base, TEST_BASE};
+use orchestrator::{Confinement, ContainerSpec, ExpectedDoc, OrchestratorError};
 use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
 
@@ -373,4 +373,130 @@ async fn guard_in_a_cancelled_task_removes_the_container() {
         !exists(&orch, &id).await,
         "container {id} survived its cancelled task"
     );
+}
+
+/// A server container cannot sniff the host's traffic (no AF_PACKET socket: NET_RAW is
+/// dropped with every other capability), cannot write its root filesystem, cannot gain
+/// privileges, and `docker inspect` shows each limit.
+#[tokio::test]
+async fn a_server_container_has_no_rights_beyond_serving() {
+    let Some(orch) = connect().await else { return };
+    let context = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docker/tornado");
+    let logs = tempfile::tempdir().unwrap();
+    let image = orch
+        .build_image("tornado", &context, &log_path(logs.path(), "tornado"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let probe = r#"
+import os, socket
+def attempt(what, f):
+    try:
+        f()
+        print(what + ": ALLOWED")
+    except OSError as e:
+        print(what + ": refused (" + os.strerror(e.errno) + ")")
+attempt("packet socket", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW))
+attempt("raw socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
+attempt("write /etc", lambda: open("/etc/benchctl-probe", "w"))
+attempt("write /tmp", lambda: open("/tmp/benchctl-probe", "w"))
+print("uid", os.getuid(), "gid", os.getgid())
+print(open("/proc/self/status").read().split("NoNewPrivs:")[1].split()[0], "no_new_privs")
+print(open("/proc/self/status").read().split("CapEff:")[1].split()[0], "capeff")
+"#;
+    let spec = ContainerSpec {
+        name: "probe".to_string(),
+        image: image.tag.clone(),
+        port: free_port(),
+        run_id: run_id("confined"),
+        entrypoint: Some(vec!["python3".into(), "-c".into(), probe.into()]),
+        confinement: Confinement {
+            user: Some("65534:65534".to_string()),
+            ..Confinement::default()
+        },
+        ..Default::default()
+    };
+    let guard = orch.start(&spec).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while orch.fail_if_exited(&guard).await.is_ok() {
+        assert!(Instant::now() < deadline, "the probe did not finish");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let out = orch.log_tail(guard.id(), 50).await.join("\n");
+    assert!(
+        out.contains("packet socket: refused (Operation not permitted)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("raw socket: refused (Operation not permitted)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("write /etc: refused (Read-only file system)"),
+        "{out}"
+    );
+    assert!(out.contains("write /tmp: ALLOWED"), "{out}");
+    assert!(out.contains("uid 65534 gid 65534"), "{out}");
+    assert!(out.contains("1 no_new_privs"), "{out}");
+    assert!(out.contains("0000000000000000 capeff"), "{out}");
+
+    let info = orch
+        .docker()
+        .inspect_container(
+            guard.id(),
+            None::<bollard::query_parameters::InspectContainerOptions>,
+        )
+        .await
+        .unwrap();
+    let hc = info.host_config.unwrap();
+    assert_eq!(hc.cap_drop, Some(vec!["ALL".to_string()]));
+    assert_eq!(hc.readonly_rootfs, Some(true));
+    assert_eq!(hc.pids_limit, Some(orchestrator::DEFAULT_PIDS_LIMIT));
+    assert!(hc
+        .security_opt
+        .unwrap()
+        .contains(&"no-new-privileges".to_string()));
+    let log = hc.log_config.unwrap();
+    assert_eq!(log.typ.as_deref(), Some("json-file"));
+    assert_eq!(
+        log.config.unwrap().get("max-file").map(String::as_str),
+        Some("2")
+    );
+    let tmpfs = hc.tmpfs.unwrap();
+    assert!(tmpfs["/tmp"].contains("noexec") && tmpfs["/run"].contains("nosuid"));
+    guard.remove().await.unwrap();
+}
+
+/// A container killed for memory says so, with the word OOM and its limit.
+#[tokio::test]
+async fn an_oom_killed_server_is_reported_as_such() {
+    let Some(orch) = connect().await else { return };
+    test_base(&orch).await;
+    let spec = ContainerSpec {
+        name: "hungry".to_string(),
+        image: TEST_BASE.to_string(),
+        port: free_port(),
+        run_id: run_id("oom"),
+        memory_bytes: Some(8 << 20),
+        // A shell variable that doubles until the kernel stops it.
+        cmd: Some(vec![
+            "sh".into(),
+            "-c".into(),
+            "x=a; while true; do x=$x$x; done".into(),
+        ]),
+        ..Default::default()
+    };
+    let guard = orch.start(&spec).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let err = loop {
+        match orch.fail_if_exited(&guard).await {
+            Ok(()) => {
+                assert!(Instant::now() < deadline, "never killed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => break e,
+        }
+    };
+    let text = err.to_string();
+    assert!(text.contains("(OOM)") && text.contains("8 MiB"), "{text}");
+    guard.remove().await.unwrap();
 }

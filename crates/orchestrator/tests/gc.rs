@@ -71,3 +71,34 @@ async fn gc_stale_sweeps_only_containers_whose_owner_is_gone() {
     assert_eq!(orch.remove_run(&live_run).await.unwrap(), 1);
     assert!(!exists(&orch, &mine).await);
 }
+
+/// A container whose owner's pid now belongs to another process (pids are reused) is stale:
+/// the owner is named by pid and start time.
+#[tokio::test]
+async fn a_reused_pid_does_not_keep_a_container() {
+    let Some(orch) = connect().await else { return };
+    test_base(&orch).await;
+    let me = orchestrator::Owner::current();
+    let impostor_start = me.start.expect("this process's start time") + 1;
+    let spec = ContainerSpec {
+        name: "reused-pid".to_string(),
+        image: TEST_BASE.to_string(),
+        port: free_port(),
+        run_id: run_id("reused-pid"),
+        cmd: Some(vec!["sleep".into(), "60".into()]),
+        labels: vec![
+            (LABEL_PID.to_string(), me.pid.to_string()),
+            (
+                orchestrator::LABEL_PID_START.to_string(),
+                impostor_start.to_string(),
+            ),
+        ],
+        ..Default::default()
+    };
+    let id = orch.start(&spec).await.unwrap().leak();
+    orch.gc_stale().await.unwrap();
+    assert!(
+        !exists(&orch, &id).await,
+        "a reused pid kept a stale container"
+    );
+}

@@ -85,7 +85,7 @@ async fn hash_tag_skips_unchanged_and_rebuilds_edited() {
 
     std::fs::write(ctx.path().join("page.txt"), format!("{nonce} edited")).unwrap();
     let edited = orch
-        .build_image("test-hash", ctx.path(), &log)
+        .build_image("test-hash", ctx.path(), &log_path(logs.path(), "edited"))
         .await
         .unwrap();
     assert!(edited.built);
@@ -204,4 +204,35 @@ async fn bootstraps_another_suite_from_substituted_sources() {
             None,
         )
         .await;
+}
+
+/// A build log is never written through a symlink someone planted at its path, nor over an
+/// existing file: the build refuses, and the file the link points at is untouched.
+#[tokio::test]
+async fn a_planted_symlink_at_the_build_log_is_not_followed() {
+    let Some(orch) = connect().await else { return };
+    test_base(&orch).await;
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let log = dir.path().join("build.log");
+    std::os::unix::fs::symlink(&victim, &log).unwrap();
+    let nonce = format!("{}-{:?}", std::process::id(), std::time::SystemTime::now());
+    let ctx = context(&[
+        (
+            "Dockerfile",
+            &format!("FROM {TEST_BASE}\nCOPY n.txt /n.txt\n"),
+        ),
+        ("n.txt", &nonce),
+    ]);
+    let err = orch
+        .build_image("test-symlink", ctx.path(), &log)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("never overwritten"), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(std::fs::symlink_metadata(&log)
+        .unwrap()
+        .file_type()
+        .is_symlink());
 }

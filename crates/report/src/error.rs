@@ -12,6 +12,8 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{path} exists already; a run never overwrites a results record (choose another file, or remove that one)")]
+    Exists { path: PathBuf },
     #[error("cannot write {path}: {source}")]
     Write {
         path: PathBuf,

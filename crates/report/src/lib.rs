@@ -10,10 +10,12 @@
 //! [`compare()`], [`render_comparison`] and [`Comparison::has_regression`] for
 //! `benchctl compare`; [`bmf::to_bmf_json`] for the Bencher export.
 
+pub mod ab;
 pub mod bmf;
 pub mod charts;
 pub mod compare;
 pub mod error;
+pub mod notes;
 pub mod record;
 pub mod render;
 pub mod stats;
@@ -21,8 +23,8 @@ pub mod stats;
 pub use compare::{compare, Comparison, Verdict, DEFAULT_THRESHOLD};
 pub use error::ReportError;
 pub use record::{
-    HostFacts, LoadRecord, RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Usage,
-    SCHEMA_VERSION,
+    HostFacts, LoadRecord, RecordFile, RunRecord, RunStatus, ScenarioRecord, ServerRecord,
+    ServerStatus, Usage, SCHEMA_VERSION,
 };
 pub use render::{render, render_comparison, Format, Renderer};
 pub use stats::{summarize, GroupStats, Metric, Summary};

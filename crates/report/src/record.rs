@@ -3,16 +3,17 @@
 //! document and round the load generator's full [`LoadReport`] with its histograms), so nothing
 //! has to be re-measured to re-render or re-compare a run.
 //!
-//! The CLI rewrites the file after each server and round with [`RunRecord::write_atomic`]: a
-//! reader sees either the previous complete document or the new one, never a torn write, and a
-//! crash later in the run loses only the load in flight.
+//! A run claims its file with [`RecordFile::create`] before it starts any work (so that two
+//! runs given the same file cannot both believe they own it) and rewrites it after each server
+//! and round with [`RecordFile::write`]: a reader sees either the previous complete document or
+//! the new one, never a torn write, and a crash later in the run loses only the load in flight.
 
 use crate::error::ReportError;
 use loadgen::json::{LoadReport, LOAD_REPORT_VERSION};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Layout version of [`RunRecord`]; bumped on any change an older reader would misread.
@@ -215,8 +216,18 @@ pub struct LoadRecord {
     /// The server container's resource use while this load ran, when Docker reported it.
     pub server_usage: Option<Usage>,
     /// The load generator used about a full core per thread: the numbers may measure the
-    /// client rather than the server.
+    /// client rather than the server. See [`is_client_bound`].
     pub client_bound: bool,
+}
+
+/// Share of its threads' CPU time from which the load generator counts as the bottleneck.
+pub const CLIENT_BOUND_SHARE: f64 = 0.9;
+
+/// Whether the load generator, not the server, set a load's pace: it used at least
+/// [`CLIENT_BOUND_SHARE`] of a core per worker thread while measuring.
+pub fn is_client_bound(load: &LoadReport) -> bool {
+    let threads = load.settings.threads.max(1) as f64;
+    load.elapsed_s > 0.0 && load.client_cpu_s / load.elapsed_s >= CLIENT_BOUND_SHARE * threads
 }
 
 /// A container's resource use over one load.
@@ -229,7 +240,133 @@ pub struct Usage {
     pub peak_memory_bytes: u64,
 }
 
+/// A results file claimed by one run: created exclusively, then replaced atomically.
+///
+/// Every write goes to a temporary file beside it whose name derives from the record's own
+/// (`.<name>.tmp`), so it is known before it exists: whoever must clean up after a run that
+/// could not (a second Ctrl-C) can remove it without searching.
+#[derive(Debug)]
+pub struct RecordFile {
+    path: PathBuf,
+    tmp: PathBuf,
+}
+
+impl RecordFile {
+    /// Claims `path` for `record`: fails when the file exists (a run never overwrites another
+    /// run's record) or cannot be written (a missing folder, no permission, a full disk), and
+    /// otherwise leaves `record` there, complete. Two runs claiming the same path at once: one
+    /// wins, the other gets [`ReportError::Exists`].
+    pub fn create(path: &Path, record: &RunRecord) -> Result<RecordFile, ReportError> {
+        let file = RecordFile {
+            path: path.to_path_buf(),
+            tmp: tmp_path(path),
+        };
+        if path.exists() {
+            return Err(ReportError::Exists {
+                path: path.to_path_buf(),
+            });
+        }
+        file.write_tmp(record)?;
+        // A hard link fails when its name exists, so exactly one claimant gets the name, and
+        // the name appears with its whole content.
+        let linked = std::fs::hard_link(&file.tmp, path);
+        let _ = std::fs::remove_file(&file.tmp);
+        match linked {
+            Ok(()) => {
+                sync_dir(path);
+                Ok(file)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(ReportError::Exists {
+                path: path.to_path_buf(),
+            }),
+            Err(source) => Err(ReportError::Write {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    /// Replaces the file's content with `record`, atomically.
+    pub fn write(&self, record: &RunRecord) -> Result<(), ReportError> {
+        self.write_tmp(record)?;
+        std::fs::rename(&self.tmp, &self.path).map_err(|source| {
+            let _ = std::fs::remove_file(&self.tmp);
+            ReportError::Write {
+                path: self.path.clone(),
+                source,
+            }
+        })?;
+        sync_dir(&self.path);
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where writes are staged; it exists only during a write.
+    pub fn tmp_path(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// Writes `record` to the temporary file and flushes it to disk; removes it on failure.
+    fn write_tmp(&self, record: &RunRecord) -> Result<(), ReportError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let json = record.to_json()?;
+        let write = || -> std::io::Result<()> {
+            // A leftover of an earlier write of this same record (a crash between write and
+            // rename) is ours to replace; anything else is never followed or truncated.
+            match std::fs::symlink_metadata(&self.tmp) {
+                Ok(m) if m.is_file() => std::fs::remove_file(&self.tmp)?,
+                _ => {}
+            }
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&self.tmp)?;
+            f.write_all(&json)?;
+            f.sync_all()
+        };
+        write().map_err(|source| {
+            let _ = std::fs::remove_file(&self.tmp);
+            ReportError::Write {
+                path: self.path.clone(),
+                source,
+            }
+        })
+    }
+}
+
+/// `.<name>.tmp` beside `path`.
+fn tmp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "results".to_string());
+    path.with_file_name(format!(".{name}.tmp"))
+}
+
+/// Makes a rename or link in `path`'s folder durable.
+fn sync_dir(path: &Path) {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
 impl RunRecord {
+    /// The record as the pretty JSON every results file holds, with a final line break.
+    pub fn to_json(&self) -> Result<Vec<u8>, ReportError> {
+        let mut json = serde_json::to_vec_pretty(self).map_err(ReportError::Serialize)?;
+        json.push(b'\n');
+        Ok(json)
+    }
+
     /// Writes the record to `path` so that a reader never sees a partial file: the JSON goes to
     /// a temporary file in the same directory, is flushed to disk, then renamed over `path`.
     pub fn write_atomic(&self, path: &Path) -> Result<(), ReportError> {
@@ -237,8 +374,7 @@ impl RunRecord {
             path: path.to_path_buf(),
             source,
         };
-        let mut json = serde_json::to_vec_pretty(self).map_err(ReportError::Serialize)?;
-        json.push(b'\n');
+        let json = self.to_json()?;
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),

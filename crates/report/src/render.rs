@@ -1,23 +1,24 @@
 //! Reports rendered from tera templates: ab's text layout with head-to-head tables, Markdown for
 //! CI summaries, and one self-contained HTML page with SVG charts.
 //!
-//! The templates live in `templates/` and are embedded in the binary; a directory given to
+//! The templates live in this crate's `templates/` and are embedded in the binary; a directory given to
 //! [`Renderer::new`] overrides any of them by file name. The Rust side computes every number,
 //! already formatted, into a serializable context; templates only lay it out. Nothing depends
 //! on the clock or on hash order, so the same record always renders to the same bytes.
 
+use crate::ab::{self, AbOptions, AbSummary};
 use crate::charts::{self, BarChart, BarInput, LineChart, SeriesInput};
 use crate::compare::{Comparison, Verdict};
 use crate::error::ReportError;
 use crate::record::{LoadRecord, RunRecord, ServerStatus};
 use crate::stats::{self, GroupStats, Metric, Summary};
 use hdrhistogram::Histogram;
-use loadgen::ab::{self, AbOptions};
 use loadgen::stats::Timer;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::OnceLock;
 
 /// The output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,37 +41,37 @@ impl FromStr for Format {
 }
 
 /// Template file names, each with its embedded text.
-pub const TEMPLATES: [(&str, &str); 5] = [
+pub const TEMPLATES: [(&str, &str); 6] = [
     (
         "report.txt.tera",
-        include_str!("../../../templates/report.txt.tera"),
+        include_str!("../templates/report.txt.tera"),
     ),
     (
         "report.md.tera",
-        include_str!("../../../templates/report.md.tera"),
+        include_str!("../templates/report.md.tera"),
     ),
     (
         "report.html.tera",
-        include_str!("../../../templates/report.html.tera"),
+        include_str!("../templates/report.html.tera"),
     ),
     (
         "compare.txt.tera",
-        include_str!("../../../templates/compare.txt.tera"),
+        include_str!("../templates/compare.txt.tera"),
     ),
     (
         "compare.md.tera",
-        include_str!("../../../templates/compare.md.tera"),
+        include_str!("../templates/compare.md.tera"),
     ),
+    (AB_TEMPLATE, include_str!("../templates/ab.txt.tera")),
 ];
 
-/// The ab layout template, owned by the load generator; overridable here by the same name.
-const AB_TEMPLATE_NAME: &str = "ab.txt.tera";
+/// ab's own layout of one load, which the text report embeds per server and `benchctl load`
+/// prints.
+const AB_TEMPLATE: &str = "ab.txt.tera";
 
 /// A loaded set of templates.
 pub struct Renderer {
     tera: tera::Tera,
-    /// An override of the ab layout, when the template directory has one.
-    ab_template: Option<String>,
 }
 
 impl Renderer {
@@ -79,7 +80,8 @@ impl Renderer {
     pub fn new(template_dir: Option<&Path>) -> Result<Renderer, ReportError> {
         let mut tera = tera::Tera::default();
         // Only the HTML page is escaped; text and Markdown print names as they are (Markdown
-        // cells get their own filter).
+        // cells get their own filter), and ab's text prints a Server header holding '<' or '&'
+        // as it was sent.
         tera.autoescape_on(vec![".html.tera"]);
         tera.register_filter("lpad", pad_filter(true));
         tera.register_filter("rpad", pad_filter(false));
@@ -101,8 +103,17 @@ impl Renderer {
             tera.add_raw_template(name, &text)
                 .map_err(|e| ReportError::template(name, &e))?;
         }
-        let ab_template = read(AB_TEMPLATE_NAME)?;
-        Ok(Renderer { tera, ab_template })
+        Ok(Renderer { tera })
+    }
+
+    /// The embedded templates alone, loaded once.
+    pub fn embedded() -> &'static Renderer {
+        static EMBEDDED: OnceLock<Renderer> = OnceLock::new();
+        EMBEDDED.get_or_init(|| {
+            // The embedded templates are covered by the snapshot and golden tests: failing to
+            // load them is a bug in this crate, not a condition a caller could handle.
+            Renderer::new(None).expect("the embedded templates load")
+        })
     }
 
     /// Renders a run.
@@ -130,6 +141,12 @@ impl Renderer {
         self.render_template(name, &comparison_context(cmp))
     }
 
+    /// ab's text for one load, from the line break ab prints before "Server Software:" to the
+    /// end of its output.
+    pub fn ab_text(&self, summary: &AbSummary) -> Result<String, ReportError> {
+        self.render_template(AB_TEMPLATE, summary)
+    }
+
     fn render_template(&self, name: &str, ctx: &impl Serialize) -> Result<String, ReportError> {
         let ctx =
             tera::Context::from_serialize(ctx).map_err(|e| ReportError::template(name, &e))?;
@@ -138,16 +155,10 @@ impl Renderer {
             .map_err(|e| ReportError::template(name, &e))
     }
 
-    fn ab_text(&self, l: &LoadRecord) -> Result<String, ReportError> {
+    fn stored_ab_text(&self, l: &LoadRecord) -> Result<String, ReportError> {
         let summary = ab::summarize_report(&l.load, &AbOptions::default())
             .map_err(|e| hist_error(l, &e.to_string()))?;
-        match &self.ab_template {
-            None => Ok(ab::render_text(&summary)),
-            Some(t) => ab::render_text_with(t, &summary).map_err(|e| ReportError::Template {
-                name: AB_TEMPLATE_NAME.to_string(),
-                detail: e.to_string(),
-            }),
-        }
+        self.ab_text(&summary)
     }
 
     fn report_context(&self, record: &RunRecord, html: bool) -> Result<ReportContext, ReportError> {
@@ -172,7 +183,7 @@ impl Renderer {
                 ab_blocks.push(AbBlock {
                     server: g.server.clone(),
                     round_label: label,
-                    text: self.ab_text(pick)?,
+                    text: self.stored_ab_text(pick)?,
                 });
             }
             let notes = doc_groups.iter().flat_map(|g| notes(g)).collect();
@@ -187,7 +198,7 @@ impl Renderer {
                     .first()
                     .map(|g| g.url_path.clone())
                     .unwrap_or_default(),
-                widths: Widths::of(&rows),
+                table: head_to_head_table(&rows),
                 summary: summary_lines(&doc_groups),
                 rows,
                 ab_blocks,
@@ -392,7 +403,8 @@ struct DocumentContext {
     name: String,
     url_path: String,
     rows: Vec<Row>,
-    widths: Widths,
+    /// The head-to-head table as the text report lays it out.
+    table: TextTable,
     summary: Vec<String>,
     ab_blocks: Vec<AbBlock>,
     notes: Vec<String>,
@@ -461,43 +473,140 @@ fn row(g: &GroupStats, reference: Option<f64>) -> Row {
     }
 }
 
-/// Column widths of the text table: the widest of header and cells.
-#[derive(Serialize)]
-struct Widths {
-    server: usize,
-    rounds: usize,
-    rps: usize,
-    ratio: usize,
-    mean_ms: usize,
-    p99_ms: usize,
-    transfer: usize,
-    failures: usize,
-    cpu_10k: usize,
-    memory_mb: usize,
+/// The head-to-head table's columns in the text report.
+const HEAD_TO_HEAD: [Column; 10] = [
+    Column::left("server"),
+    Column::right("runs"),
+    Column::right("requests/s"),
+    Column::right("ratio"),
+    Column::right("mean ms"),
+    Column::right("p99 ms"),
+    Column::right("KB/s"),
+    Column::right("failed"),
+    Column::right("CPU-s/10k"),
+    Column::right("mem MB"),
+];
+
+fn head_to_head_table(rows: &[Row]) -> TextTable {
+    TextTable::new(
+        &HEAD_TO_HEAD,
+        rows.iter()
+            .map(|r| {
+                let cells = [
+                    &r.server,
+                    &r.rounds,
+                    &r.rps_cell,
+                    &r.ratio,
+                    &r.mean_ms,
+                    &r.p99_ms,
+                    &r.transfer,
+                    &r.failures,
+                    &r.cpu_10k,
+                    &r.memory_mb,
+                ];
+                (cells.map(String::clone).to_vec(), r.flags.clone())
+            })
+            .collect(),
+    )
 }
 
-impl Widths {
-    /// Headers here must match the text template's.
-    fn of(rows: &[Row]) -> Widths {
-        let w = |header: &str, cell: &dyn Fn(&Row) -> usize| {
-            rows.iter()
-                .map(cell)
-                .chain([header.chars().count()])
-                .max()
-                .unwrap_or(0)
+// ---------------------------------------------------------------------------------------------
+// Text tables: one column model for Rust and templates. The headers and alignments live here
+// only; a text template lays out whatever header and rows it is given, padding each cell to the
+// width measured here.
+
+/// A column of a text table.
+struct Column {
+    header: &'static str,
+    right: bool,
+    /// Pad the column to its widest cell (false for a last column, which is never padded).
+    pad: bool,
+}
+
+impl Column {
+    const fn left(header: &'static str) -> Column {
+        Column {
+            header,
+            right: false,
+            pad: true,
+        }
+    }
+    const fn right(header: &'static str) -> Column {
+        Column {
+            header,
+            right: true,
+            pad: true,
+        }
+    }
+    const fn last(header: &'static str) -> Column {
+        Column {
+            header,
+            right: false,
+            pad: false,
+        }
+    }
+}
+
+/// One cell as a template lays it out: `text` padded to `width`, on the left when `right`.
+#[derive(Serialize)]
+struct Cell {
+    text: String,
+    width: usize,
+    right: bool,
+}
+
+#[derive(Serialize)]
+struct TextRow {
+    cells: Vec<Cell>,
+    /// What the template prints after the last cell, if anything (flags, a note).
+    extra: String,
+}
+
+#[derive(Serialize)]
+struct TextTable {
+    header: Vec<Cell>,
+    rows: Vec<TextRow>,
+}
+
+impl TextTable {
+    /// `rows`: each row's cells in column order and its extra text.
+    fn new(columns: &[Column], rows: Vec<(Vec<String>, String)>) -> TextTable {
+        let widths: Vec<usize> = columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if !c.pad {
+                    return 0;
+                }
+                rows.iter()
+                    .map(|(cells, _)| cells[i].chars().count())
+                    .chain([c.header.chars().count()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let cell = |i: usize, text: String| Cell {
+            text,
+            width: widths[i],
+            right: columns[i].right,
         };
-        let n = |s: &String| s.chars().count();
-        Widths {
-            server: w("server", &|r| n(&r.server)),
-            rounds: w("runs", &|r| n(&r.rounds)),
-            rps: w("requests/s", &|r| n(&r.rps_cell)),
-            ratio: w("ratio", &|r| n(&r.ratio)),
-            mean_ms: w("mean ms", &|r| n(&r.mean_ms)),
-            p99_ms: w("p99 ms", &|r| n(&r.p99_ms)),
-            transfer: w("KB/s", &|r| n(&r.transfer)),
-            failures: w("failed", &|r| n(&r.failures)),
-            cpu_10k: w("CPU-s/10k", &|r| n(&r.cpu_10k)),
-            memory_mb: w("mem MB", &|r| n(&r.memory_mb)),
+        TextTable {
+            header: columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| cell(i, c.header.to_string()))
+                .collect(),
+            rows: rows
+                .into_iter()
+                .map(|(cells, extra)| TextRow {
+                    cells: cells
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, t)| cell(i, t))
+                        .collect(),
+                    extra,
+                })
+                .collect(),
         }
     }
 }
@@ -716,7 +825,8 @@ struct ComparisonContext {
     regression: bool,
     regressions: usize,
     rows: Vec<ComparisonRow>,
-    widths: HashMap<&'static str, usize>,
+    /// The rows as the text template lays them out.
+    table: TextTable,
     missing_in_current: Vec<String>,
     new_in_current: Vec<String>,
 }
@@ -733,6 +843,18 @@ struct ComparisonRow {
     verdict: String,
     note: String,
 }
+
+/// The comparison table's columns in the text report.
+const COMPARISON: [Column; 8] = [
+    Column::left("server"),
+    Column::left("document"),
+    Column::left("metric"),
+    Column::right("baseline"),
+    Column::right("current"),
+    Column::right("change"),
+    Column::right("p"),
+    Column::last("verdict"),
+];
 
 fn comparison_context(cmp: &Comparison) -> ComparisonContext {
     let decimals = |m: Metric| match m {
@@ -772,24 +894,24 @@ fn comparison_context(cmp: &Comparison) -> ComparisonContext {
             })
         })
         .collect();
-    let width = |header: &str, cell: fn(&ComparisonRow) -> &String| {
+    let table = TextTable::new(
+        &COMPARISON,
         rows.iter()
-            .map(|r| cell(r).chars().count())
-            .chain([header.chars().count()])
-            .max()
-            .unwrap_or(0)
-    };
-    // Headers here must match the text template's.
-    let widths = HashMap::from([
-        ("server", width("server", |r| &r.server)),
-        ("document", width("document", |r| &r.document)),
-        ("metric", width("metric", |r| &r.metric)),
-        ("baseline", width("baseline", |r| &r.baseline)),
-        ("current", width("current", |r| &r.current)),
-        ("change", width("change", |r| &r.change)),
-        ("p_value", width("p", |r| &r.p_value)),
-        ("verdict", width("verdict", |r| &r.verdict)),
-    ]);
+            .map(|r| {
+                let cells = [
+                    &r.server,
+                    &r.document,
+                    &r.metric,
+                    &r.baseline,
+                    &r.current,
+                    &r.change,
+                    &r.p_value,
+                    &r.verdict,
+                ];
+                (cells.map(String::clone).to_vec(), r.note.clone())
+            })
+            .collect(),
+    );
     let pair = |(s, d): &(String, String)| format!("{s} / {d}");
     ComparisonContext {
         baseline_run_id: cmp.baseline_run_id.clone(),
@@ -799,7 +921,7 @@ fn comparison_context(cmp: &Comparison) -> ComparisonContext {
         regression: cmp.has_regression(),
         regressions: cmp.regressions().count(),
         rows,
-        widths,
+        table,
         missing_in_current: cmp.missing_in_current.iter().map(pair).collect(),
         new_in_current: cmp.new_in_current.iter().map(pair).collect(),
     }

@@ -92,12 +92,15 @@ impl Metric {
         let r = &l.load;
         match self {
             Metric::RequestsPerSecond => Some(r.requests_per_second),
-            Metric::MeanLatencyMs => (r.total.moments.count > 0).then(|| r.total.mean_us / 1e3),
+            Metric::MeanLatencyMs => {
+                (r.timers.total.moments.count > 0).then(|| r.timers.total.mean_us / 1e3)
+            }
             Metric::P99LatencyMs => {
-                if r.total.moments.count == 0 {
+                if r.timers.total.moments.count == 0 {
                     return None;
                 }
-                r.total
+                r.timers
+                    .total
                     .percentiles_us
                     .iter()
                     .find(|(p, _)| (*p - 99.0).abs() < 1e-9)

@@ -55,7 +55,23 @@ fn serialized_records_validate_against_the_checked_in_schema() {
     partial.finished_at = None;
     partial.loads.truncate(1);
     partial.loads[0].server_usage = None;
-    for rec in [common::fixture(3, None), partial] {
+    // A load that ran into the generator's own limits, with its notes.
+    let mut limited = common::fixture(1, None);
+    let load = &mut limited.loads[0].load;
+    load.failures.generator = 12;
+    load.notes = vec![
+        loadgen::Note::OutOfFileDescriptors {
+            connections: 12,
+            limit: 1024,
+        },
+        loadgen::Note::PortsExhausted { connections: 3 },
+        loadgen::Note::GeneratorBound {
+            read_delay_mean_us: 900.0,
+            total_mean_us: 200.0,
+        },
+    ];
+    load.stopped_early = Some(loadgen::StopReason::TimeLimit);
+    for rec in [common::fixture(3, None), partial, limited] {
         let value = serde_json::to_value(&rec).unwrap();
         let errors: Vec<String> = validator
             .iter_errors(&value)

@@ -322,6 +322,14 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
+fn open_no_follow(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
 /// Writes every document of `plan` under `dir` at its [`crate::DocumentSpec::disk_path`]
 /// (so `dir` is the document root to mount into each server) and returns what each holds.
 ///
@@ -347,8 +355,10 @@ pub fn materialize(plan: &Plan, dir: &Path) -> Result<Vec<MaterializedDoc>, Mate
         };
         match &doc.source {
             DocumentSource::Generated { kind, size } => write_generated(*kind, *size, &mut w),
+            // The path was resolved and checked at validation: a symlink put in its place
+            // since is not followed.
             DocumentSource::File(src) => {
-                File::open(src).and_then(|mut f| io::copy(&mut f, &mut w).map(drop))
+                open_no_follow(src).and_then(|mut f| io::copy(&mut f, &mut w).map(drop))
             }
         }
         .map_err(fail)?;

@@ -6,6 +6,7 @@
 
 pub mod documents;
 mod error;
+pub mod manifest;
 mod plan;
 mod raw;
 pub mod units;
@@ -13,9 +14,10 @@ mod validate;
 
 pub use documents::{materialize, MaterializeError, MaterializedDoc};
 pub use error::{Diagnostic, ScenarioError};
+pub use manifest::{Manifest, VersionHeader};
 pub use plan::{
-    BackendRef, Coalesce, CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, LoadSpec, Plan,
-    ServerKind, ServerSpec,
+    BackendRef, Coalesce, CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, LoadSpec,
+    OptionValue, Plan, ServerKind, ServerSpec,
 };
 pub use validate::{
     DEFAULT_LOADGEN_CPUS, DEFAULT_MEMORY, DEFAULT_SERVER_CPUS, DEFAULT_TIMEOUT,
@@ -49,6 +51,15 @@ pub fn load_file(path: &Path) -> Result<Plan, ScenarioError> {
 /// Validates scenario text as if it were the file at `path`: `path` names the file in
 /// errors, anchors relative `file` documents, and `scenario_hash` is the hash of `src`.
 pub fn parse_str(src: &str, path: &Path) -> Result<Plan, ScenarioError> {
+    // Every unknown key at once: the schema below would stop at the first.
+    let unknown = raw::unknown_keys(src);
+    if !unknown.is_empty() {
+        let mut d = error::Diagnostics::new(src, path);
+        for (span, message) in unknown {
+            d.error(span, message);
+        }
+        return Err(d.finish().expect_err("errors were recorded"));
+    }
     let raw: raw::RawScenario = match toml::from_str(src) {
         Ok(raw) => raw,
         Err(e) => {

@@ -3,11 +3,11 @@
 //! check lives in two places.
 
 pub use crate::units::Coalesce;
+pub use loadgen::LoadSpec;
 use serde::Serialize;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::time::Duration;
 
 /// A scenario after validation: every default resolved, every reference checked.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -20,7 +20,10 @@ pub struct Plan {
     pub seed: Option<String>,
     /// The scenario file as it was named.
     pub source: PathBuf,
-    /// SHA-256 (lowercase hex) of the scenario file's bytes, so results name exactly what ran.
+    /// The scenario text that was validated, kept in results so a run can be repeated after
+    /// the file changed.
+    pub text: String,
+    /// SHA-256 (lowercase hex) of `text`, so results name exactly what ran.
     pub scenario_hash: String,
     /// Repetitions (>= 1); servers are interleaved round by round.
     pub runs: u32,
@@ -66,6 +69,38 @@ pub struct ServerSpec {
     pub backend: Option<BackendRef>,
     /// Varnish only (always set there): malloc storage in bytes, larger than every document.
     pub storage: Option<u64>,
+    /// A run in which this server is unavailable still succeeds (its reason is reported).
+    pub optional: bool,
+}
+
+impl ServerSpec {
+    /// The kind-specific options this server sets, by the names its manifest declares them
+    /// under (`docker/<kind>/server.toml`, `[options.<name>]`).
+    pub fn options(&self) -> Vec<(&'static str, OptionValue)> {
+        let mut out = Vec::new();
+        if let Some(b) = &self.backend {
+            out.push(("backend", OptionValue::Server(b.index)));
+        }
+        if let Some(s) = self.storage {
+            out.push(("storage", OptionValue::Size(s)));
+        }
+        out
+    }
+
+    /// The servers this one needs running (its backends), as indices into [`Plan::servers`].
+    pub fn depends_on(&self) -> impl Iterator<Item = usize> + '_ {
+        self.backend.iter().map(|b| b.index)
+    }
+}
+
+/// The value of one kind-specific option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum OptionValue {
+    /// Another server of the scenario (by index into [`Plan::servers`]), started first; the
+    /// server gets its address.
+    Server(usize),
+    /// A byte count.
+    Size(u64),
 }
 
 /// A reference from a Varnish to its backend.
@@ -141,6 +176,8 @@ pub struct DocumentSpec {
     pub source: DocumentSource,
     /// Exact length in bytes of the body every server must return.
     pub length: u64,
+    /// How the document is loaded: ab's parameters, resolved from `[document.load]` over
+    /// `[load]` over the defaults. Exactly one of `requests` and `duration` is set.
     pub load: LoadSpec,
 }
 
@@ -189,32 +226,4 @@ impl fmt::Display for GeneratorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// How one document is loaded: ab's parameters, resolved from `[document.load]` over
-/// `[load]` over the defaults. Exactly one of `requests` and `duration` is set.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LoadSpec {
-    /// ab's `-n`.
-    pub requests: Option<u64>,
-    /// Time-bounded run instead of a request count.
-    pub duration: Option<Duration>,
-    /// ab's `-c`; never more than `requests`.
-    pub concurrency: u32,
-    /// ab's `-k`.
-    pub keep_alive: bool,
-    /// HTTP/1.1 request line instead of ab's HTTP/1.0.
-    pub http11: bool,
-    /// Per-request timeout (> 0).
-    pub timeout: Duration,
-    /// Load sent before measuring starts.
-    pub warmup: Duration,
-    /// Constant request rate per second (open model), if set; finite and > 0.
-    pub rate: Option<f64>,
-    /// HEAD instead of GET.
-    pub head: bool,
-    /// Time responses when read (ab's way) instead of by the kernel's receive stamps.
-    pub user_timestamps: bool,
-    /// How the load generator waits once it has caught up.
-    pub coalesce: Coalesce,
 }

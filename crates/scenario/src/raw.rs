@@ -19,6 +19,9 @@ pub(crate) struct RawScenario {
     pub seed: Option<String>,
     /// Repetitions of the whole comparison (>= 1, default 1); servers take turns each round.
     pub runs: Option<Spanned<i64>>,
+    /// The folder `file` documents must lie in (relative to the scenario file); default: the
+    /// scenario's own folder.
+    pub documents: Option<Spanned<String>>,
     /// Which CPUs the servers and the load generator may use.
     pub cpus: Option<Spanned<RawCpus>>,
     /// Load defaults for every document.
@@ -86,6 +89,8 @@ pub(crate) struct RawServer {
     pub backend: Option<Spanned<String>>,
     /// Varnish only: malloc storage size (default `"256m"`); must exceed the largest document.
     pub storage: Option<Spanned<RawSize>>,
+    /// The run still succeeds when this server cannot be built or started (default false).
+    pub optional: Option<bool>,
 }
 
 /// `[[document]]`.
@@ -134,5 +139,164 @@ impl<'de> Deserialize<'de> for RawSize {
             }
         }
         deserializer.deserialize_any(SizeVisitor)
+    }
+}
+
+/// The keys each table of a scenario accepts, in the order its struct above declares them. The
+/// schema rejects the first unknown key it meets; [`unknown_keys`] finds every one first, so a
+/// user fixes them all in one pass. A test holds these lists to the structs'.
+pub(crate) mod keys {
+    pub const TOP: &[&str] = &[
+        "name",
+        "description",
+        "seed",
+        "runs",
+        "documents",
+        "cpus",
+        "load",
+        "server",
+        "document",
+    ];
+    pub const CPUS: &[&str] = &["servers", "loadgen"];
+    pub const LOAD: &[&str] = &[
+        "requests",
+        "concurrency",
+        "keep_alive",
+        "http",
+        "timeout",
+        "warmup",
+        "duration",
+        "rate",
+        "method",
+        "user_timestamps",
+        "coalesce",
+    ];
+    pub const SERVER: &[&str] = &[
+        "name", "kind", "memory", "port", "backend", "storage", "optional",
+    ];
+    pub const DOCUMENT: &[&str] = &["name", "path", "generate", "size", "file", "load"];
+}
+
+/// The message serde gives for an unknown key, with what to do about it.
+pub(crate) fn unknown_key_message(key: &str, known: &[&str]) -> String {
+    let list: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+    // Worded as serde words it, so the message is the same whichever finds the key.
+    let expected = match list.as_slice() {
+        [one] => format!("expected {one}"),
+        [a, b] => format!("expected {a} or {b}"),
+        all => format!("expected one of {}", all.join(", ")),
+    };
+    format!(
+        "unknown field `{key}`, {expected} (remove it or correct its spelling; scenarios/README.md lists every key)"
+    )
+}
+
+/// Every key of `src` (already known to be valid TOML) that its table does not accept, with its
+/// position, in no particular order.
+pub(crate) fn unknown_keys(src: &str) -> Vec<(std::ops::Range<usize>, String)> {
+    use toml::de::{DeTable, DeValue};
+    let Ok(top) = DeTable::parse(src) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    fn check(table: &DeTable<'_>, known: &[&str], out: &mut Vec<(std::ops::Range<usize>, String)>) {
+        for (k, _) in table.iter() {
+            if !known.contains(&k.get_ref().as_ref()) {
+                out.push((k.span(), unknown_key_message(k.get_ref(), known)));
+            }
+        }
+    }
+    fn tables<'a, 'i>(v: &'a DeValue<'i>) -> Vec<&'a DeTable<'i>> {
+        match v {
+            DeValue::Table(t) => vec![t],
+            DeValue::Array(a) => a
+                .iter()
+                .filter_map(|e| match e.get_ref() {
+                    DeValue::Table(t) => Some(t),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+    let top = top.get_ref();
+    check(top, keys::TOP, &mut out);
+    for (k, v) in top.iter() {
+        let known = match k.get_ref().as_ref() {
+            "cpus" => keys::CPUS,
+            "load" => keys::LOAD,
+            "server" => keys::SERVER,
+            "document" => keys::DOCUMENT,
+            _ => continue,
+        };
+        for t in tables(v.get_ref()) {
+            check(t, known, &mut out);
+            if known == keys::DOCUMENT {
+                if let Some(l) = t.iter().find(|(k, _)| k.get_ref().as_ref() == "load") {
+                    for lt in tables(l.1.get_ref()) {
+                        check(lt, keys::LOAD, &mut out);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// serde's own list of a struct's fields, from its message for an unknown key.
+    fn serde_fields<T: serde::de::DeserializeOwned>(tables: &str) -> String {
+        let src = format!("{tables}\nzzz_not_a_key = 1\n");
+        let e = toml::from_str::<T>(&src)
+            .err()
+            .expect("an unknown key is refused");
+        let m = e.message().to_string();
+        m[m.find("expected").expect("serde lists the fields")..].to_string()
+    }
+
+    fn ours(known: &[&str]) -> String {
+        let m = unknown_key_message("zzz_not_a_key", known);
+        let tail = &m[m.find("expected").unwrap()..];
+        tail[..tail.find(" (remove").unwrap()].to_string()
+    }
+
+    #[test]
+    fn the_key_lists_are_the_structs_fields() {
+        assert_eq!(serde_fields::<RawLoad>(""), ours(keys::LOAD));
+        assert_eq!(serde_fields::<RawCpus>(""), ours(keys::CPUS));
+        assert_eq!(
+            serde_fields::<RawServer>("name = \"a\"\nkind = \"nginx\""),
+            ours(keys::SERVER)
+        );
+        assert_eq!(
+            serde_fields::<RawDocument>("name = \"a\"\npath = \"/\""),
+            ours(keys::DOCUMENT)
+        );
+        assert_eq!(serde_fields::<RawScenario>("name = \"a\""), ours(keys::TOP));
+    }
+
+    #[test]
+    fn every_unknown_key_is_found_wherever_it_is() {
+        let src = "name = \"x\"\nbogus = 1\n[cpus]\nservrs = \"1\"\n[load]\nconcurency = 1\n\
+                   [[server]]\nname = \"a\"\nkind = \"nginx\"\nmem = \"1g\"\n\
+                   [[document]]\nname = \"d\"\npath = \"/\"\ngenerate = \"hello\"\nload = { reqs = 1 }\n";
+        let mut found: Vec<String> = unknown_keys(src)
+            .into_iter()
+            .map(|(span, m)| format!("{}:{}", &src[span], &m[..m.find(',').unwrap()]))
+            .collect();
+        found.sort();
+        assert_eq!(
+            found,
+            [
+                "bogus:unknown field `bogus`",
+                "concurency:unknown field `concurency`",
+                "mem:unknown field `mem`",
+                "reqs:unknown field `reqs`",
+                "servrs:unknown field `servrs`",
+            ]
+        );
     }
 }

@@ -157,18 +157,7 @@ pub(crate) fn describe_bytes(n: u64) -> String {
     format!("{n} bytes")
 }
 
-/// How the load generator waits once it has read every response there is (`coalesce` in a
-/// scenario, `--coalesce` on the command line).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Coalesce {
-    /// Nap a bounded share of the request cycle when that collects responses in batches.
-    Auto,
-    /// Be woken by every response, as ab and wrk are.
-    Off,
-    /// Nap this long whenever there is nothing to read.
-    Nap(Duration),
-}
+pub use loadgen::Coalesce;
 
 /// Longest nap `parse_coalesce` accepts: longer would stall every connection.
 pub const MAX_NAP: Duration = Duration::from_secs(1);

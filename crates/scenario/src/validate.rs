@@ -12,6 +12,7 @@ use crate::raw::{RawLoad, RawScenario, RawSize};
 use crate::units::{
     describe_bytes, parse_coalesce, parse_cpuset, parse_duration, parse_size, Coalesce,
 };
+use loadgen::{HttpVersion, Method};
 use serde_spanned::Spanned;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -62,7 +63,8 @@ pub(crate) fn validate(src: &str, file: &Path, raw: RawScenario) -> Result<Plan,
         None => LoadLevel::default(),
     };
 
-    let documents = check_documents(&mut d, &raw, &base_dir, &default_load);
+    let roots = DocumentRoots::new(&mut d, &raw, &base_dir);
+    let documents = check_documents(&mut d, &raw, &roots, &default_load);
     let largest = documents.iter().map(|doc| doc.length).max().unwrap_or(0);
     let servers = check_servers(&mut d, &raw, largest);
 
@@ -85,6 +87,7 @@ pub(crate) fn validate(src: &str, file: &Path, raw: RawScenario) -> Result<Plan,
         description: raw.description.unwrap_or_default(),
         seed: raw.seed,
         source: file.to_path_buf(),
+        text: src.to_string(),
         scenario_hash: crate::sha256_hex(src.as_bytes()),
         runs,
         cpus,
@@ -352,20 +355,27 @@ fn resolve_load(
             );
         }
     }
+    let http11 = own.http11.or(defaults.http11).unwrap_or(false);
+    let head = own.head.or(defaults.head).unwrap_or(false);
+    let user_timestamps = own
+        .user_timestamps
+        .or(defaults.user_timestamps)
+        .unwrap_or(false);
     LoadSpec {
         requests: requests.map(|(n, _)| n),
         duration: duration.map(|(t, _)| t),
         concurrency: concurrency.map_or(1, |(c, _)| c),
         keep_alive: own.keep_alive.or(defaults.keep_alive).unwrap_or(false),
-        http11: own.http11.or(defaults.http11).unwrap_or(false),
+        version: if http11 {
+            HttpVersion::Http11
+        } else {
+            HttpVersion::Http10
+        },
+        method: if head { Method::Head } else { Method::Get },
         timeout: own.timeout.or(defaults.timeout).unwrap_or(DEFAULT_TIMEOUT),
         warmup: own.warmup.or(defaults.warmup).unwrap_or(Duration::ZERO),
         rate: own.rate.or(defaults.rate),
-        head: own.head.or(defaults.head).unwrap_or(false),
-        user_timestamps: own
-            .user_timestamps
-            .or(defaults.user_timestamps)
-            .unwrap_or(false),
+        rx_stamps: !user_timestamps,
         coalesce: own.coalesce.or(defaults.coalesce).unwrap_or(Coalesce::Auto),
     }
 }
@@ -387,10 +397,64 @@ fn size_value(d: &mut Diagnostics, value: &Spanned<RawSize>, key: &str) -> Optio
     }
 }
 
+/// Where `file` documents are looked up, and the one folder they must lie in.
+struct DocumentRoots {
+    /// `file` paths are relative to the scenario's folder.
+    base_dir: PathBuf,
+    /// The scenario's folder, or the folder its `documents` key names, with every symlink
+    /// resolved; `None` when that could not be resolved (already reported).
+    root: Option<PathBuf>,
+}
+
+impl DocumentRoots {
+    fn new(d: &mut Diagnostics, raw: &RawScenario, base_dir: &Path) -> DocumentRoots {
+        let dir_of_scenario = if base_dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            base_dir
+        };
+        let root = match &raw.documents {
+            None => dir_of_scenario.canonicalize().ok(),
+            Some(v) => {
+                let given = v.get_ref();
+                let joined = dir_of_scenario.join(given);
+                match joined.canonicalize() {
+                    Ok(p) if p.is_dir() && p != Path::new("/") => Some(p),
+                    Ok(p) if p.is_dir() => {
+                        d.error(
+                            v.span(),
+                            "documents = \"/\" would let a scenario serve any file of this machine (name the folder that holds its documents)",
+                        );
+                        None
+                    }
+                    Ok(_) => {
+                        d.error(
+                            v.span(),
+                            format!("documents `{given}` is not a folder (name the folder that holds the scenario's files)"),
+                        );
+                        None
+                    }
+                    Err(e) => {
+                        d.error(
+                            v.span(),
+                            format!("documents folder `{given}` cannot be used: {e} (looked for {}; paths are relative to the scenario file)", joined.display()),
+                        );
+                        None
+                    }
+                }
+            }
+        };
+        DocumentRoots {
+            base_dir: base_dir.to_path_buf(),
+            root,
+        }
+    }
+}
+
 fn check_documents(
     d: &mut Diagnostics,
     raw: &RawScenario,
-    base_dir: &Path,
+    roots: &DocumentRoots,
     default_load: &LoadLevel,
 ) -> Vec<DocumentSpec> {
     let mut names: HashMap<&str, usize> = HashMap::new();
@@ -438,7 +502,7 @@ fn check_documents(
             }
         }
 
-        let source = check_source(d, doc, table_span.clone(), base_dir);
+        let source = check_source(d, doc, table_span.clone(), roots);
         let own_load = match &doc.load {
             Some(l) => check_load_level(d, l.get_ref()),
             None => LoadLevel::default(),
@@ -521,7 +585,7 @@ fn check_source(
     d: &mut Diagnostics,
     doc: &crate::raw::RawDocument,
     table_span: Range<usize>,
-    base_dir: &Path,
+    roots: &DocumentRoots,
 ) -> Option<(DocumentSource, u64)> {
     let name = doc.name.get_ref();
     match (&doc.generate, &doc.file) {
@@ -554,15 +618,15 @@ fn check_source(
                 );
                 return None;
             }
-            let resolved = base_dir.join(rel);
-            match std::fs::metadata(&resolved) {
-                Ok(meta) if meta.is_file() => Some((DocumentSource::File(resolved), meta.len())),
+            let resolved = roots.base_dir.join(rel);
+            let meta = match std::fs::metadata(&resolved) {
+                Ok(meta) if meta.is_file() => meta,
                 Ok(_) => {
                     d.error(
                         file.span(),
                         format!("file `{rel}` is not a regular file (name a file, not a folder)"),
                     );
-                    None
+                    return None;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     d.error(
@@ -572,16 +636,53 @@ fn check_source(
                             resolved.display()
                         ),
                     );
-                    None
+                    return None;
                 }
                 Err(e) => {
                     d.error(
                         file.span(),
                         format!("file `{rel}` cannot be read: {e} (check its permissions)"),
                     );
-                    None
+                    return None;
                 }
+            };
+            // Every server serves its documents to anyone who can connect: a scenario may only
+            // name files in its own folder (or the one its `documents` key names), with every
+            // symlink resolved, and only files that every user of this machine may read already.
+            let root = roots.root.as_ref()?;
+            let real = match resolved.canonicalize() {
+                Ok(p) => p,
+                Err(e) => {
+                    d.error(
+                        file.span(),
+                        format!("file `{rel}` cannot be resolved: {e} (check its path)"),
+                    );
+                    return None;
+                }
+            };
+            if !real.starts_with(root) {
+                d.error(
+                    file.span(),
+                    format!(
+                        "file `{rel}` is outside {} (it is {}): a scenario serves only files inside its own folder, or the folder its `documents` key names (copy the file there)",
+                        root.display(),
+                        real.display()
+                    ),
+                );
+                return None;
             }
+            use std::os::unix::fs::PermissionsExt;
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o004 == 0 {
+                d.error(
+                    file.span(),
+                    format!(
+                        "file `{rel}` is not readable by other users (mode {mode:04o}): benchctl serves documents to anyone who can connect to the server, so it serves only files every user may read already (chmod o+r it if it is not secret)"
+                    ),
+                );
+                return None;
+            }
+            Some((DocumentSource::File(real), meta.len()))
         }
         (Some(generate), None) => {
             let kind = match GeneratorKind::ALL
@@ -785,6 +886,7 @@ fn check_servers(d: &mut Diagnostics, raw: &RawScenario, largest_document: u64) 
                     port,
                     backend: None,
                     storage,
+                    optional: s.optional.unwrap_or(false),
                 },
                 s.backend.as_ref().map(|b| b.get_ref().clone()),
             )

@@ -121,12 +121,13 @@ size = "1m"
 [[document]]
 name = "robots"
 path = "/robots.txt"
-file = "../../scenarios/files/robots.txt"
+file = "files/robots.txt"
 "#;
 
 #[test]
 fn materialize_writes_each_document_at_its_url_path_with_its_hash() {
-    let scenario_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs.toml");
+    // As if the scenario lived in scenarios/, beside the robots.txt it serves.
+    let scenario_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/docs.toml");
     let plan = scenario::parse_str(PLAN, &scenario_path).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let docs = materialize(&plan, dir.path()).unwrap();

@@ -1,6 +1,7 @@
 //! The shipped scenarios in `scenarios/` must validate, and must carry the parameters of the
 //! posts they reproduce (read from `../shared/seeds/`): these tests pin them.
 
+use loadgen::HttpVersion;
 use scenario::{DocumentSource, GeneratorKind, Plan, ServerKind};
 use std::path::{Path, PathBuf};
 
@@ -59,7 +60,7 @@ fn hello_world_is_seed_000() {
     assert_eq!(doc.load.requests, Some(10_000));
     assert_eq!(doc.load.concurrency, 300);
     assert!(!doc.load.keep_alive);
-    assert!(!doc.load.http11);
+    assert!(doc.load.version == HttpVersion::Http10);
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! What a valid scenario becomes: defaults, overrides, dependency order, hashes.
 
+use loadgen::{HttpVersion, Method};
 use scenario::{
-    parse_str, Coalesce, DocumentSource, GeneratorKind, ScenarioError, ServerKind, DEFAULT_MEMORY,
-    DEFAULT_TIMEOUT,
+    parse_str, Coalesce, DocumentSource, GeneratorKind, Plan, ScenarioError, ServerKind,
+    DEFAULT_MEMORY, DEFAULT_TIMEOUT,
 };
 use std::path::Path;
 use std::time::Duration;
@@ -41,11 +42,11 @@ fn defaults_are_resolved_like_ab() {
     assert_eq!(load.requests, Some(10));
     assert_eq!(load.duration, None);
     assert_eq!(load.concurrency, 1);
-    assert!(!load.keep_alive && !load.http11 && !load.head);
+    assert!(!load.keep_alive && load.version == HttpVersion::Http10 && load.method == Method::Get);
     assert_eq!(load.timeout, DEFAULT_TIMEOUT);
     assert_eq!(load.warmup, Duration::ZERO);
     assert_eq!(load.rate, None);
-    assert!(!load.user_timestamps);
+    assert!(load.rx_stamps);
     assert_eq!(load.coalesce, Coalesce::Auto);
 }
 
@@ -72,9 +73,9 @@ load = { user_timestamps = false, coalesce = "50us" }
 "#;
     let plan = parse_str(src, Path::new("timing.toml")).unwrap();
     let (a, b) = (&plan.documents[0].load, &plan.documents[1].load);
-    assert!(a.user_timestamps);
+    assert!(!a.rx_stamps);
     assert_eq!(a.coalesce, Coalesce::Off);
-    assert!(!b.user_timestamps);
+    assert!(b.rx_stamps);
     assert_eq!(b.coalesce, Coalesce::Nap(Duration::from_micros(50)));
 }
 
@@ -143,7 +144,7 @@ keep_alive = false
         (a.requests, a.duration, a.concurrency),
         (Some(1000), None, 200)
     );
-    assert!(a.keep_alive && a.head && !a.http11);
+    assert!(a.keep_alive && a.method == Method::Head && a.version == HttpVersion::Http10);
     assert_eq!(a.timeout, Duration::from_secs(5));
     let b = &plan.documents[1];
     assert_eq!(b.length, 1024);
@@ -154,7 +155,7 @@ keep_alive = false
         (None, Some(Duration::from_millis(1500)))
     );
     assert_eq!(b.concurrency, 200);
-    assert!(!b.keep_alive && b.http11 && b.head);
+    assert!(!b.keep_alive && b.version == HttpVersion::Http11 && b.method == Method::Head);
     assert_eq!(b.rate, Some(5000.0));
     assert_eq!(b.warmup, Duration::from_millis(500));
     assert_eq!(b.timeout, Duration::from_secs(5));
@@ -314,4 +315,157 @@ fn generator_kind_and_server_kind_names_round_trip() {
         assert_eq!(kind.as_str().parse::<ServerKind>(), Ok(kind));
     }
     assert_eq!(GeneratorKind::Png.to_string(), "png");
+}
+
+/// A scenario in its own folder, with `file` documents named as given.
+fn with_files(files: &[&str], extra: &str) -> (tempfile::TempDir, Result<Plan, ScenarioError>) {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario_dir = dir.path().join("scenario");
+    std::fs::create_dir(&scenario_dir).unwrap();
+    let mut text = format!("name = \"files\"\n{extra}\n[load]\nrequests = 1\n[[server]]\nname = \"a\"\nkind = \"nginx\"\n");
+    for (i, f) in files.iter().enumerate() {
+        text.push_str(&format!(
+            "[[document]]\nname = \"d{i}\"\npath = \"/d{i}\"\nfile = \"{f}\"\n"
+        ));
+    }
+    let path = scenario_dir.join("s.toml");
+    std::fs::write(&path, &text).unwrap();
+    let r = scenario::load_file(&path);
+    (dir, r)
+}
+
+fn messages(r: &Result<Plan, ScenarioError>) -> Vec<String> {
+    match r {
+        Ok(_) => Vec::new(),
+        Err(e) => e.diagnostics().iter().map(|d| d.message.clone()).collect(),
+    }
+}
+
+#[test]
+fn files_outside_the_scenarios_folder_are_refused() {
+    // Host secrets by absolute path, by climbing out, and through a symlink.
+    let (dir, r) = with_files(&["/etc/passwd", "../../../../../../etc/passwd"], "");
+    let m = messages(&r);
+    assert_eq!(m.len(), 2, "{m:?}");
+    assert!(m.iter().all(|m| m.contains("is outside")), "{m:?}");
+    drop(dir);
+
+    let dir = tempfile::tempdir().unwrap();
+    let scenario_dir = dir.path().join("scenario");
+    std::fs::create_dir(&scenario_dir).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", scenario_dir.join("innocent.txt")).unwrap();
+    let path = scenario_dir.join("s.toml");
+    std::fs::write(
+        &path,
+        "name = \"x\"\n[load]\nrequests = 1\n[[server]]\nname = \"a\"\nkind = \"nginx\"\n\
+         [[document]]\nname = \"d\"\npath = \"/d\"\nfile = \"innocent.txt\"\n",
+    )
+    .unwrap();
+    let m = messages(&scenario::load_file(&path));
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert!(
+        m[0].contains("is outside") && m[0].contains("/etc/passwd"),
+        "{m:?}"
+    );
+}
+
+#[test]
+fn the_shadow_file_is_never_served() {
+    // Readable by root only: refused whatever the scenario's folder (here `documents = "/etc"`
+    // would even put it inside).
+    if !std::path::Path::new("/etc/shadow").exists() {
+        return;
+    }
+    let (_dir, r) = with_files(&["/etc/shadow"], "documents = \"/etc\"");
+    let m = messages(&r);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert!(m[0].contains("not readable by other users"), "{m:?}");
+    // And `documents = "/"` is refused outright.
+    let (_dir, r) = with_files(&["/etc/hostname"], "documents = \"/\"");
+    assert!(
+        messages(&r)
+            .iter()
+            .any(|m| m.contains("any file of this machine")),
+        "{:?}",
+        messages(&r)
+    );
+}
+
+#[test]
+fn a_documents_folder_is_where_files_may_come_from() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let scenario_dir = dir.path().join("scenario");
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&scenario_dir).unwrap();
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::write(docs.join("page.html"), "<p>hi</p>").unwrap();
+    std::fs::write(docs.join("secret.txt"), "s").unwrap();
+    std::fs::set_permissions(
+        docs.join("secret.txt"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let path = scenario_dir.join("s.toml");
+    let text = |file: &str| {
+        format!(
+            "name = \"x\"\ndocuments = \"../docs\"\n[load]\nrequests = 1\n[[server]]\nname = \"a\"\nkind = \"nginx\"\n\
+             [[document]]\nname = \"d\"\npath = \"/d\"\nfile = \"{file}\"\n"
+        )
+    };
+    std::fs::write(&path, text("../docs/page.html")).unwrap();
+    let plan = scenario::load_file(&path).unwrap();
+    assert_eq!(
+        plan.documents[0].source,
+        DocumentSource::File(docs.canonicalize().unwrap().join("page.html"))
+    );
+    std::fs::write(&path, text("../docs/secret.txt")).unwrap();
+    let m = messages(&scenario::load_file(&path));
+    assert!(m[0].contains("mode 0600"), "{m:?}");
+}
+
+#[test]
+fn every_unknown_key_is_reported_at_once() {
+    let src = "name = \"x\"\nrnus = 2\n[load]\nrequests = 1\nconcurency = 2\n[[server]]\nname = \"a\"\nkind = \"nginx\"\nbakend = \"b\"\n";
+    let e = parse_str(src, Path::new("k.toml")).unwrap_err();
+    let got: Vec<(usize, usize)> = e.diagnostics().iter().map(|d| (d.line, d.column)).collect();
+    assert_eq!(got, [(2, 1), (5, 1), (9, 1)], "{e}");
+}
+
+#[test]
+fn validation_time_grows_linearly_with_the_documents() {
+    // 20,000 documents validated in well under the 24 s the quadratic position lookup took:
+    // count the work, not the clock, by comparing 2,000 with 20,000 documents.
+    let make = |n: usize| {
+        let mut s = String::from(
+            "name = \"many\"\n[load]\nrequests = 1\n[[server]]\nname = \"a\"\nkind = \"nginx\"\n",
+        );
+        for i in 0..n {
+            s.push_str(&format!(
+                "[[document]]\nname = \"d{i}\"\npath = \"/d/{i}.html\"\ngenerate = \"hello\"\n"
+            ));
+        }
+        s
+    };
+    // The best of three, so that a moment of another process's load on a shared machine does
+    // not count.
+    let time = |n: usize| {
+        let src = make(n);
+        (0..3)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                let plan = parse_str(&src, Path::new("many.toml")).unwrap();
+                assert_eq!(plan.documents.len(), n);
+                t.elapsed()
+            })
+            .min()
+            .unwrap()
+    };
+    let small = time(2_000).max(std::time::Duration::from_millis(1));
+    let large = time(20_000);
+    // Linear is ~10x; quadratic would be ~100x. Generous for a shared machine.
+    assert!(
+        large < small * 50,
+        "2,000 documents: {small:?}; 20,000: {large:?}"
+    );
 }

@@ -9,7 +9,7 @@
 //! The work is split in two so that other reports can reuse the numbers without the layout:
 //! [`summarize`] computes an [`AbSummary`] holding exactly the values ab prints, already rounded
 //! and formatted as ab would, and [`render_text`] lays it out through the tera template
-//! `templates/ab.txt.tera`.
+//! `templates/ab.txt.tera` (overridable like every other template, see [`crate::Renderer`]).
 //!
 //! Deviations from ab, each deliberate:
 //! - ab knows no timeouts; a non-zero timeout count is appended to the failure breakdown line as
@@ -20,16 +20,11 @@
 //!   still exact (from running moments) but medians and percentiles are read from the
 //!   HdrHistograms, and a note line at the end says so.
 
-use crate::json::{HistogramDecodeError, LoadReport};
-use crate::stats::{Failures, Measurement, Moments, Sample, ServerInfo, Timer};
 use hdrhistogram::Histogram;
+use loadgen::json::{HistogramDecodeError, LoadReport};
+use loadgen::stats::{nth_value, Failures, Measurement, Moments, Sample, ServerInfo, Timers};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::sync::OnceLock;
 use std::time::Duration;
-
-/// The template the text is rendered from, embedded so the binary needs no files at run time.
-pub const AB_TEMPLATE: &str = include_str!("../../../templates/ab.txt.tera");
 
 /// The percentiles ab prints, in its order (`percs[]` in ab.c).
 pub const AB_PERCENTILES: [u32; 9] = [50, 66, 75, 80, 90, 95, 98, 99, 100];
@@ -133,6 +128,9 @@ pub struct AbSummary {
     pub failures: FailureBreakdown,
     /// Printed only when non-zero.
     pub write_errors: u64,
+    /// Not an ab line: requests the generator could not send for want of its own file
+    /// descriptors or local ports; printed only when non-zero, never among the failures.
+    pub generator_errors: u64,
     /// Printed only when non-zero.
     pub non_2xx: u64,
     /// ab's `-k`: the Keep-Alive line is printed only then.
@@ -212,9 +210,8 @@ pub fn summarize_with(m: &Measurement, opts: &AbOptions) -> AbSummary {
             s.percentiles = percentiles;
         }
         None => {
-            let h = &m.rec.hist;
-            let hists = [&h.connect, &h.processing, &h.waiting, &h.total];
-            let (times, percentiles) = from_histograms(&m.rec.moments, hists);
+            let hists = m.rec.hist.map(|_, h| h);
+            let (times, percentiles) = from_histograms(&m.rec.moments, &hists);
             s.times = times;
             s.percentiles = percentiles;
             s.from_histograms = true;
@@ -244,20 +241,9 @@ pub fn summarize_report(
         },
         opts,
     );
-    let hists = [
-        r.histogram(Timer::Connect)?,
-        r.histogram(Timer::Processing)?,
-        r.histogram(Timer::Waiting)?,
-        r.histogram(Timer::Total)?,
-    ];
-    let moments = [
-        r.connect.moments,
-        r.processing.moments,
-        r.waiting.moments,
-        r.total.moments,
-    ];
-    let (times, percentiles) =
-        from_histograms(&moments, [&hists[0], &hists[1], &hists[2], &hists[3]]);
+    let hists = r.timers.try_map(|_, t| t.decode_histogram())?;
+    let moments = r.timers.map(|_, t| t.moments);
+    let (times, percentiles) = from_histograms(&moments, &hists.map(|_, h| h));
     s.times = times;
     s.percentiles = percentiles;
     s.from_histograms = true;
@@ -315,6 +301,7 @@ fn header(h: &HeaderInput<'_>, opts: &AbOptions) -> AbSummary {
             timeout: h.failures.timeout,
         },
         write_errors: h.failures.write,
+        generator_errors: h.failures.generator,
         non_2xx: h.non_2xx,
         keep_alive: h.keep_alive,
         keep_alive_requests: h.keep_alive_requests,
@@ -350,17 +337,18 @@ impl RawRow {
     }
 }
 
-const SANITY_NAMES: [&str; 4] = [
-    "the initial connection time",
-    "the processing time",
-    "the waiting time",
-    "the total time",
-];
+/// ab's name for each timer in its sanity verdicts.
+const SANITY_NAMES: Timers<&str> = Timers {
+    connect: "the initial connection time",
+    processing: "the processing time",
+    waiting: "the waiting time",
+    total: "the total time",
+};
 
-fn table(raw: [RawRow; 4]) -> ConnectionTimes {
-    let mut rows = Vec::with_capacity(4);
+fn table(raw: Timers<RawRow>) -> ConnectionTimes {
     let mut sanity = Vec::new();
-    for (r, what) in raw.iter().zip(SANITY_NAMES) {
+    let rows = raw.map(|t, r| {
+        let what = *SANITY_NAMES.get(t);
         let (row, sd) = r.rounded();
         // ab's SANE(): compares the rounded millisecond mean and median against the sd in ms.
         let d = (row.mean as f64 - row.median as f64).abs();
@@ -377,34 +365,24 @@ fn table(raw: [RawRow; 4]) -> ConnectionTimes {
                 what: what.to_string(),
             });
         }
-        rows.push(row);
-    }
-    let mut it = rows.into_iter();
-    let mut next = || it.next().expect("four rows");
+        row
+    });
     ConnectionTimes {
-        connect: next(),
-        processing: next(),
-        waiting: next(),
-        total: next(),
+        connect: rows.connect,
+        processing: rows.processing,
+        waiting: rows.waiting,
+        total: rows.total,
         sanity,
     }
 }
-
-type Field = fn(&Sample) -> i64;
-
-const FIELDS: [Field; 4] = [
-    |s| i64::from(s.connect),
-    |s| i64::from(s.processing()),
-    |s| i64::from(s.waiting),
-    |s| i64::from(s.total),
-];
 
 fn from_samples(samples: &[Sample]) -> (Option<ConnectionTimes>, Vec<PercentileRow>) {
     let n = samples.len() as u64;
     if n == 0 {
         return (None, Vec::new());
     }
-    let raw = FIELDS.map(|f| {
+    let raw = Timers::from_fn(|t| {
+        let f = |s: &Sample| *s.timers().get(t) as i64;
         let (mut min, mut max, mut sum) = (i64::MAX, 0i64, 0i64);
         for s in samples {
             let v = f(s);
@@ -437,7 +415,7 @@ fn from_samples(samples: &[Sample]) -> (Option<ConnectionTimes>, Vec<PercentileR
             max,
         }
     });
-    let mut totals: Vec<i64> = samples.iter().map(FIELDS[3]).collect();
+    let mut totals: Vec<i64> = samples.iter().map(|s| i64::from(s.total)).collect();
     totals.sort_unstable();
     let percentiles = if n > 1 {
         AB_PERCENTILES
@@ -453,30 +431,16 @@ fn from_samples(samples: &[Sample]) -> (Option<ConnectionTimes>, Vec<PercentileR
     (Some(table(raw)), percentiles)
 }
 
-/// The value of the `i`-th smallest (0-based) recorded value, as the histogram knows it (the
-/// highest value of its bucket), kept within the exact min and max.
-pub(crate) fn nth_value(h: &Histogram<u64>, m: &Moments, i: u64) -> u64 {
-    let mut seen = 0u64;
-    for v in h.iter_recorded() {
-        seen += v.count_since_last_iteration();
-        if seen > i {
-            return v.value_iterated_to().clamp(m.min.min(m.max), m.max);
-        }
-    }
-    m.max
-}
-
 fn from_histograms(
-    moments: &[Moments; 4],
-    hists: [&Histogram<u64>; 4],
+    moments: &Timers<Moments>,
+    hists: &Timers<&Histogram<u64>>,
 ) -> (Option<ConnectionTimes>, Vec<PercentileRow>) {
-    let n = moments[3].count;
+    let n = moments.total.count;
     if n == 0 {
         return (None, Vec::new());
     }
-    let raw: [RawRow; 4] = std::array::from_fn(|k| {
-        let m = &moments[k];
-        let h = hists[k];
+    let raw = moments.map(|t, m| {
+        let h = *hists.get(t);
         RawRow {
             min: m.min as i64,
             mean: m.mean_int() as i64,
@@ -490,9 +454,9 @@ fn from_histograms(
             .iter()
             .map(|&p| {
                 let us = if p >= 100 {
-                    moments[3].max
+                    moments.total.max
                 } else {
-                    nth_value(hists[3], &moments[3], ab_percentile_index(n, p))
+                    nth_value(hists.total, &moments.total, ab_percentile_index(n, p))
                 };
                 PercentileRow {
                     percent: p,
@@ -506,52 +470,13 @@ fn from_histograms(
     (Some(table(raw)), percentiles)
 }
 
-/// Why a template could not render an [`AbSummary`].
-#[derive(Debug, thiserror::Error)]
-#[error("the ab text template failed: {0:#}")]
-pub struct AbTemplateError(#[from] tera::Error);
-
-const TEMPLATE_NAME: &str = "ab.txt";
-
-/// printf's `%Nd` / `%N.Mf` width for tera: right-aligns the value's text in `w` columns.
-fn pad_filter(v: &tera::Value, args: &HashMap<String, tera::Value>) -> tera::Result<tera::Value> {
-    let w = args
-        .get("w")
-        .and_then(tera::Value::as_u64)
-        .ok_or_else(|| tera::Error::msg("pad needs a width: pad(w=5)"))? as usize;
-    let s = match v {
-        tera::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    Ok(tera::Value::String(format!("{s:>w$}")))
-}
-
-fn engine(src: &str) -> Result<tera::Tera, AbTemplateError> {
-    let mut t = tera::Tera::default();
-    // Plain text: a Server header holding '<' or '&' must print as sent.
-    t.autoescape_on(Vec::new());
-    t.register_filter("pad", pad_filter);
-    t.add_raw_template(TEMPLATE_NAME, src)?;
-    Ok(t)
-}
-
-/// Renders `s` through a template other than the embedded one (a user's override). The
-/// template gets the summary's fields at top level and a `pad(w=N)` filter.
-pub fn render_text_with(template: &str, s: &AbSummary) -> Result<String, AbTemplateError> {
-    let t = engine(template)?;
-    let ctx = tera::Context::from_serialize(s)?;
-    Ok(t.render(TEMPLATE_NAME, &ctx)?)
-}
-
-/// Renders `s` as ab prints it, from the line break ab prints before "Server Software:" to the
-/// end of its output.
+/// Renders `s` as ab prints it, through the embedded template, from the line break ab prints
+/// before "Server Software:" to the end of its output.
 pub fn render_text(s: &AbSummary) -> String {
-    static ENGINE: OnceLock<tera::Tera> = OnceLock::new();
-    let t = ENGINE.get_or_init(|| engine(AB_TEMPLATE).expect("the embedded ab template parses"));
-    // The embedded template is covered by the golden tests and the summary always serializes,
-    // so a failure here is a bug in this module, not a condition a caller could handle.
-    let ctx = tera::Context::from_serialize(s).expect("AbSummary serializes");
-    t.render(TEMPLATE_NAME, &ctx)
+    // The embedded template is covered by the golden tests and a summary always serializes, so
+    // a failure here is a bug in this crate, not a condition a caller could handle.
+    crate::Renderer::embedded()
+        .ab_text(s)
         .expect("the embedded ab template renders every AbSummary")
 }
 
@@ -598,12 +523,21 @@ mod tests {
 
     #[test]
     fn templates_can_be_overridden() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("ab.txt.tera"),
+            "{{ complete | lpad(width=6) }}|{{ server_port }}",
+        )
+        .unwrap();
         let mut s = empty_summary();
         s.complete = 1234;
-        let out = render_text_with("{{ complete | pad(w=6) }}|{{ server_port }}", &s).unwrap();
-        assert_eq!(out, "  1234|8080");
-        assert!(render_text_with("{{ complete | pad }}", &s).is_err());
-        assert!(render_text_with("{% if %}", &s).is_err());
+        let r = crate::Renderer::new(Some(dir.path())).unwrap();
+        assert_eq!(r.ab_text(&s).unwrap(), "  1234|8080");
+        std::fs::write(dir.path().join("ab.txt.tera"), "{{ complete | lpad }}").unwrap();
+        let r = crate::Renderer::new(Some(dir.path())).unwrap();
+        assert!(r.ab_text(&s).is_err());
+        std::fs::write(dir.path().join("ab.txt.tera"), "{% if %}").unwrap();
+        assert!(crate::Renderer::new(Some(dir.path())).is_err());
     }
 
     fn empty_summary() -> AbSummary {
@@ -626,19 +560,5 @@ mod tests {
         // ab prints no rates when no time passed, rather than dividing by zero.
         assert!(s.rates.is_none());
         s
-    }
-
-    #[test]
-    fn pad_filter_right_aligns_like_printf() {
-        let mut args = HashMap::new();
-        args.insert("w".to_string(), tera::Value::from(5));
-        let out = pad_filter(&tera::Value::from(42), &args).unwrap();
-        assert_eq!(out, tera::Value::String("   42".into()));
-        let out = pad_filter(&tera::Value::from("151.0"), &args).unwrap();
-        assert_eq!(out, tera::Value::String("151.0".into()));
-        // Wider than the field: printf never truncates.
-        let out = pad_filter(&tera::Value::from(1234567), &args).unwrap();
-        assert_eq!(out, tera::Value::String("1234567".into()));
-        assert!(pad_filter(&tera::Value::from(1), &HashMap::new()).is_err());
     }
 }

@@ -8,8 +8,8 @@
 //! `n/2` and `n/2+1` (0-based, sorted) when n is odd and above one, else element `n/2`; the
 //! percentage table takes element `n * p / 100` of the totals sorted, and the last one for 100%.
 
-use loadgen::ab::{render, render_text, summarize, summarize_with, AbOptions, AbSummary};
 use loadgen::stats::{Failures, Measurement, Recorder, RunSettings, Sample, ServerInfo};
+use report::ab::{render, render_text, summarize, summarize_with, AbOptions, AbSummary};
 use std::time::Duration;
 
 /// (connect, waiting, total) in µs.
@@ -440,6 +440,7 @@ fn percentile_picks_at_boundaries_and_timeouts_in_breakdown() {
             exception: 4,
             timeout: 5,
             write: 0,
+            generator: 0,
         },
         ..Setup::default()
     });
@@ -521,7 +522,7 @@ Percentage of the requests served within a certain time (ms)
 
 #[test]
 fn layout_matches_a_reference_post() {
-    use loadgen::ab::{ConnectionTimes, PercentileRow, TimerRow};
+    use report::ab::{ConnectionTimes, PercentileRow, TimerRow};
     // The seed file holds this block verbatim (with blog text around it).
     let seed = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -563,7 +564,7 @@ fn layout_matches_a_reference_post() {
     });
     s.percentiles = [27, 27, 27, 27, 28, 29, 32, 3157, 3169]
         .iter()
-        .zip(loadgen::ab::AB_PERCENTILES)
+        .zip(report::ab::AB_PERCENTILES)
         .map(|(&ms, percent)| PercentileRow { percent, ms })
         .collect();
     let want = SEED_NGINX

@@ -1,11 +1,9 @@
 //! The JSON load report: what a results file keeps must decode back to the same histograms and
 //! render the same ab text, or later reports and comparisons would not be exact.
 
-use loadgen::ab::{render_text, summarize, summarize_report, AbOptions};
 use loadgen::json::{decode_histogram, HistogramDecodeError, LoadReport, LOAD_REPORT_VERSION};
-use loadgen::stats::{
-    Failures, Histograms, Measurement, Recorder, RunSettings, Sample, ServerInfo, Timer,
-};
+use loadgen::stats::{Failures, Measurement, Recorder, RunSettings, Sample, ServerInfo, Timer};
+use report::ab::{render_text, summarize, summarize_report, AbOptions};
 use std::time::Duration;
 
 /// 100 requests, total k ms, waiting k/2 ms, connect k µs, for k = 100..1: distinct values in
@@ -84,10 +82,10 @@ fn json_round_trip_keeps_every_field_and_histogram() {
     close(&mut back.transfer_rate_kbps, r.transfer_rate_kbps);
     close(&mut back.client_cpu_s, r.client_cpu_s);
     let pairs = [
-        (&mut back.connect, &r.connect),
-        (&mut back.processing, &r.processing),
-        (&mut back.waiting, &r.waiting),
-        (&mut back.total, &r.total),
+        (&mut back.timers.connect, &r.timers.connect),
+        (&mut back.timers.processing, &r.timers.processing),
+        (&mut back.timers.waiting, &r.timers.waiting),
+        (&mut back.timers.total, &r.timers.total),
         (
             back.corrected_total.as_mut().unwrap(),
             r.corrected_total.as_ref().unwrap(),
@@ -103,7 +101,7 @@ fn json_round_trip_keeps_every_field_and_histogram() {
     }
     assert_eq!(back, r);
 
-    let hs: &Histograms = &m.rec.hist;
+    let hs = &m.rec.hist;
     for t in [
         Timer::Connect,
         Timer::Processing,
@@ -115,7 +113,7 @@ fn json_round_trip_keeps_every_field_and_histogram() {
         assert_eq!(recorded(&h), recorded(hs.get(t)), "{t:?}");
     }
     let c = back.corrected_histogram().expect("corrected kept").unwrap();
-    assert_eq!(recorded(&c), recorded(hs.corrected.as_ref().unwrap()));
+    assert_eq!(recorded(&c), recorded(m.rec.corrected.as_ref().unwrap()));
 }
 
 #[test]
@@ -174,7 +172,7 @@ fn counters_and_rates_are_copied() {
 #[test]
 fn percentiles_are_exact_with_samples() {
     let r = LoadReport::from_measurement(&measurement(true, false));
-    let t = &r.total;
+    let t = &r.timers.total;
     // ab's index rule, n * p / 1000 per mille: 50% -> sorted[50] = 51 ms, 66% -> sorted[66],
     // 99.9% -> sorted[99], 100% -> the last.
     assert_eq!(t.percentile(50.0), Some(51_000));
@@ -184,7 +182,7 @@ fn percentiles_are_exact_with_samples() {
     assert_eq!(t.percentile(100.0), Some(100_000));
     assert_eq!(t.percentiles_us.len(), 10);
     // Processing is total - connect: k * 1000 - k, so 50% -> k = 51 -> 50949.
-    assert_eq!(r.processing.percentile(50.0), Some(51 * 999));
+    assert_eq!(r.timers.processing.percentile(50.0), Some(51 * 999));
     // Mean 50500 µs exactly; sd about it: sqrt(10^6 * 100 * (100² - 1) / 12 / 99).
     assert_eq!(t.mean_us, 50_500.0);
     let sd = (1e6 * 100.0 * 9999.0 / 12.0 / 99.0f64).sqrt();
@@ -198,22 +196,23 @@ fn percentiles_come_from_histograms_without_samples() {
     let exact = LoadReport::from_measurement(&measurement(true, false));
     let approx = LoadReport::from_measurement(&measurement(false, false));
     for ((p, a), (q, e)) in approx
+        .timers
         .total
         .percentiles_us
         .iter()
-        .zip(&exact.total.percentiles_us)
+        .zip(&exact.timers.total.percentiles_us)
     {
         assert_eq!(p, q);
         let err = (*a as f64 - *e as f64).abs() / *e as f64;
         assert!(err <= 0.001, "{p}%: {a} vs exact {e}");
     }
     // 51000 µs lies in a 32 µs wide bucket, reported by its highest value.
-    assert_eq!(approx.total.percentile(50.0), Some(51_007));
+    assert_eq!(approx.timers.total.percentile(50.0), Some(51_007));
     // The maximum is the exact one, not its bucket's top.
-    assert_eq!(approx.total.percentile(100.0), Some(100_000));
+    assert_eq!(approx.timers.total.percentile(100.0), Some(100_000));
     // Moments never depend on samples.
-    assert_eq!(approx.total.moments, exact.total.moments);
-    assert_eq!(approx.total.sd_us, exact.total.sd_us);
+    assert_eq!(approx.timers.total.moments, exact.timers.total.moments);
+    assert_eq!(approx.timers.total.sd_us, exact.timers.total.sd_us);
 }
 
 #[test]
@@ -251,7 +250,7 @@ fn damaged_histograms_are_reported() {
         Err(HistogramDecodeError::Deserialize(_))
     ));
     let mut r = LoadReport::from_measurement(&measurement(true, false));
-    r.waiting.histogram.truncate(8);
+    r.timers.waiting.histogram.truncate(8);
     assert!(r.histogram(Timer::Waiting).is_err());
     assert!(r.histogram(Timer::Total).is_ok());
 }

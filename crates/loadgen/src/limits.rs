@@ -1,0 +1,120 @@
+//! The generator's own limits: file descriptors and local ports. When they run out, the
+//! connections that fail are the generator's failures, not the server's, and must be reported
+//! as such (see [`crate::stats::FailureKind::Generator`]).
+
+use crate::config::ConfigError;
+use std::io;
+
+/// A resource of the generator's host that a connection attempt found exhausted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalLimit {
+    /// EMFILE (this process's open-files limit), ENFILE (the system's), or ENOBUFS/ENOMEM (the
+    /// kernel could not allocate a socket).
+    FileDescriptors,
+    /// EADDRNOTAVAIL: no local port is free for another connection to the same address.
+    Ports,
+}
+
+/// Whose failure a failed `socket`/`connect` is: `Some` when it is the generator's own.
+pub fn local_limit(e: &io::Error) -> Option<LocalLimit> {
+    match e.raw_os_error()? {
+        libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM => {
+            Some(LocalLimit::FileDescriptors)
+        }
+        libc::EADDRNOTAVAIL => Some(LocalLimit::Ports),
+        _ => None,
+    }
+}
+
+/// This process's open-files limit: (soft, hard).
+pub fn open_files_limit() -> (u64, u64) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return (u64::MAX, u64::MAX);
+    }
+    (lim.rlim_cur, lim.rlim_max)
+}
+
+/// File descriptors a run needs: one per connection, a poller and a timer per worker thread,
+/// and room for what the process already holds (standard streams, the Docker connection...).
+pub fn needed_open_files(concurrency: u32, threads: usize) -> u64 {
+    budget(concurrency, threads, open_now())
+}
+
+fn budget(concurrency: u32, threads: usize, open: u64) -> u64 {
+    u64::from(concurrency) + 4 * threads as u64 + open + 16
+}
+
+/// Descriptors this process has open now.
+fn open_now() -> u64 {
+    std::fs::read_dir("/proc/self/fd").map_or(16, |d| d.count() as u64)
+}
+
+/// Makes sure `concurrency` connections fit under the open-files limit, raising the soft limit
+/// up to the hard one when needed (as a shell's `ulimit -n` would); an error that says so when
+/// even the hard limit is too low, rather than thousands of failed connections that look like
+/// the server's.
+pub fn ensure_open_files(concurrency: u32, threads: usize) -> Result<(), ConfigError> {
+    let need = needed_open_files(concurrency, threads);
+    let (soft, hard) = open_files_limit();
+    if need <= soft {
+        return Ok(());
+    }
+    if need <= hard {
+        let lim = libc::rlimit {
+            rlim_cur: need,
+            rlim_max: hard,
+        };
+        // SAFETY: setrlimit reads one rlimit struct we own; lowering nothing, raising the soft
+        // limit within the hard one, which any process may do.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
+            return Ok(());
+        }
+    }
+    Err(ConfigError::Option(format!(
+        "concurrency {concurrency} needs about {need} file descriptors, but this process may open \
+         only {} (open-files limit: soft {soft}, hard {hard}); raise the limit (ulimit -n) or \
+         lower the concurrency",
+        soft.max(hard.min(need))
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exhaustion_is_told_apart_from_the_servers_failures() {
+        let e = |code| io::Error::from_raw_os_error(code);
+        assert_eq!(
+            local_limit(&e(libc::EMFILE)),
+            Some(LocalLimit::FileDescriptors)
+        );
+        assert_eq!(
+            local_limit(&e(libc::ENFILE)),
+            Some(LocalLimit::FileDescriptors)
+        );
+        assert_eq!(
+            local_limit(&e(libc::ENOBUFS)),
+            Some(LocalLimit::FileDescriptors)
+        );
+        assert_eq!(
+            local_limit(&e(libc::EADDRNOTAVAIL)),
+            Some(LocalLimit::Ports)
+        );
+        assert_eq!(local_limit(&e(libc::ECONNREFUSED)), None);
+        assert_eq!(local_limit(&e(libc::ECONNRESET)), None);
+        assert_eq!(local_limit(&e(libc::ETIMEDOUT)), None);
+        assert_eq!(local_limit(&io::Error::other("x")), None);
+    }
+
+    #[test]
+    fn the_budget_counts_connections_threads_and_what_is_open() {
+        assert_eq!(budget(1000, 2, 5), 1000 + 8 + 5 + 16);
+        assert!(needed_open_files(0, 0) >= 16 + 3);
+    }
+}

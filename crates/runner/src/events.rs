@@ -1,0 +1,70 @@
+//! What a run tells its caller while it goes: the caller decides what to show (the command line
+//! prints lines and a progress bar; a test may collect them).
+
+use loadgen::LoadSpec;
+use report::LoadRecord;
+use std::path::Path;
+
+/// Receives a run's events. Called from the run's tasks and, for [`progress`](Self::progress),
+/// from the thread that drives the load generator: implementations synchronise themselves.
+pub trait Observer: Send + Sync {
+    fn event(&self, event: &Event<'_>);
+
+    /// Requests completed so far in the load under way (about every 50 ms), and how many the
+    /// load will make when it is bounded by a count.
+    fn progress(&self, _completed: u64, _planned: Option<u64>) {}
+}
+
+/// An observer that ignores everything.
+pub struct Quiet;
+
+impl Observer for Quiet {
+    fn event(&self, _: &Event<'_>) {}
+}
+
+/// One step of a run.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// Containers and run folders left by earlier runs whose owners are gone were removed.
+    SweptStale { containers: usize, folders: usize },
+    /// An image is about to be built (or found up to date).
+    Building { server: &'a str, context: &'a Path },
+    Built {
+        server: &'a str,
+        tag: &'a str,
+        /// False when the image was up to date and nothing was built.
+        built: bool,
+        seconds: f64,
+    },
+    /// The server answered and served every document byte for byte.
+    Ready {
+        server: &'a str,
+        /// From container creation to its first HTTP answer.
+        answering_s: f64,
+        /// From container creation to the end of verification.
+        verified_s: f64,
+        /// What the server calls itself (its manifest says which header).
+        version: Option<&'a str>,
+    },
+    /// The server cannot be measured (any more): it did not build, start or verify, or it
+    /// died, or a server it needs did.
+    Unavailable { server: &'a str, reason: &'a str },
+    LoadStarting {
+        /// 1-based.
+        round: u32,
+        rounds: u32,
+        server: &'a str,
+        url_path: &'a str,
+        load: &'a LoadSpec,
+    },
+    /// A load was measured and recorded.
+    LoadDone {
+        /// 1-based.
+        round: u32,
+        rounds: u32,
+        record: &'a LoadRecord,
+    },
+    /// The results record could not be written where asked; the run goes on, keeps every
+    /// measurement, and tries again after each load and elsewhere at the end. Sent once.
+    RecordNotWritten { path: &'a Path, error: &'a str },
+}

@@ -1,0 +1,35 @@
+//! The run pipeline as a library: [`run`] takes a validated [`scenario::Plan`], builds and
+//! starts every server through the orchestrator, verifies each serves the exact bytes,
+//! measures every document round by round with the load generator, and keeps the results
+//! record on disk after every load. The command line maps its arguments onto [`RunOptions`]
+//! and prints what an [`Observer`] hears; tests call [`run`] in-process.
+//!
+//! What a run promises, whatever happens:
+//! - nothing starts before everything that can be checked is: the options against the
+//!   scenario, every server kind's manifest, the CPUs, and the results file, which the run
+//!   claims exclusively (it never overwrites another run's record);
+//! - every file it makes lives in one private folder ([`rundir`]) that goes with the run, or
+//!   with a later run once its owner is gone;
+//! - every container carries its owner and run, and none outlives the run: normal end, error,
+//!   cancellation ([`Cancel`]), or a last-moment [`Cleanup::now`] from another thread;
+//! - a measured load is never lost: the record is rewritten after each load, and if the disk
+//!   refuses, kept in memory and saved elsewhere at the end ([`Saved`]);
+//! - the outcome says plainly whether the run succeeded ([`RunOutcome::problems`]): a run that
+//!   measured nothing, or lost a server the scenario needs, did not.
+//!
+//! Per-server-kind knowledge is not here: each kind's manifest (`docker/<kind>/server.toml`,
+//! [`scenario::Manifest`]) says which header names its version, which options map to which
+//! environment variables, and what its container may do.
+
+pub mod cancel;
+pub mod events;
+mod images;
+mod pipeline;
+mod results;
+pub mod rundir;
+
+pub use cancel::{Cancel, Cleanup};
+pub use events::{Event, Observer, Quiet};
+pub use images::build_image;
+pub use pipeline::{locate_docker_dir, run, Problem, RunError, RunOptions, RunOutcome};
+pub use results::Saved;

@@ -1,0 +1,857 @@
+//! The run itself: check, claim the results file, start and verify every server, measure every
+//! document round by round, record after each load, and leave nothing behind.
+
+use crate::cancel::{Cancel, Cleanup};
+use crate::events::{Event, Observer};
+use crate::results::{Results, Saved};
+use crate::rundir::{self, RunDir};
+use loadgen::json::LoadReport;
+use loadgen::{LoadConfig, LoadSpec, StopReason, Target};
+use orchestrator::{
+    Confinement, ContainerGuard, ContainerSpec, ExpectedDoc, Orchestrator, OrchestratorError, Tmpfs,
+};
+use report::{
+    HostFacts, LoadRecord, RecordFile, ReportError, RunRecord, RunStatus, ScenarioRecord,
+    ServerRecord, ServerStatus, Usage,
+};
+use scenario::{Manifest, OptionValue, Plan, VersionHeader};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a run is asked to do beyond its scenario.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Repetitions; `None` takes the scenario's `runs`.
+    pub runs: Option<u32>,
+    /// The results file, which must not exist and whose folder must; `None` for
+    /// `<results_dir>/<run id>.json`.
+    pub out: Option<PathBuf>,
+    /// Where default-named records go (made when missing).
+    pub results_dir: PathBuf,
+    /// One build context per server kind, each with its `server.toml` manifest.
+    pub docker_dir: PathBuf,
+    /// Measure only these servers (by name); the servers they need are started anyway.
+    pub only: Vec<String>,
+    pub cancel: Cancel,
+    pub cleanup: Cleanup,
+    /// How long a server may take from container creation to answering.
+    pub ready_deadline: Duration,
+}
+
+impl RunOptions {
+    /// The scenario's runs, into `results/`, every server, nothing to cancel with yet.
+    pub fn new(docker_dir: impl Into<PathBuf>) -> RunOptions {
+        RunOptions {
+            runs: None,
+            out: None,
+            results_dir: PathBuf::from("results"),
+            docker_dir: docker_dir.into(),
+            only: Vec::new(),
+            cancel: Cancel::new(),
+            cleanup: Cleanup::new(),
+            ready_deadline: Duration::from_secs(20),
+        }
+    }
+}
+
+/// Why a run could not start, or could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The options, the scenario and this machine do not fit together; found before anything
+    /// started.
+    #[error("{0}")]
+    Invalid(String),
+    /// A server kind's manifest is missing or wrong.
+    #[error("{0}")]
+    Manifest(#[from] scenario::ScenarioError),
+    /// The results file cannot be claimed.
+    #[error("{0}")]
+    Results(#[from] ReportError),
+    /// Docker itself is unusable.
+    #[error(transparent)]
+    Docker(#[from] OrchestratorError),
+    /// A step of a run that had started failed.
+    #[error("{0}")]
+    Step(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl RunError {
+    /// A mistake in what was asked (exit status 2), rather than a failure while doing it.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            RunError::Invalid(_) | RunError::Manifest(_) | RunError::Results(_)
+        )
+    }
+}
+
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunError {
+    let context = context.into();
+    move |source| RunError::Io { context, source }
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub record: RunRecord,
+    pub saved: Saved,
+    /// Why the run did not fully succeed; empty when it did.
+    pub problems: Vec<Problem>,
+}
+
+impl RunOutcome {
+    /// Every planned load of every required server was measured and the record is where it was
+    /// asked to go.
+    pub fn succeeded(&self) -> bool {
+        self.problems.is_empty() && self.saved.is_where_wanted()
+    }
+
+    /// The reason given when the run was cancelled.
+    pub fn interrupted(&self) -> Option<&str> {
+        match &self.record.status {
+            RunStatus::Interrupted { reason } => Some(reason),
+            _ => None,
+        }
+    }
+}
+
+/// One reason a run did not fully succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// Cancelled before every load ran.
+    Interrupted(String),
+    /// An error ended the run before every load ran.
+    Failed(String),
+    /// Not a single load was measured.
+    NothingMeasured,
+    /// A server the scenario does not mark optional could not be measured (in full).
+    Unavailable { server: String, reason: String },
+    /// The load generator ran into a limit of its own (file descriptors, local ports) during
+    /// these loads: their failures are the generator's, not the server's.
+    GeneratorLimited {
+        server: String,
+        document: String,
+        round: u32,
+        failures: u64,
+    },
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::Interrupted(r) => write!(f, "the run was {r} before every load ran"),
+            Problem::Failed(r) => write!(f, "the run failed: {r}"),
+            Problem::NothingMeasured => f.write_str(
+                "no load was measured: every server was unavailable (reasons above)",
+            ),
+            Problem::Unavailable { server, reason } => write!(
+                f,
+                "{server} was not measured: {} (mark it `optional = true` in the scenario if the run may go without it)",
+                first_line(reason)
+            ),
+            Problem::GeneratorLimited {
+                server,
+                document,
+                round,
+                failures,
+            } => write!(
+                f,
+                "{server} / {document} round {}: {failures} requests failed for lack of the load generator's own resources (file descriptors or local ports), not the server's",
+                round + 1
+            ),
+        }
+    }
+}
+
+/// `docker/` given, or beside the scenario's folder (`scenarios/../docker`), or in the current
+/// directory.
+pub fn locate_docker_dir(given: Option<&Path>, scenario: &Path) -> Result<PathBuf, RunError> {
+    if let Some(d) = given {
+        return if d.is_dir() {
+            Ok(d.to_path_buf())
+        } else {
+            Err(RunError::Invalid(format!(
+                "{}: no such folder (the docker folder holds one build context per server)",
+                d.display()
+            )))
+        };
+    }
+    let beside = scenario
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.parent().and_then(Path::parent).map(|p| p.join("docker")));
+    for cand in beside.into_iter().chain([PathBuf::from("docker")]) {
+        if cand.is_dir() {
+            return Ok(cand);
+        }
+    }
+    Err(RunError::Invalid(
+        "cannot find the docker/ folder with the servers' build contexts; pass --docker-dir"
+            .to_string(),
+    ))
+}
+
+/// Runs `plan`: see the crate documentation. Errors are returned only when the run could not
+/// start (nothing was made, nothing is left); once it has started, whatever happens ends in a
+/// [`RunOutcome`] with the record saved somewhere.
+pub async fn run(
+    plan: &Plan,
+    opts: RunOptions,
+    observer: Arc<dyn Observer>,
+) -> Result<RunOutcome, RunError> {
+    // Everything that can be checked is checked before anything starts.
+    let runs = opts.runs.unwrap_or(plan.runs);
+    if runs == 0 {
+        return Err(RunError::Invalid(
+            "the number of runs must be at least 1".to_string(),
+        ));
+    }
+    for name in &opts.only {
+        if !plan.servers.iter().any(|s| &s.name == name) {
+            return Err(RunError::Invalid(format!(
+                "--only {name}: the scenario has no server of that name (it has: {})",
+                plan.servers
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    let manifests = load_manifests(plan, &opts.docker_dir)?;
+    check_cpus(plan)?;
+    // A load the generator cannot open the connections for would fail on its own limits and
+    // look like the server's failures: found now, not after the images are built.
+    let threads = plan.cpus.loadgen.len().max(1);
+    for d in &plan.documents {
+        loadgen::limits::ensure_open_files(d.load.concurrency, threads)
+            .map_err(|e| RunError::Invalid(format!("document `{}`: {e}", d.name)))?;
+    }
+    let out = results_path(&opts, plan)?;
+
+    let orch = Orchestrator::connect().await?;
+
+    let started_at = report::record::now_rfc3339();
+    let run_id = format!(
+        "{}-{}-{}",
+        plan.name,
+        started_at.replace([':', '-'], "").trim_end_matches('Z'),
+        std::process::id()
+    );
+    let out = out.unwrap_or_else(|| opts.results_dir.join(format!("{run_id}.json")));
+    let mut host = HostFacts::collect();
+    host.docker_version = orch.docker_version().await.ok();
+    let mut record = RunRecord {
+        schema_version: report::SCHEMA_VERSION,
+        benchctl_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: run_id.clone(),
+        started_at,
+        finished_at: None,
+        status: RunStatus::Running,
+        scenario: ScenarioRecord {
+            name: plan.name.clone(),
+            path: plan.source.display().to_string(),
+            sha256: plan.scenario_hash.clone(),
+            source: plan.text.clone(),
+        },
+        host,
+        servers: Vec::new(),
+        loads: Vec::new(),
+    };
+    // Claimed before any work: a file that exists or cannot be written stops the run here.
+    let file = RecordFile::create(&out, &record)?;
+    opts.cleanup.set_run(&run_id);
+    opts.cleanup.add_path(file.tmp_path().to_path_buf());
+    let mut results = Results::new(file);
+
+    let containers = orch.gc_stale().await.unwrap_or(0);
+    let folders = rundir::sweep_stale(&std::env::temp_dir());
+    if containers + folders > 0 {
+        observer.event(&Event::SweptStale {
+            containers,
+            folders,
+        });
+    }
+
+    let outcome = match RunDir::create() {
+        Err(e) => Err(format!("cannot make the run's private folder: {e}")),
+        Ok(run_dir) => {
+            opts.cleanup.add_path(run_dir.path().to_path_buf());
+            let ctx = Ctx {
+                orch: &orch,
+                plan,
+                manifests: &manifests,
+                runs,
+                opts: &opts,
+                run_dir: &run_dir,
+                run_id: &run_id,
+                observer: observer.as_ref(),
+                observer_arc: &observer,
+            };
+            let r = {
+                let work = ctx.execute(&mut record, &mut results);
+                tokio::pin!(work);
+                tokio::select! {
+                    r = &mut work => r.map_err(|e| format!("{e:#}")),
+                    () = opts.cancel.cancelled() => Ok(()),
+                }
+                // The work is dropped here when it was cancelled: its containers' guards go
+                // with it.
+            };
+            // Whatever happened, no container of this run outlives it. The guards of the work
+            // removed theirs as they dropped; this catches any a cancelled step had just made.
+            let _ = orch.remove_run(&run_id).await;
+            r
+        }
+    };
+
+    record.finished_at = Some(report::record::now_rfc3339());
+    let mut problems = Vec::new();
+    record.status = match (outcome, opts.cancel.reason()) {
+        (_, Some(reason)) => {
+            problems.push(Problem::Interrupted(reason.clone()));
+            RunStatus::Interrupted { reason }
+        }
+        (Err(reason), None) => {
+            problems.push(Problem::Failed(reason.clone()));
+            RunStatus::Failed { reason }
+        }
+        (Ok(()), None) if record.loads.is_empty() => {
+            problems.push(Problem::NothingMeasured);
+            RunStatus::Failed {
+                reason: "no load was measured: every server was unavailable".to_string(),
+            }
+        }
+        (Ok(()), None) => RunStatus::Complete,
+    };
+    if record.status == RunStatus::Complete {
+        for (spec, srec) in plan.servers.iter().zip(&record.servers) {
+            if let ServerStatus::Unavailable { reason } = &srec.status {
+                if !spec.optional {
+                    problems.push(Problem::Unavailable {
+                        server: spec.name.clone(),
+                        reason: reason.clone(),
+                    });
+                }
+            }
+        }
+    }
+    for l in &record.loads {
+        let failures = l.load.failures.generator;
+        if failures > 0 {
+            problems.push(Problem::GeneratorLimited {
+                server: l.server.clone(),
+                document: l.document.clone(),
+                round: l.round,
+                failures,
+            });
+        }
+    }
+    let saved = results.finish(&record, observer.as_ref());
+    Ok(RunOutcome {
+        record,
+        saved,
+        problems,
+    })
+}
+
+/// The manifest of every kind the plan uses, each kind's build context checked.
+fn load_manifests(plan: &Plan, docker_dir: &Path) -> Result<BTreeMap<String, Manifest>, RunError> {
+    let mut out = BTreeMap::new();
+    for s in &plan.servers {
+        let kind = s.kind.as_str();
+        if out.contains_key(kind) {
+            continue;
+        }
+        let dir = docker_dir.join(kind);
+        if !dir.join("Dockerfile").is_file() {
+            return Err(RunError::Invalid(format!(
+                "{}: no Dockerfile for server {:?} (kind {kind})",
+                dir.display(),
+                s.name
+            )));
+        }
+        let m = Manifest::load(&dir)?;
+        out.insert(kind.to_string(), m);
+    }
+    for s in &plan.servers {
+        let m = &out[s.kind.as_str()];
+        for (name, _) in s.options() {
+            if !m.options.contains_key(name) {
+                return Err(RunError::Invalid(format!(
+                    "{}: server {:?} sets `{name}`, which the {} manifest does not declare (add [options.{name}] with the variable it sets)",
+                    m.path.display(),
+                    s.name,
+                    s.kind
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn check_cpus(plan: &Plan) -> Result<(), RunError> {
+    let n = loadgen::cpu::online_cpus();
+    for (what, list) in [
+        ("servers", &plan.cpus.servers),
+        ("loadgen", &plan.cpus.loadgen),
+    ] {
+        if let Some(c) = list.iter().find(|&&c| c >= n) {
+            return Err(RunError::Invalid(format!(
+                "{}: [cpus] {what} names CPU {c}, but this machine has CPUs 0-{}",
+                plan.source.display(),
+                n - 1
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The results file asked for, its folder checked; `None` for a default name in the results
+/// folder, which is made if missing.
+fn results_path(opts: &RunOptions, plan: &Plan) -> Result<Option<PathBuf>, RunError> {
+    match &opts.out {
+        Some(p) => {
+            let dir = match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            if !dir.is_dir() {
+                return Err(RunError::Invalid(format!(
+                    "{}: the folder {} does not exist (make it first; a run does not guess where results belong)",
+                    p.display(),
+                    dir.display()
+                )));
+            }
+            if p.exists() {
+                return Err(ReportError::Exists { path: p.clone() }.into());
+            }
+            Ok(Some(p.clone()))
+        }
+        None => {
+            std::fs::create_dir_all(&opts.results_dir).map_err(|e| {
+                RunError::Invalid(format!(
+                    "cannot make the results folder {} for {}: {e}",
+                    opts.results_dir.display(),
+                    plan.name
+                ))
+            })?;
+            Ok(None)
+        }
+    }
+}
+
+struct Ctx<'a> {
+    orch: &'a Orchestrator,
+    plan: &'a Plan,
+    manifests: &'a BTreeMap<String, Manifest>,
+    runs: u32,
+    opts: &'a RunOptions,
+    run_dir: &'a RunDir,
+    run_id: &'a str,
+    observer: &'a dyn Observer,
+    observer_arc: &'a Arc<dyn Observer>,
+}
+
+/// A server that was started and verified.
+struct Live {
+    index: usize,
+    guard: ContainerGuard,
+}
+
+/// Why a server is not measured.
+struct Unavailable {
+    tag: String,
+    reason: String,
+}
+
+impl Ctx<'_> {
+    async fn execute(&self, record: &mut RunRecord, results: &mut Results) -> Result<(), RunError> {
+        let plan = self.plan;
+        let docroot = self.run_dir.docroot();
+        let docs = scenario::materialize(plan, &docroot).map_err(|e| RunError::Io {
+            context: format!("writing the document {}", e.name),
+            source: e.source,
+        })?;
+        rundir::open_to_servers(&docroot).map_err(io("opening the documents to the servers"))?;
+        let expected: Vec<ExpectedDoc> = docs
+            .iter()
+            .map(|d| ExpectedDoc {
+                url_path: d.url_path.clone(),
+                length: d.len,
+                sha256_hex: d.sha256.clone(),
+            })
+            .collect();
+
+        // Which servers to bring up: the ones asked for and the servers they need.
+        let only = &self.opts.only;
+        let mut wanted: Vec<bool> = plan
+            .servers
+            .iter()
+            .map(|s| only.is_empty() || only.contains(&s.name))
+            .collect();
+        for i in (0..plan.servers.len()).rev() {
+            if wanted[i] {
+                for d in plan.servers[i].depends_on() {
+                    wanted[d] = true;
+                }
+            }
+        }
+
+        let mut live: Vec<Live> = Vec::new();
+        for (i, spec) in plan.servers.iter().enumerate() {
+            if !wanted[i] {
+                continue;
+            }
+            let mut srec = ServerRecord {
+                name: spec.name.clone(),
+                kind: spec.kind.as_str().to_string(),
+                image_tag: String::new(),
+                image_id: None,
+                server_header: None,
+                status: ServerStatus::Unavailable {
+                    reason: String::new(),
+                },
+            };
+            match self.bring_up(i, &expected, &live, &mut srec).await {
+                Ok(guard) => live.push(Live { index: i, guard }),
+                Err(Unavailable { tag, reason }) => {
+                    self.observer.event(&Event::Unavailable {
+                        server: &spec.name,
+                        reason: &reason,
+                    });
+                    srec.image_tag = tag;
+                    srec.status = ServerStatus::Unavailable { reason };
+                }
+            }
+            record.servers.push(srec);
+            results.save(record, self.observer);
+        }
+
+        for round in 0..self.runs {
+            for l in &live {
+                let server = &plan.servers[l.index];
+                if !only.is_empty() && !only.contains(&server.name) {
+                    continue;
+                }
+                for (doc, spec) in docs.iter().zip(&plan.documents) {
+                    if self.opts.cancel.is_cancelled() {
+                        return Ok(());
+                    }
+                    if !available(record, &server.name) {
+                        break;
+                    }
+                    // A server that died (before its turn or during the load), or one whose
+                    // backend did, is reported and skipped from here on; the others still run.
+                    let during = format!("before or during the load of {}", doc.url_path);
+                    if let Some(death) = self.find_death(l, &live, &during).await? {
+                        self.report_deaths(record, results, death);
+                        break;
+                    }
+                    self.observer.event(&Event::LoadStarting {
+                        round: round + 1,
+                        rounds: self.runs,
+                        server: &server.name,
+                        url_path: &doc.url_path,
+                        load: &spec.load,
+                    });
+                    let m = self.measure(&l.guard, &spec.load, &doc.url_path).await;
+                    if let Some(death) = self.find_death(l, &live, &during).await? {
+                        self.report_deaths(record, results, death);
+                        break;
+                    }
+                    let Some((load, server_usage)) = m.map_err(|e| {
+                        RunError::Step(format!("{} {}: {e}", server.name, doc.url_path))
+                    })?
+                    else {
+                        return Ok(()); // stopped mid-load: a partial load is not kept
+                    };
+                    let client_bound = report::record::is_client_bound(&load);
+                    record.loads.push(LoadRecord {
+                        server: server.name.clone(),
+                        document: spec.name.clone(),
+                        url_path: doc.url_path.clone(),
+                        round,
+                        load,
+                        server_usage,
+                        client_bound,
+                    });
+                    self.observer.event(&Event::LoadDone {
+                        round: round + 1,
+                        rounds: self.runs,
+                        record: record.loads.last().expect("just pushed"),
+                    });
+                    results.save(record, self.observer);
+                }
+            }
+        }
+        for l in live {
+            let _ = l.guard.remove().await;
+        }
+        Ok(())
+    }
+
+    /// Whether `l` or a server it needs has stopped: the servers to report, each with why.
+    async fn find_death(
+        &self,
+        l: &Live,
+        live: &[Live],
+        during: &str,
+    ) -> Result<Option<Vec<(usize, String)>>, RunError> {
+        let server = &self.plan.servers[l.index];
+        if let Err(e) = self.orch.fail_if_exited(&l.guard).await {
+            return Ok(Some(vec![(l.index, format!("died {during}: {e:#}"))]));
+        }
+        for d in server.depends_on() {
+            let Some(dep) = live.iter().find(|x| x.index == d) else {
+                continue;
+            };
+            if let Err(e) = self.orch.fail_if_exited(&dep.guard).await {
+                let dep_name = &self.plan.servers[d].name;
+                return Ok(Some(vec![
+                    (d, format!("died {during} on {}: {e:#}", server.name)),
+                    (
+                        l.index,
+                        format!(
+                            "{dep_name}, which it needs, died {during}: what it served since came from its cache alone, so its loads stop here"
+                        ),
+                    ),
+                ]));
+            }
+        }
+        Ok(None)
+    }
+
+    fn report_deaths(
+        &self,
+        record: &mut RunRecord,
+        results: &mut Results,
+        deaths: Vec<(usize, String)>,
+    ) {
+        for (i, reason) in deaths {
+            let name = &self.plan.servers[i].name;
+            self.observer.event(&Event::Unavailable {
+                server: name,
+                reason: &reason,
+            });
+            if let Some(s) = record.servers.iter_mut().find(|s| &s.name == name) {
+                s.status = ServerStatus::Unavailable { reason };
+            }
+        }
+        results.save(record, self.observer);
+    }
+
+    /// Builds, starts, waits for and verifies one server, filling in its record.
+    async fn bring_up(
+        &self,
+        i: usize,
+        expected: &[ExpectedDoc],
+        live: &[Live],
+        srec: &mut ServerRecord,
+    ) -> Result<ContainerGuard, Unavailable> {
+        let spec = &self.plan.servers[i];
+        let kind = spec.kind.as_str();
+        let manifest = &self.manifests[kind];
+        let unavailable = |tag: &str, reason: String| Unavailable {
+            tag: tag.to_string(),
+            reason,
+        };
+        let context = self.opts.docker_dir.join(kind);
+        self.observer.event(&Event::Building {
+            server: &spec.name,
+            context: &context,
+        });
+        let log = self.run_dir.build_log(&spec.name);
+        let built = match self.orch.build_image(kind, &context, &log).await {
+            Ok(b) => b,
+            Err(e) => {
+                let e = crate::images::keep_log(e, &log, |_| self.kept_log_path(&spec.name));
+                return Err(unavailable("", format!("image build failed: {e:#}")));
+            }
+        };
+        self.observer.event(&Event::Built {
+            server: &spec.name,
+            tag: &built.tag,
+            built: built.built,
+            seconds: built.seconds,
+        });
+        srec.image_tag = built.tag.clone();
+        srec.image_id = Some(built.id.clone());
+
+        let mut env = Vec::new();
+        for (name, value) in spec.options() {
+            let var = manifest.options[name].env.clone();
+            let text = match value {
+                OptionValue::Server(d) => {
+                    let Some(dep) = live.iter().find(|l| l.index == d) else {
+                        return Err(unavailable(
+                            &built.tag,
+                            format!(
+                                "{:?}, which it needs, is unavailable",
+                                self.plan.servers[d].name
+                            ),
+                        ));
+                    };
+                    format!("127.0.0.1:{}", dep.guard.port())
+                }
+                // Sizes go as whole KiB: every server's size syntax reads a `k` suffix.
+                OptionValue::Size(bytes) => format!("{}k", bytes.div_ceil(1024)),
+            };
+            env.push((var, text));
+        }
+        let port = match spec.port {
+            Some(p) => p,
+            None => {
+                free_port().map_err(|e| unavailable(&built.tag, format!("no free port: {e}")))?
+            }
+        };
+        let cspec = ContainerSpec {
+            name: spec.name.clone(),
+            image: built.tag.clone(),
+            env,
+            port,
+            cpuset: Some(self.plan.cpus.servers_cpuset()),
+            memory_bytes: Some(spec.memory),
+            docroot: Some(self.run_dir.docroot()),
+            run_id: self.run_id.to_string(),
+            labels: vec![("benchctl.kind".to_string(), kind.to_string())],
+            cmd: None,
+            entrypoint: None,
+            confinement: confinement(manifest),
+        };
+        let guard = self
+            .orch
+            .start(&cspec)
+            .await
+            .map_err(|e| unavailable(&built.tag, format!("could not start: {e:#}")))?;
+        let first = expected.first().map(|d| d.url_path.as_str()).unwrap_or("/");
+        let ready = self
+            .orch
+            .wait_ready(&guard, port, first, self.opts.ready_deadline)
+            .await
+            .map_err(|e| unavailable(&built.tag, format!("never became ready: {e:#}")))?;
+        let verified = self
+            .orch
+            .verify(port, expected)
+            .await
+            .map_err(|e| unavailable(&built.tag, format!("verification failed: {e:#}")))?;
+        let total = guard.started_at().elapsed();
+        let version = match manifest.version_header {
+            VersionHeader::Via => verified.via.clone().or(verified.server_header.clone()),
+            VersionHeader::Server => verified.server_header.clone(),
+        };
+        self.observer.event(&Event::Ready {
+            server: &spec.name,
+            answering_s: ready.as_secs_f64(),
+            verified_s: total.as_secs_f64(),
+            version: version.as_deref(),
+        });
+        srec.server_header = version;
+        srec.status = ServerStatus::Available {
+            ready_s: total.as_secs_f64(),
+        };
+        Ok(guard)
+    }
+
+    /// A new, empty file beside the results record for a failed build's log (the run folder
+    /// goes with the run): `<record>.<server>.build.log`.
+    fn kept_log_path(&self, server: &str) -> Option<PathBuf> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let out = self
+            .opts
+            .out
+            .clone()
+            .unwrap_or_else(|| self.opts.results_dir.join(format!("{}.json", self.run_id)));
+        let kept = out.with_extension(format!("{server}.build.log"));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&kept)
+            .ok()?;
+        Some(kept)
+    }
+
+    /// One load against one document; `None` when the run was stopped during it.
+    async fn measure(
+        &self,
+        guard: &ContainerGuard,
+        load: &LoadSpec,
+        url_path: &str,
+    ) -> Result<Option<(LoadReport, Option<Usage>)>, RunError> {
+        let url = format!("http://127.0.0.1:{}{}", guard.port(), url_path);
+        let target = Target::parse(&url).map_err(|e| RunError::Step(format!("{url}: {e}")))?;
+        let mut cfg = LoadConfig::new(target, load.clone());
+        cfg.cpus = Some(self.plan.cpus.loadgen.clone());
+        cfg.threads = self.plan.cpus.loadgen.len().max(1);
+        let sampler = self.orch.sample_stats(guard).await.ok();
+        let stop = self.opts.cancel.stop_flag().clone();
+        let observer = Arc::clone(self.observer_arc);
+        let planned = load.requests;
+        let m = tokio::task::spawn_blocking(move || {
+            loadgen::run_observed(cfg, &stop, &mut |n| observer.progress(n, planned))
+        })
+        .await
+        .map_err(|e| RunError::Step(format!("the load generator panicked: {e}")))?
+        .map_err(|e| RunError::Step(e.to_string()))?;
+        let usage = match sampler {
+            Some(s) => {
+                let u = s.finish().await;
+                (u.samples > 0).then_some(Usage {
+                    cpu_s: u.cpu_seconds,
+                    peak_memory_bytes: u.peak_memory_bytes,
+                })
+            }
+            None => None,
+        };
+        if m.stopped_early == Some(StopReason::Interrupted) {
+            return Ok(None);
+        }
+        Ok(Some((LoadReport::from_measurement(&m), usage)))
+    }
+}
+
+/// A server container's rights: what its manifest declares, nothing more.
+fn confinement(m: &Manifest) -> Confinement {
+    let c = &m.container;
+    Confinement {
+        user: Some(c.user.clone()),
+        cap_add: c.capabilities.clone(),
+        read_only: true,
+        tmpfs: c
+            .tmpfs
+            .iter()
+            .map(|t| Tmpfs {
+                path: t.path.clone(),
+                size_bytes: t.size,
+                exec: t.exec,
+            })
+            .collect(),
+        pids_limit: i64::from(c.pids_limit),
+    }
+}
+
+fn available(record: &RunRecord, name: &str) -> bool {
+    record
+        .servers
+        .iter()
+        .any(|s| s.name == name && matches!(s.status, ServerStatus::Available { .. }))
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s)
+}
+
+/// A port nothing listens on now (the server binds it a moment later).
+fn free_port() -> std::io::Result<u16> {
+    let l = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+    Ok(l.local_addr()?.port())
+}

@@ -1,0 +1,161 @@
+//! Shared set-up for the runner's tests: they drive whole runs in-process against the real
+//! Docker daemon, with the repository's server images, one run at a time.
+
+#![allow(dead_code)]
+
+use runner::{Event, Observer};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
+}
+
+/// Whether a daemon answers; without one the test skips, except under CI where it fails.
+pub async fn daemon_or_skip(test: &str) -> bool {
+    match orchestrator::Orchestrator::connect().await {
+        Ok(_) => true,
+        Err(e) if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) => {
+            panic!("{test}: CI is set, so the Docker tests must run, but: {e}")
+        }
+        Err(e) => {
+            eprintln!("{test}: SKIPPED: no Docker daemon ({e}); set CI=1 to make this a failure");
+            false
+        }
+    }
+}
+
+/// One Docker run at a time across test processes: the machines have 2 cores with servers
+/// pinned to one and the load generator to the other (the same lock as the command line's
+/// run tests).
+pub fn exclusive() -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    let path = std::env::temp_dir().join("benchctl-run-docker-tests.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .expect("open the lock file");
+    // SAFETY: flock(2) on a descriptor we own for as long as the returned file lives.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock {}", path.display());
+    f
+}
+
+/// A scenario file `name.toml` with `text` in a fresh folder.
+pub fn scenario(text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("s.toml");
+    std::fs::write(&path, text).expect("write the scenario");
+    (dir, path)
+}
+
+/// A copy of the repository's docker folder in which `kind`'s Dockerfile fails to build.
+pub fn docker_dir_with_broken(kinds: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = repo().join("docker");
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        if !e.file_type().unwrap().is_dir() {
+            continue;
+        }
+        let to = dir.path().join(e.file_name());
+        std::fs::create_dir(&to).unwrap();
+        for f in std::fs::read_dir(e.path()).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+        }
+    }
+    for k in kinds {
+        std::fs::write(
+            dir.path().join(k).join("Dockerfile"),
+            "FROM debian:bookworm-slim\nRUN echo 'this server does not build here' >&2 && exit 3\n",
+        )
+        .unwrap();
+    }
+    dir
+}
+
+/// Collects a run's events as short lines, and passes them on to a channel if asked.
+#[derive(Default)]
+pub struct Recorder {
+    pub lines: Mutex<Vec<String>>,
+    pub on_ready: Mutex<Option<std::sync::mpsc::Sender<String>>>,
+}
+
+impl Recorder {
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+impl Observer for Recorder {
+    fn event(&self, event: &Event<'_>) {
+        let line = match event {
+            Event::SweptStale { .. } => "swept".to_string(),
+            Event::Building { server, .. } => format!("building {server}"),
+            Event::Built { server, .. } => format!("built {server}"),
+            Event::Ready { server, .. } => {
+                if let Some(tx) = self.on_ready.lock().unwrap().as_ref() {
+                    let _ = tx.send(server.to_string());
+                }
+                format!("ready {server}")
+            }
+            Event::Unavailable { server, reason } => format!("unavailable {server}: {reason}"),
+            Event::LoadStarting {
+                server, url_path, ..
+            } => format!("load {server} {url_path}"),
+            Event::LoadDone { record, .. } => {
+                format!("done {} {}", record.server, record.url_path)
+            }
+            Event::RecordNotWritten { error, .. } => format!("not written: {error}"),
+        };
+        self.lines.lock().unwrap().push(line);
+    }
+}
+
+/// The ids of the containers labelled with `run_id`, running or not.
+pub async fn containers_of_run(run_id: &str) -> Vec<String> {
+    use bollard::query_parameters::ListContainersOptionsBuilder;
+    let docker = bollard::Docker::connect_with_defaults()
+        .unwrap()
+        .negotiate_version()
+        .await
+        .unwrap();
+    let filters = std::collections::HashMap::from([(
+        "label".to_string(),
+        vec![format!("benchctl.run={run_id}")],
+    )]);
+    docker
+        .list_containers(Some(
+            ListContainersOptionsBuilder::default()
+                .all(true)
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|c| c.id)
+        .collect()
+}
+
+/// The run folders in the system's temporary folder that this process owns.
+pub fn my_run_folders() -> Vec<PathBuf> {
+    let me = std::process::id().to_string();
+    let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("benchctl-run-"))
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("owner"))
+                .is_ok_and(|o| o.split(':').next() == Some(me.as_str()))
+        })
+        .map(|e| e.path())
+        .collect()
+}

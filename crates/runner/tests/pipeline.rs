@@ -1,0 +1,338 @@
+//! Whole runs driven in-process through [`runner::run`], against the real Docker daemon and the
+//! repository's server images:
+//! - a run measures every server and leaves no container and no private folder behind, and
+//!   its containers run confined (checked while they run);
+//! - a run that measured nothing, or lost a required server, says so; an optional one may go;
+//! - removing stale leftovers (what `benchctl gc` does) during a run leaves the run alone;
+//! - two runs given the same results file: one runs, the other is refused before any work;
+//! - a results file on a full disk: the run goes on and its record is saved elsewhere, whole.
+
+mod common;
+
+use common::*;
+use report::{RunRecord, RunStatus, ServerStatus};
+use runner::{Problem, RunError, RunOptions, Saved};
+use std::sync::Arc;
+
+const TINY: &str = r#"
+name = "tiny"
+runs = 1
+[load]
+requests = 300
+concurrency = 4
+timeout = "10s"
+[[server]]
+name = "nginx"
+kind = "nginx"
+[[server]]
+name = "apache"
+kind = "apache"
+[[document]]
+name = "hello"
+path = "/"
+generate = "hello"
+"#;
+
+fn options(out: &std::path::Path) -> RunOptions {
+    RunOptions {
+        out: Some(out.to_path_buf()),
+        ..RunOptions::new(repo().join("docker"))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_run_in_process_measures_and_leaves_nothing() {
+    if !daemon_or_skip("a_whole_run_in_process_measures_and_leaves_nothing").await {
+        return;
+    }
+    let _one_at_a_time = exclusive();
+    let (dir, path) = scenario(TINY);
+    let plan = scenario::load_file(&path).unwrap();
+    let out = dir.path().join("x.json");
+    let rec = Arc::new(Recorder::default());
+    let (tx, rx) = std::sync::mpsc::channel();
+    *rec.on_ready.lock().unwrap() = Some(tx);
+    let run = tokio::spawn({
+        let rec = Arc::clone(&rec);
+        let opts = options(&out);
+        async move { runner::run(&plan, opts, rec).await }
+    });
+
+    // While the first server runs: its container has no capability, no new privileges, a
+    // read-only root, a pids limit, bounded logs and a non-root user.
+    let server = tokio::task::spawn_blocking(move || rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(server, "nginx");
+    let docker = bollard::Docker::connect_with_defaults()
+        .unwrap()
+        .negotiate_version()
+        .await
+        .unwrap();
+    let filters = std::collections::HashMap::from([(
+        "label".to_string(),
+        vec![
+            "benchctl.server=nginx".to_string(),
+            format!("benchctl.pid={}", std::process::id()),
+        ],
+    )]);
+    let list = docker
+        .list_containers(Some(
+            bollard::query_parameters::ListContainersOptionsBuilder::default()
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(list.len(), 1, "{list:?}");
+    let info = docker
+        .inspect_container(
+            list[0].id.as_deref().unwrap(),
+            None::<bollard::query_parameters::InspectContainerOptions>,
+        )
+        .await
+        .unwrap();
+    let hc = info.host_config.unwrap();
+    assert_eq!(hc.cap_drop.as_deref(), Some(&["ALL".to_string()][..]));
+    assert!(hc.cap_add.unwrap_or_default().is_empty());
+    assert!(hc
+        .security_opt
+        .unwrap_or_default()
+        .iter()
+        .any(|o| o.starts_with("no-new-privileges")));
+    assert_eq!(hc.readonly_rootfs, Some(true));
+    assert_eq!(hc.pids_limit, Some(256));
+    let log = hc.log_config.unwrap().config.unwrap();
+    assert_eq!(log.get("max-size").map(String::as_str), Some("10m"));
+    assert_eq!(info.config.unwrap().user.as_deref(), Some("33:33"));
+
+    let outcome = run.await.unwrap().unwrap();
+    assert!(
+        outcome.succeeded(),
+        "{:?}\n{:?}",
+        outcome.problems,
+        rec.lines()
+    );
+    assert_eq!(outcome.saved, Saved::At(out.clone()));
+    let record = RunRecord::load(&out).unwrap();
+    assert_eq!(record, outcome.record);
+    assert_eq!(record.status, RunStatus::Complete);
+    assert_eq!(record.loads.len(), 2);
+    assert!(record.loads.iter().all(|l| l.load.failed == 0));
+    assert_eq!(
+        record.scenario.sha256,
+        scenario::sha256_hex(TINY.as_bytes())
+    );
+    assert!(containers_of_run(&record.run_id).await.is_empty());
+    assert!(my_run_folders().is_empty(), "{:?}", my_run_folders());
+    assert!(!dir.path().join(".x.json.tmp").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_measured_nothing_fails_and_keeps_the_build_log() {
+    if !daemon_or_skip("a_run_that_measured_nothing_fails_and_keeps_the_build_log").await {
+        return;
+    }
+    let _one_at_a_time = exclusive();
+    let docker = docker_dir_with_broken(&["nginx", "apache"]);
+    let (dir, path) = scenario(TINY);
+    let plan = scenario::load_file(&path).unwrap();
+    let out = dir.path().join("x.json");
+    let opts = RunOptions {
+        out: Some(out.clone()),
+        ..RunOptions::new(docker.path())
+    };
+    let outcome = runner::run(&plan, opts, Arc::new(Recorder::default()))
+        .await
+        .unwrap();
+    assert!(!outcome.succeeded());
+    assert!(
+        outcome.problems.contains(&Problem::NothingMeasured),
+        "{:?}",
+        outcome.problems
+    );
+    assert!(
+        matches!(&outcome.record.status, RunStatus::Failed { reason } if reason.contains("no load was measured")),
+        "{:?}",
+        outcome.record.status
+    );
+    // The reason names the kept log, which says why.
+    let ServerStatus::Unavailable { reason } = &outcome.record.servers[0].status else {
+        panic!("{:?}", outcome.record.servers[0]);
+    };
+    let kept = dir.path().join("x.nginx.build.log");
+    assert!(reason.contains(&kept.display().to_string()), "{reason}");
+    let log = std::fs::read_to_string(&kept).unwrap();
+    assert!(log.contains("this server does not build here"), "{log}");
+    assert_eq!(RunRecord::load(&out).unwrap().status, outcome.record.status);
+    assert!(my_run_folders().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_optional_server_may_be_unavailable_a_required_one_may_not() {
+    if !daemon_or_skip("an_optional_server_may_be_unavailable_a_required_one_may_not").await {
+        return;
+    }
+    let _one_at_a_time = exclusive();
+    let docker = docker_dir_with_broken(&["apache"]);
+    for optional in [true, false] {
+        let text = TINY.replace(
+            "name = \"apache\"\nkind = \"apache\"",
+            &format!("name = \"apache\"\nkind = \"apache\"\noptional = {optional}"),
+        );
+        let (dir, path) = scenario(&text);
+        let plan = scenario::load_file(&path).unwrap();
+        let opts = RunOptions {
+            out: Some(dir.path().join("x.json")),
+            ..RunOptions::new(docker.path())
+        };
+        let outcome = runner::run(&plan, opts, Arc::new(Recorder::default()))
+            .await
+            .unwrap();
+        assert_eq!(outcome.record.loads.len(), 1, "nginx is measured");
+        assert_eq!(outcome.record.status, RunStatus::Complete);
+        assert_eq!(outcome.succeeded(), optional, "{:?}", outcome.problems);
+        if !optional {
+            assert!(
+                matches!(&outcome.problems[..], [Problem::Unavailable { server, .. }] if server == "apache"),
+                "{:?}",
+                outcome.problems
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sweeping_stale_leftovers_during_a_run_leaves_it_running() {
+    if !daemon_or_skip("sweeping_stale_leftovers_during_a_run_leaves_it_running").await {
+        return;
+    }
+    let _one_at_a_time = exclusive();
+    let text = TINY.replace("requests = 300", "requests = 30000\nkeep_alive = true");
+    let (dir, path) = scenario(&text);
+    let plan = scenario::load_file(&path).unwrap();
+    let rec = Arc::new(Recorder::default());
+    let (tx, rx) = std::sync::mpsc::channel();
+    *rec.on_ready.lock().unwrap() = Some(tx);
+    let run = tokio::spawn({
+        let rec = Arc::clone(&rec);
+        let opts = options(&dir.path().join("x.json"));
+        async move { runner::run(&plan, opts, rec).await }
+    });
+    tokio::task::spawn_blocking(move || rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let orch = orchestrator::Orchestrator::connect().await.unwrap();
+    orch.gc_stale().await.unwrap();
+    runner::rundir::sweep_stale(&std::env::temp_dir());
+    let outcome = run.await.unwrap().unwrap();
+    assert!(
+        outcome.succeeded(),
+        "{:?}\n{:?}",
+        outcome.problems,
+        rec.lines()
+    );
+    assert_eq!(outcome.record.loads.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runs_given_the_same_results_file_lose_nothing() {
+    if !daemon_or_skip("two_runs_given_the_same_results_file_lose_nothing").await {
+        return;
+    }
+    let _one_at_a_time = exclusive();
+    let (dir, path) =
+        scenario(&TINY.replace("[[server]]\nname = \"apache\"\nkind = \"apache\"\n", ""));
+    let plan = scenario::load_file(&path).unwrap();
+    let out = dir.path().join("same.json");
+    let a = runner::run(&plan, options(&out), Arc::new(Recorder::default()));
+    let b = runner::run(&plan, options(&out), Arc::new(Recorder::default()));
+    let (a, b) = tokio::join!(a, b);
+    let (won, lost) = match (a, b) {
+        (Ok(w), Err(l)) | (Err(l), Ok(w)) => (w, l),
+        (a, b) => panic!("exactly one run may claim the file: {a:?} / {b:?}"),
+    };
+    assert!(matches!(lost, RunError::Results(_)), "{lost}");
+    assert!(lost.is_bad_input());
+    assert!(lost.to_string().contains("exists already"), "{lost}");
+    assert!(won.succeeded(), "{:?}", won.problems);
+    assert_eq!(RunRecord::load(&out).unwrap(), won.record);
+}
+
+/// A tmpfs of `size` mounted on a fresh folder; unmounted when dropped. `None` where mounting
+/// is not allowed (not root) outside CI.
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(size: &str) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            if std::env::var_os("CI").is_some() {
+                panic!("CI is set, but a tmpfs cannot be mounted (this test needs root)");
+            }
+            eprintln!("SKIPPED: cannot mount a tmpfs (not root?)");
+            return None;
+        }
+        Some(SmallDisk { dir })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_loses_no_measurement() {
+    if !daemon_or_skip("a_full_disk_loses_no_measurement").await {
+        return;
+    }
+    // Room for the record as it starts, not for it with a load's histograms.
+    let Some(disk) = SmallDisk::mount("8k") else {
+        return;
+    };
+    let _one_at_a_time = exclusive();
+    let (_dir, path) = scenario(TINY);
+    let plan = scenario::load_file(&path).unwrap();
+    let out = disk.dir.path().join("x.json");
+    let rec = Arc::new(Recorder::default());
+    let outcome = runner::run(&plan, options(&out), Arc::clone(&rec) as Arc<_>)
+        .await
+        .unwrap();
+    assert!(!outcome.succeeded());
+    let lines = rec.lines();
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("not written"))
+            .count(),
+        1,
+        "the failure is reported once: {lines:?}"
+    );
+    let Saved::Rescued { wanted, at, error } = &outcome.saved else {
+        panic!("{:?}", outcome.saved);
+    };
+    assert_eq!(wanted, &out);
+    assert!(error.contains("No space left"), "{error}");
+    let rescued = RunRecord::load(at).unwrap();
+    std::fs::remove_file(at).unwrap();
+    assert_eq!(rescued, outcome.record);
+    assert_eq!(rescued.status, RunStatus::Complete);
+    assert_eq!(rescued.loads.len(), 2, "every measurement is kept");
+    // What the full disk holds is the last state that fit, never a torn file.
+    let on_disk = RunRecord::load(&out).unwrap();
+    assert!(on_disk.loads.len() < 2);
+    assert!(!disk.dir.path().join(".x.json.tmp").exists());
+}

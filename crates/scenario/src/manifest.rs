@@ -1,0 +1,424 @@
+//! A server kind's manifest, `docker/<kind>/server.toml`: what benchctl must know about a
+//! server beyond the image contract of `docker/README.md`. The per-kind knowledge lives in the
+//! kind's folder, beside its Dockerfile, and the run pipeline holds none of its own:
+//!
+//! ```toml
+//! [server]
+//! name = "Varnish Cache"
+//! source = "Debian bookworm package `varnish` (7.1)"
+//! # Varnish passes its backend's Server header on and names itself in Via.
+//! version_header = "via"
+//!
+//! [container]
+//! user = "65534:65534"        # never root
+//! capabilities = []           # added back after all are dropped; none is the norm
+//! pids_limit = 2048
+//! tmpfs = [
+//!     { path = "/tmp", size = "64m" },
+//!     { path = "/var/lib/varnish", size = "64m", exec = true },
+//! ]
+//!
+//! [options.backend]           # a scenario option of this kind, and the variable it sets
+//! env = "BENCH_BACKEND"
+//! ```
+//!
+//! Errors come with file, line and column, as a scenario's do.
+
+use crate::error::{Diagnostics, ScenarioError};
+use crate::units::parse_size;
+use serde::Deserialize;
+use serde_spanned::Spanned;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The manifest's file name inside a kind's folder.
+pub const MANIFEST_FILE: &str = "server.toml";
+
+/// The default writable mounts of a server container.
+const DEFAULT_TMPFS: [(&str, u64); 2] = [("/tmp", 64 << 20), ("/run", 16 << 20)];
+/// The default and the bounds of `pids_limit`.
+pub const DEFAULT_PIDS_LIMIT: u32 = 4096;
+const PIDS_RANGE: std::ops::RangeInclusive<i64> = 16..=65_536;
+
+/// What a server kind declares about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// The folder's name: what a scenario's `kind` says.
+    pub kind: String,
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// The server's own name ("nginx", "Apache httpd").
+    pub name: String,
+    /// Where it comes from (package and version, or source release).
+    pub source: String,
+    /// Which response header names the server's version in results.
+    pub version_header: VersionHeader,
+    pub container: ContainerNeeds,
+    /// Scenario options of this kind and the environment variable each one sets.
+    pub options: BTreeMap<String, OptionDecl>,
+}
+
+/// The response header whose value results keep as the server's version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionHeader {
+    Server,
+    /// A proxy that passes its backend's Server header on and names itself in `Via`.
+    Via,
+}
+
+/// What the server's container must be allowed; everything else is denied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerNeeds {
+    /// `UID:GID` (or a user name) its processes run as; never root.
+    pub user: String,
+    /// Linux capabilities added back after all are dropped (without the `CAP_` prefix).
+    pub capabilities: Vec<String>,
+    /// Writable in-memory mounts: everything else of the image is read-only.
+    pub tmpfs: Vec<TmpfsNeed>,
+    /// Most processes and threads at once.
+    pub pids_limit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TmpfsNeed {
+    pub path: String,
+    pub size: u64,
+    /// Programs or shared objects may be run from it.
+    pub exec: bool,
+}
+
+/// One scenario option of a kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionDecl {
+    /// The environment variable the option's value is passed in.
+    pub env: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    server: Spanned<RawServer>,
+    container: Spanned<RawContainer>,
+    #[serde(default)]
+    options: BTreeMap<Spanned<String>, Spanned<RawOption>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    name: Spanned<String>,
+    source: Spanned<String>,
+    version_header: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawContainer {
+    user: Spanned<String>,
+    #[serde(default)]
+    capabilities: Vec<Spanned<String>>,
+    tmpfs: Option<Vec<Spanned<RawTmpfs>>>,
+    pids_limit: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTmpfs {
+    path: Spanned<String>,
+    size: Spanned<String>,
+    #[serde(default)]
+    exec: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOption {
+    env: Spanned<String>,
+}
+
+/// Capabilities a manifest may name (the others would let a server reach beyond itself:
+/// `NET_RAW` reads the host's traffic on a host-network container, `SYS_ADMIN` is root).
+const ALLOWED_CAPABILITIES: [&str; 9] = [
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "NET_BIND_SERVICE",
+    "SETGID",
+    "SETUID",
+    "SYS_NICE",
+];
+
+impl Manifest {
+    /// Reads `<dir>/server.toml`; `dir`'s name is the kind.
+    pub fn load(dir: &Path) -> Result<Manifest, ScenarioError> {
+        let path = dir.join(MANIFEST_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|source| ScenarioError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let kind = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Manifest::parse(&text, &path, &kind)
+    }
+
+    /// Parses manifest text as if it were the file at `path`.
+    pub fn parse(src: &str, path: &Path, kind: &str) -> Result<Manifest, ScenarioError> {
+        let mut d = Diagnostics::new(src, path);
+        let raw: RawManifest = match toml::from_str(src) {
+            Ok(r) => r,
+            Err(e) => {
+                d.error(
+                    e.span().unwrap_or(0..0),
+                    format!(
+                        "{} (see docker/README.md for the manifest's keys)",
+                        e.message().trim().replace('\n', "; ")
+                    ),
+                );
+                return Err(d.finish().expect_err("one error was recorded"));
+            }
+        };
+        let server = raw.server.get_ref();
+        for (value, key) in [(&server.name, "name"), (&server.source, "source")] {
+            if value.get_ref().trim().is_empty() {
+                d.error(
+                    value.span(),
+                    format!(
+                        "[server] {key} is empty (say what the server is and where it comes from)"
+                    ),
+                );
+            }
+        }
+        let version_header = match &server.version_header {
+            None => VersionHeader::Server,
+            Some(v) => match v.get_ref().as_str() {
+                "server" => VersionHeader::Server,
+                "via" => VersionHeader::Via,
+                other => {
+                    d.error(
+                        v.span(),
+                        format!("version_header `{other}` is not one benchctl reads (use \"server\" or \"via\")"),
+                    );
+                    VersionHeader::Server
+                }
+            },
+        };
+        let c = raw.container.get_ref();
+        let user = c.user.get_ref().trim().to_string();
+        let uid = user.split(':').next().unwrap_or("");
+        if user.is_empty() {
+            d.error(
+                c.user.span(),
+                "user is empty (name a non-root UID:GID, e.g. \"65534:65534\")",
+            );
+        } else if uid == "0" || uid == "root" {
+            d.error(
+                c.user.span(),
+                format!("user `{user}` is root; server containers never run as root (name a UID:GID that exists in the image, e.g. \"65534:65534\")"),
+            );
+        }
+        let mut capabilities = Vec::new();
+        for cap in &c.capabilities {
+            let name = cap.get_ref().trim().to_ascii_uppercase();
+            let name = name.strip_prefix("CAP_").unwrap_or(&name).to_string();
+            if ALLOWED_CAPABILITIES.contains(&name.as_str()) {
+                capabilities.push(name);
+            } else {
+                d.error(
+                    cap.span(),
+                    format!(
+                        "capability `{}` is not one a server container may have (allowed: {})",
+                        cap.get_ref(),
+                        ALLOWED_CAPABILITIES.join(", ")
+                    ),
+                );
+            }
+        }
+        let tmpfs = match &c.tmpfs {
+            None => DEFAULT_TMPFS
+                .iter()
+                .map(|&(path, size)| TmpfsNeed {
+                    path: path.to_string(),
+                    size,
+                    exec: false,
+                })
+                .collect(),
+            Some(list) => {
+                let mut out: Vec<TmpfsNeed> = Vec::new();
+                for t in list {
+                    let t = t.get_ref();
+                    let p = t.path.get_ref();
+                    let good_path = p.starts_with('/')
+                        && p.len() > 1
+                        && !p.split('/').any(|seg| seg == "..")
+                        && !matches!(p.as_str(), "/srv" | "/srv/www" | "/proc" | "/sys" | "/dev");
+                    if !good_path {
+                        d.error(
+                            t.path.span(),
+                            format!("tmpfs path `{p}` must be an absolute path in the image, not / nor /srv/www, /proc, /sys, /dev"),
+                        );
+                    } else if out.iter().any(|o| &o.path == p) {
+                        d.error(t.path.span(), format!("tmpfs path `{p}` is listed twice"));
+                    }
+                    let size = match parse_size(t.size.get_ref()) {
+                        Ok(0) => {
+                            d.error(
+                                t.size.span(),
+                                "a tmpfs of size 0 holds nothing (give e.g. \"16m\")",
+                            );
+                            0
+                        }
+                        Ok(n) => n,
+                        Err(e) => {
+                            d.error(t.size.span(), format!("bad tmpfs size: {e}"));
+                            0
+                        }
+                    };
+                    out.push(TmpfsNeed {
+                        path: p.clone(),
+                        size,
+                        exec: t.exec,
+                    });
+                }
+                out
+            }
+        };
+        let pids_limit = match &c.pids_limit {
+            None => DEFAULT_PIDS_LIMIT,
+            Some(p) if PIDS_RANGE.contains(p.get_ref()) => *p.get_ref() as u32,
+            Some(p) => {
+                d.error(
+                    p.span(),
+                    format!(
+                        "pids_limit {} is outside {}..={} (count the server's processes and threads)",
+                        p.get_ref(),
+                        PIDS_RANGE.start(),
+                        PIDS_RANGE.end()
+                    ),
+                );
+                DEFAULT_PIDS_LIMIT
+            }
+        };
+        let mut options = BTreeMap::new();
+        for (name, decl) in &raw.options {
+            let env = decl.get_ref().env.get_ref();
+            let valid_env = !env.is_empty()
+                && env
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+                && !env.as_bytes()[0].is_ascii_digit();
+            if !valid_env {
+                d.error(
+                    decl.get_ref().env.span(),
+                    format!("env `{env}` is not an environment variable name (use A-Z, 0-9 and _)"),
+                );
+            } else if env == "BENCH_PORT" {
+                d.error(
+                    decl.get_ref().env.span(),
+                    "BENCH_PORT is set by benchctl itself (choose another variable)",
+                );
+            }
+            options.insert(name.get_ref().clone(), OptionDecl { env: env.clone() });
+        }
+        d.finish()?;
+        Ok(Manifest {
+            kind: kind.to_string(),
+            path: path.to_path_buf(),
+            name: server.name.get_ref().trim().to_string(),
+            source: server.source.get_ref().trim().to_string(),
+            version_header,
+            container: ContainerNeeds {
+                user,
+                capabilities,
+                tmpfs,
+                pids_limit,
+            },
+            options,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(src: &str) -> Result<Manifest, Vec<String>> {
+        Manifest::parse(src, Path::new("docker/x/server.toml"), "x").map_err(|e| {
+            e.diagnostics()
+                .iter()
+                .map(|d| format!("{}:{}: {}", d.line, d.column, d.message))
+                .collect()
+        })
+    }
+
+    const GOOD: &str = r#"[server]
+name = "Varnish Cache"
+source = "Debian bookworm package varnish"
+version_header = "via"
+
+[container]
+user = "65534:65534"
+pids_limit = 2048
+tmpfs = [{ path = "/tmp", size = "64m" }, { path = "/var/lib/varnish", size = "64m", exec = true }]
+
+[options.backend]
+env = "BENCH_BACKEND"
+"#;
+
+    #[test]
+    fn a_full_manifest_reads() {
+        let m = parse(GOOD).unwrap();
+        assert_eq!(m.kind, "x");
+        assert_eq!(m.version_header, VersionHeader::Via);
+        assert_eq!(m.container.user, "65534:65534");
+        assert_eq!(m.container.pids_limit, 2048);
+        assert_eq!(m.container.tmpfs.len(), 2);
+        assert!(m.container.tmpfs[1].exec && !m.container.tmpfs[0].exec);
+        assert_eq!(m.options["backend"].env, "BENCH_BACKEND");
+    }
+
+    #[test]
+    fn defaults_are_the_least_privilege() {
+        let m = parse("[server]\nname = \"n\"\nsource = \"s\"\n[container]\nuser = \"33:33\"\n")
+            .unwrap();
+        assert_eq!(m.version_header, VersionHeader::Server);
+        assert!(m.container.capabilities.is_empty());
+        assert_eq!(m.container.pids_limit, DEFAULT_PIDS_LIMIT);
+        let paths: Vec<&str> = m.container.tmpfs.iter().map(|t| t.path.as_str()).collect();
+        assert_eq!(paths, ["/tmp", "/run"]);
+    }
+
+    #[test]
+    fn every_mistake_is_located() {
+        let errs = parse(
+            "[server]\nname = \"\"\nsource = \"s\"\nversion_header = \"x-powered-by\"\n\
+             [container]\nuser = \"0:0\"\ncapabilities = [\"NET_RAW\", \"CAP_SETUID\"]\n\
+             tmpfs = [{ path = \"tmp\", size = \"1q\" }]\npids_limit = 5\n\
+             [options.backend]\nenv = \"bench-backend\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(errs.len(), 8, "{errs:#?}");
+        assert!(errs[0].starts_with("2:8: [server] name is empty"));
+        assert!(errs[1].starts_with("4:18: version_header `x-powered-by`"));
+        assert!(errs[2].starts_with("6:8: user `0:0` is root"));
+        assert!(errs[3].starts_with("7:17: capability `NET_RAW`"));
+        assert!(errs[4].starts_with("8:19: tmpfs path `tmp`"));
+        assert!(errs[5].starts_with("8:33: bad tmpfs size"));
+        assert!(errs[6].starts_with("9:14: pids_limit 5"));
+        assert!(errs[7].starts_with("11:7: env `bench-backend`"));
+    }
+
+    #[test]
+    fn unknown_keys_and_missing_tables_are_errors() {
+        let errs = parse(
+            "[server]\nname = \"n\"\nsource = \"s\"\n[container]\nuser = \"1:1\"\nprivileged = true\n",
+        )
+        .unwrap_err();
+        assert!(errs[0].contains("unknown field `privileged`"), "{errs:?}");
+        let errs = parse("[server]\nname = \"n\"\nsource = \"s\"\n").unwrap_err();
+        assert!(errs[0].contains("missing field `container`"), "{errs:?}");
+    }
+}
