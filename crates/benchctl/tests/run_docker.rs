@@ -817,3 +817,61 @@ fn a_run_that_measured_nothing_exits_non_zero() {
     assert_eq!(record["status"]["state"], "failed", "{record:#}");
     assert_no_container(&f);
 }
+
+/// Varnish serves from its cache when its backend dies: its figures would then measure the
+/// cache alone. Its load is dropped and both are reported.
+#[test]
+fn a_dead_varnish_backend_is_reported() {
+    if !daemon_or_skip("a_dead_varnish_backend_is_reported") {
+        return;
+    }
+    let _lock = exclusive();
+    let (_dir, path) = scenario(
+        r#"
+name = "dead-backend"
+runs = 1
+
+[load]
+duration = "6s"
+concurrency = 4
+keep_alive = true
+
+[[server]]
+name = "nginx"
+kind = "nginx"
+
+[[server]]
+name = "varnish"
+kind = "varnish"
+backend = "nginx"
+
+[[document]]
+name = "hello"
+path = "/"
+generate = "hello"
+"#,
+    );
+    let mut run = Run::start(&path, &["--docker-dir", &docker_dir_arg()]);
+    run.wait_for_stderr("round 1/1  varnish", Duration::from_secs(15 * 60));
+    std::thread::sleep(Duration::from_secs(1));
+    run.kill_server("nginx");
+    let f = run.finish(Duration::from_secs(60));
+    assert_eq!(f.code, Some(1), "{}", f.describe());
+    let record = run.record(&f);
+    let varnish = server(&record, "varnish");
+    assert_eq!(varnish["status"]["state"], "unavailable", "{record:#}");
+    assert!(
+        varnish["status"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("nginx, which it needs, died")),
+        "{record:#}"
+    );
+    assert!(loads_of(&record, "varnish").is_empty(), "{record:#}");
+    assert_eq!(server(&record, "nginx")["status"]["state"], "unavailable");
+    assert_eq!(
+        loads_of(&record, "nginx").len(),
+        1,
+        "measured before it died"
+    );
+    assert_no_container(&f);
+}

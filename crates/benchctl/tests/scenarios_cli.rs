@@ -284,3 +284,28 @@ fn run_never_overwrites_a_results_file() {
     );
     assert_no_container(&f, "run -o EXISTING");
 }
+
+#[test]
+fn an_unusable_results_file_or_run_count_is_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("no-such-folder/x.json");
+    let f = benchctl(&[
+        "run",
+        "scenarios/quick.toml",
+        "-o",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(f.code, Some(2), "{}", f.describe());
+    assert!(
+        f.stderr.contains("does not exist (make it first"),
+        "{}",
+        f.describe()
+    );
+    assert!(!dir.path().join("no-such-folder").exists(), "it was made");
+    assert_no_container(&f, "run -o MISSING/x.json");
+
+    let f = benchctl(&["run", "scenarios/quick.toml", "--runs", "0"]);
+    assert_eq!(f.code, Some(2), "{}", f.describe());
+    assert!(f.stderr.contains("'0'"), "{}", f.describe());
+    assert_no_container(&f, "run --runs 0");
+}

@@ -457,7 +457,93 @@ impl RunRecord {
             }
         }
         // Parsed again from the text rather than from `value` so the error keeps its position.
-        serde_json::from_str(text).map_err(|e| not_record(e.to_string()))
+        let record: RunRecord =
+            serde_json::from_str(text).map_err(|e| not_record(e.to_string()))?;
+        record.check_figures().map_err(|detail| {
+            not_record(format!(
+                "{detail} (a measured figure cannot be that: was the file edited?)"
+            ))
+        })?;
+        Ok(record)
+    }
+
+    /// Every figure a report or comparison reads, checked for what a measurement can give:
+    /// finite, not negative, and consistent with the counters it derives from. The first
+    /// problem, named by its place in the file.
+    pub fn check_figures(&self) -> Result<(), String> {
+        let figure = |at: &str, v: f64| -> Result<(), String> {
+            if !v.is_finite() || v < 0.0 {
+                return Err(format!("{at} is {v}"));
+            }
+            Ok(())
+        };
+        for (i, s) in self.servers.iter().enumerate() {
+            if let ServerStatus::Available { ready_s } = s.status {
+                figure(&format!("servers[{i}].status.ready_s"), ready_s)?;
+            }
+        }
+        for (i, l) in self.loads.iter().enumerate() {
+            let at = |f: &str| format!("loads[{i}].load.{f}");
+            let r = &l.load;
+            figure(&at("elapsed_s"), r.elapsed_s)?;
+            figure(&at("requests_per_second"), r.requests_per_second)?;
+            figure(&at("transfer_rate_kbps"), r.transfer_rate_kbps)?;
+            figure(&at("client_cpu_s"), r.client_cpu_s)?;
+            if r.elapsed_s > 0.0 {
+                let expect = r.complete as f64 / r.elapsed_s;
+                if (r.requests_per_second - expect).abs() > 1e-6 * expect.max(1.0) {
+                    return Err(format!(
+                        "{} is {}, but complete / elapsed_s is {expect}",
+                        at("requests_per_second"),
+                        r.requests_per_second
+                    ));
+                }
+            }
+            if r.failed != r.failures.total() {
+                return Err(format!(
+                    "{} is {}, but the failures by kind add up to {}",
+                    at("failed"),
+                    r.failed,
+                    r.failures.total()
+                ));
+            }
+            for (t, timer) in r.timers.iter() {
+                let name = format!("{t:?}").to_lowercase();
+                let m = &timer.moments;
+                figure(&at(&format!("{name}.mean_us")), timer.mean_us)?;
+                figure(&at(&format!("{name}.sd_us")), timer.sd_us)?;
+                if m.count > r.complete {
+                    return Err(format!(
+                        "{} is {}, more than the {} complete requests",
+                        at(&format!("{name}.moments.count")),
+                        m.count,
+                        r.complete
+                    ));
+                }
+                if m.count > 0 && m.min > m.max {
+                    return Err(format!(
+                        "{}: min {} is above max {}",
+                        at(&format!("{name}.moments")),
+                        m.min,
+                        m.max
+                    ));
+                }
+                let mut last = 0;
+                for &(p, v) in &timer.percentiles_us {
+                    if v < last {
+                        return Err(format!(
+                            "{}: the {p}th percentile ({v} µs) is below an earlier one ({last} µs)",
+                            at(&format!("{name}.percentiles_us"))
+                        ));
+                    }
+                    last = v;
+                }
+            }
+            if let Some(u) = &l.server_usage {
+                figure(&format!("loads[{i}].server_usage.cpu_s"), u.cpu_s)?;
+            }
+        }
+        Ok(())
     }
 }
 

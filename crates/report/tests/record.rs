@@ -170,3 +170,58 @@ fn a_missing_file_says_which() {
         .to_string()
         .contains("cannot read /nonexistent/benchctl/run.json"));
 }
+
+#[test]
+fn negative_or_inconsistent_figures_are_refused_by_name() {
+    let good = serde_json::to_value(common::fixture(1, None)).unwrap();
+    for (pointer, bad, says) in [
+        (
+            "/loads/0/load/requests_per_second",
+            serde_json::json!(-5.0),
+            "loads[0].load.requests_per_second is -5",
+        ),
+        (
+            "/loads/0/load/requests_per_second",
+            serde_json::json!(1e12),
+            "but complete / elapsed_s is",
+        ),
+        (
+            "/loads/0/load/elapsed_s",
+            serde_json::json!(-1.0),
+            "loads[0].load.elapsed_s is -1",
+        ),
+        (
+            "/loads/0/load/failed",
+            serde_json::json!(7),
+            "the failures by kind add up to 0",
+        ),
+        (
+            "/loads/0/load/total/mean_us",
+            serde_json::json!(-3.5),
+            "loads[0].load.total.mean_us is -3.5",
+        ),
+        (
+            "/loads/0/server_usage/cpu_s",
+            serde_json::json!(-0.1),
+            "loads[0].server_usage.cpu_s is -0.1",
+        ),
+        (
+            "/servers/0/status/ready_s",
+            serde_json::json!(-2.0),
+            "servers[0].status.ready_s is -2",
+        ),
+    ] {
+        let mut v = good.clone();
+        *v.pointer_mut(pointer).unwrap() = bad;
+        let msg = load_err(&v.to_string());
+        assert!(msg.contains(says), "{pointer}: {msg}");
+        assert!(msg.contains("was the file edited?"), "{pointer}: {msg}");
+    }
+    // Percentiles that go down.
+    let mut v = good.clone();
+    let p = v.pointer_mut("/loads/0/load/total/percentiles_us").unwrap();
+    p[1][1] = serde_json::json!(0);
+    p[0][1] = serde_json::json!(999_999);
+    let msg = load_err(&v.to_string());
+    assert!(msg.contains("is below an earlier one"), "{msg}");
+}
