@@ -19,7 +19,8 @@ tool, so that every run can be compared with the benchctl runs right before and 
 Per run it records the tool's own requests/s and the client's CPU time (user + sys from the
 child's rusage), and prints per mode the median over rounds with ratios to benchctl: of the
 medians, and paired (each run against its neighbouring benchctl runs). A Markdown
-and a JSON copy go to bench/results/peers-latest.{md,json}.
+and a JSON copy go to bench/results/peers-latest.{md,json}, and the Markdown is kept as well
+under bench/results/history/ with its date and commit.
 
 Usage:  python3 bench/peers.py [--rounds 3] [--seconds 5] [--tools benchctl,wrk,ab,oha]
         (build first: cargo build --release -p benchctl; `just bench` does both)
@@ -1009,7 +1010,12 @@ def main(argv: list[str]) -> int:
             "runs": [{**asdict(r), "cpu_per_100k": r.cpu_per_100k} for r in results],
         }
         write_atomic(js, json.dumps(payload, indent=2) + "\n")
-        log(f"wrote {rel(md)} and {rel(js)}")
+        # The history: every run's table kept under its date and commit.
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
+        history = out_dir / "history" / f"peers-{stamp}-{meta['source']}.md"
+        history.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(history, render_markdown(summary, cfg, meta))
+        log(f"wrote {rel(md)}, {rel(js)} and {rel(history)}")
 
     return 0
 

@@ -8,7 +8,8 @@ use crate::rundir::{self, RunDir};
 use loadgen::json::LoadReport;
 use loadgen::{LoadConfig, LoadSpec, StopReason, Target};
 use orchestrator::{
-    Confinement, ContainerGuard, ContainerSpec, ExpectedDoc, Orchestrator, OrchestratorError, Tmpfs,
+    BuiltImage, Confinement, ContainerGuard, ContainerSpec, ExpectedDoc, Orchestrator,
+    OrchestratorError, Tmpfs,
 };
 use report::{
     HostFacts, LoadRecord, RecordFile, ReportError, RunRecord, RunStatus, ScenarioRecord,
@@ -333,8 +334,9 @@ pub async fn run(
         (Ok(()), None) => RunStatus::Complete,
     };
     if record.status == RunStatus::Complete {
-        for (spec, srec) in plan.servers.iter().zip(&record.servers) {
-            if let ServerStatus::Unavailable { reason } = &srec.status {
+        for srec in &record.servers {
+            let spec = plan.servers.iter().find(|s| s.name == srec.name);
+            if let (Some(spec), ServerStatus::Unavailable { reason }) = (spec, &srec.status) {
                 if !spec.optional {
                     problems.push(Problem::Unavailable {
                         server: spec.name.clone(),
@@ -467,10 +469,36 @@ struct Live {
     guard: ContainerGuard,
 }
 
-/// Why a server is not measured.
-struct Unavailable {
-    tag: String,
+/// A server started and verified.
+struct Started {
+    guard: ContainerGuard,
+    image: BuiltImage,
+    /// What it calls itself, from the header its manifest names.
+    version: Option<String>,
+    /// From container creation to verified, seconds.
+    ready_s: f64,
+}
+
+/// Why a server is not measured, and its image when it got that far.
+struct NotStarted {
+    image: Option<BuiltImage>,
     reason: String,
+}
+
+fn server_record(
+    spec: &scenario::ServerSpec,
+    image: Option<&BuiltImage>,
+    server_header: Option<String>,
+    status: ServerStatus,
+) -> ServerRecord {
+    ServerRecord {
+        name: spec.name.clone(),
+        kind: spec.kind.as_str().to_string(),
+        image_tag: image.map(|b| b.tag.clone()).unwrap_or_default(),
+        image_id: image.map(|b| b.id.clone()),
+        server_header,
+        status,
+    }
 }
 
 impl Ctx<'_> {
@@ -511,27 +539,34 @@ impl Ctx<'_> {
             if !wanted[i] {
                 continue;
             }
-            let mut srec = ServerRecord {
-                name: spec.name.clone(),
-                kind: spec.kind.as_str().to_string(),
-                image_tag: String::new(),
-                image_id: None,
-                server_header: None,
-                status: ServerStatus::Unavailable {
-                    reason: String::new(),
-                },
-            };
-            match self.bring_up(i, &expected, &live, &mut srec).await {
-                Ok(guard) => live.push(Live { index: i, guard }),
-                Err(Unavailable { tag, reason }) => {
+            let srec = match self.bring_up(i, &expected, &live).await {
+                Ok(up) => {
+                    live.push(Live {
+                        index: i,
+                        guard: up.guard,
+                    });
+                    server_record(
+                        spec,
+                        Some(&up.image),
+                        up.version,
+                        ServerStatus::Available {
+                            ready_s: up.ready_s,
+                        },
+                    )
+                }
+                Err(NotStarted { image, reason }) => {
                     self.observer.event(&Event::Unavailable {
                         server: &spec.name,
                         reason: &reason,
                     });
-                    srec.image_tag = tag;
-                    srec.status = ServerStatus::Unavailable { reason };
+                    server_record(
+                        spec,
+                        image.as_ref(),
+                        None,
+                        ServerStatus::Unavailable { reason },
+                    )
                 }
-            }
+            };
             record.servers.push(srec);
             results.save(record, self.observer);
         }
@@ -649,21 +684,16 @@ impl Ctx<'_> {
         results.save(record, self.observer);
     }
 
-    /// Builds, starts, waits for and verifies one server, filling in its record.
+    /// Builds, starts, waits for and verifies one server.
     async fn bring_up(
         &self,
         i: usize,
         expected: &[ExpectedDoc],
         live: &[Live],
-        srec: &mut ServerRecord,
-    ) -> Result<ContainerGuard, Unavailable> {
+    ) -> Result<Started, NotStarted> {
         let spec = &self.plan.servers[i];
         let kind = spec.kind.as_str();
         let manifest = &self.manifests[kind];
-        let unavailable = |tag: &str, reason: String| Unavailable {
-            tag: tag.to_string(),
-            reason,
-        };
         let context = self.opts.docker_dir.join(kind);
         self.observer.event(&Event::Building {
             server: &spec.name,
@@ -674,7 +704,10 @@ impl Ctx<'_> {
             Ok(b) => b,
             Err(e) => {
                 let e = crate::images::keep_log(e, &log, |_| self.kept_log_path(&spec.name));
-                return Err(unavailable("", format!("image build failed: {e:#}")));
+                return Err(NotStarted {
+                    image: None,
+                    reason: format!("image build failed: {e:#}"),
+                });
             }
         };
         self.observer.event(&Event::Built {
@@ -683,8 +716,10 @@ impl Ctx<'_> {
             built: built.built,
             seconds: built.seconds,
         });
-        srec.image_tag = built.tag.clone();
-        srec.image_id = Some(built.id.clone());
+        let unavailable = |reason: String| NotStarted {
+            image: Some(built.clone()),
+            reason,
+        };
 
         let mut env = Vec::new();
         for (name, value) in spec.options() {
@@ -692,13 +727,10 @@ impl Ctx<'_> {
             let text = match value {
                 OptionValue::Server(d) => {
                     let Some(dep) = live.iter().find(|l| l.index == d) else {
-                        return Err(unavailable(
-                            &built.tag,
-                            format!(
-                                "{:?}, which it needs, is unavailable",
-                                self.plan.servers[d].name
-                            ),
-                        ));
+                        return Err(unavailable(format!(
+                            "{:?}, which it needs, is unavailable",
+                            self.plan.servers[d].name
+                        )));
                     };
                     format!("127.0.0.1:{}", dep.guard.port())
                 }
@@ -709,9 +741,7 @@ impl Ctx<'_> {
         }
         let port = match spec.port {
             Some(p) => p,
-            None => {
-                free_port().map_err(|e| unavailable(&built.tag, format!("no free port: {e}")))?
-            }
+            None => free_port().map_err(|e| unavailable(format!("no free port: {e}")))?,
         };
         let cspec = ContainerSpec {
             name: spec.name.clone(),
@@ -731,18 +761,18 @@ impl Ctx<'_> {
             .orch
             .start(&cspec)
             .await
-            .map_err(|e| unavailable(&built.tag, format!("could not start: {e:#}")))?;
+            .map_err(|e| unavailable(format!("could not start: {e:#}")))?;
         let first = expected.first().map(|d| d.url_path.as_str()).unwrap_or("/");
         let ready = self
             .orch
             .wait_ready(&guard, port, first, self.opts.ready_deadline)
             .await
-            .map_err(|e| unavailable(&built.tag, format!("never became ready: {e:#}")))?;
+            .map_err(|e| unavailable(format!("never became ready: {e:#}")))?;
         let verified = self
             .orch
             .verify(port, expected)
             .await
-            .map_err(|e| unavailable(&built.tag, format!("verification failed: {e:#}")))?;
+            .map_err(|e| unavailable(format!("verification failed: {e:#}")))?;
         let total = guard.started_at().elapsed();
         let version = match manifest.version_header {
             VersionHeader::Via => verified.via.clone().or(verified.server_header.clone()),
@@ -754,11 +784,12 @@ impl Ctx<'_> {
             verified_s: total.as_secs_f64(),
             version: version.as_deref(),
         });
-        srec.server_header = version;
-        srec.status = ServerStatus::Available {
+        Ok(Started {
+            guard,
+            image: built,
+            version,
             ready_s: total.as_secs_f64(),
-        };
-        Ok(guard)
+        })
     }
 
     /// A new, empty file beside the results record for a failed build's log (the run folder

@@ -336,3 +336,51 @@ async fn a_full_disk_loses_no_measurement() {
     assert!(on_disk.loads.len() < 2);
     assert!(!disk.dir.path().join(".x.json.tmp").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_servers_asked_for_are_started_and_judged() {
+    if !daemon_or_skip("only_the_servers_asked_for_are_started_and_judged").await {
+        return;
+    }
+    let _one_at_a_time = exclusive();
+    let (dir, path) = scenario(TINY);
+    let plan = scenario::load_file(&path).unwrap();
+    let opts = RunOptions {
+        only: vec!["apache".to_string()],
+        ..options(&dir.path().join("x.json"))
+    };
+    let rec = Arc::new(Recorder::default());
+    let outcome = runner::run(&plan, opts, Arc::clone(&rec) as Arc<_>)
+        .await
+        .unwrap();
+    assert!(
+        outcome.succeeded(),
+        "{:?}\n{:?}",
+        outcome.problems,
+        rec.lines()
+    );
+    let names: Vec<&str> = outcome
+        .record
+        .servers
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(names, ["apache"]);
+    assert_eq!(outcome.record.loads.len(), 1);
+    assert!(
+        !rec.lines().iter().any(|l| l.contains("nginx")),
+        "{:?}",
+        rec.lines()
+    );
+
+    let bad = RunOptions {
+        only: vec!["lighttpd".to_string()],
+        ..options(&dir.path().join("y.json"))
+    };
+    let err = runner::run(&plan, bad, Arc::new(Recorder::default()))
+        .await
+        .unwrap_err();
+    assert!(err.is_bad_input(), "{err}");
+    assert!(err.to_string().contains("it has: nginx, apache"), "{err}");
+    assert!(!dir.path().join("y.json").exists());
+}
