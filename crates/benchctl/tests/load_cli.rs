@@ -514,16 +514,20 @@ fn big_documents_stream_under_32_mb() {
 #[test]
 fn running_out_of_file_descriptors_is_the_generators_failure() {
     let s = TestServer::start();
-    let script = format!(
-        "ulimit -n 1024 && exec {} load -q -n 4000 -c 2000 {}",
-        env!("CARGO_BIN_EXE_benchctl"),
-        s.url("/cl")
-    );
-    let out = std::process::Command::new("sh")
-        .args(["-c", &script])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run sh");
+    // `benchctl load ARGS` under the shell's `limits` (ulimit commands).
+    let under = |limits: &str, args: &str| {
+        let script = format!(
+            "{limits} && exec {} load -q {args} {}",
+            env!("CARGO_BIN_EXE_benchctl"),
+            s.url("/cl")
+        );
+        std::process::Command::new("sh")
+            .args(["-c", &script])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run sh")
+    };
+    let out = under("ulimit -n 1024", "-n 4000 -c 2000");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -536,16 +540,7 @@ fn running_out_of_file_descriptors_is_the_generators_failure() {
     assert_eq!(s.accepted(), 0, "the server never heard from it");
 
     // Where only the soft limit is low, the generator raises it to what it needs and runs.
-    let script = format!(
-        "ulimit -Sn 256 && ulimit -Hn 2048 && exec {} load -q -n 1000 -c 500 {}",
-        env!("CARGO_BIN_EXE_benchctl"),
-        s.url("/cl")
-    );
-    let out = std::process::Command::new("sh")
-        .args(["-c", &script])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run sh");
+    let out = under("ulimit -Sn 256 && ulimit -Hn 2048", "-n 1000 -c 500");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),

@@ -65,30 +65,16 @@ async fn a_whole_run_in_process_measures_and_leaves_nothing() {
         .unwrap()
         .unwrap();
     assert_eq!(server, "nginx");
-    let docker = bollard::Docker::connect_with_defaults()
-        .unwrap()
-        .negotiate_version()
-        .await
-        .unwrap();
-    let filters = std::collections::HashMap::from([(
-        "label".to_string(),
-        vec![
-            "benchctl.server=nginx".to_string(),
-            format!("benchctl.pid={}", std::process::id()),
-        ],
-    )]);
-    let list = docker
-        .list_containers(Some(
-            bollard::query_parameters::ListContainersOptionsBuilder::default()
-                .filters(&filters)
-                .build(),
-        ))
-        .await
-        .unwrap();
+    let list = containers_labelled(&[
+        "benchctl.server=nginx".to_string(),
+        format!("benchctl.pid={}", std::process::id()),
+    ])
+    .await;
     assert_eq!(list.len(), 1, "{list:?}");
-    let info = docker
+    let info = docker()
+        .await
         .inspect_container(
-            list[0].id.as_deref().unwrap(),
+            &list[0],
             None::<bollard::query_parameters::InspectContainerOptions>,
         )
         .await

@@ -118,19 +118,20 @@ impl Observer for Recorder {
     }
 }
 
-/// The ids of the containers labelled with `run_id`, running or not.
-pub async fn containers_of_run(run_id: &str) -> Vec<String> {
-    use bollard::query_parameters::ListContainersOptionsBuilder;
-    let docker = bollard::Docker::connect_with_defaults()
+pub async fn docker() -> bollard::Docker {
+    bollard::Docker::connect_with_defaults()
         .unwrap()
         .negotiate_version()
         .await
-        .unwrap();
-    let filters = std::collections::HashMap::from([(
-        "label".to_string(),
-        vec![format!("benchctl.run={run_id}")],
-    )]);
-    docker
+        .unwrap()
+}
+
+/// The ids of the containers carrying every one of `labels` (`key=value`), running or not.
+pub async fn containers_labelled(labels: &[String]) -> Vec<String> {
+    use bollard::query_parameters::ListContainersOptionsBuilder;
+    let filters = std::collections::HashMap::from([("label".to_string(), labels.to_vec())]);
+    docker()
+        .await
         .list_containers(Some(
             ListContainersOptionsBuilder::default()
                 .all(true)
@@ -142,6 +143,11 @@ pub async fn containers_of_run(run_id: &str) -> Vec<String> {
         .into_iter()
         .filter_map(|c| c.id)
         .collect()
+}
+
+/// The ids of the containers of run `run_id`, running or not.
+pub async fn containers_of_run(run_id: &str) -> Vec<String> {
+    containers_labelled(&[format!("benchctl.run={run_id}")]).await
 }
 
 /// The run folders in the system's temporary folder that this process owns.
