@@ -59,7 +59,13 @@ pub struct ImagesArgs {
 #[derive(Subcommand, Debug)]
 enum ImagesAction {
     /// Build the servers' images (all, or the ones named); up-to-date images are kept.
-    Build { servers: Vec<String> },
+    Build {
+        servers: Vec<String>,
+        /// The server's own source (a release tarball or a git tree as .tar.gz), for a machine
+        /// that cannot download it; with exactly one server named.
+        #[arg(long, value_name = "FILE")]
+        source: Option<PathBuf>,
+    },
     /// Make the Debian base images the Dockerfiles start from, where no registry is reachable.
     Bootstrap,
 }
@@ -84,7 +90,20 @@ pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        ImagesAction::Build { servers } => {
+        ImagesAction::Build { servers, source } => {
+            let env_sources = crate::env_sources()?;
+            let source = match &source {
+                None => None,
+                Some(path) => {
+                    if servers.len() != 1 {
+                        return Err(Failure::usage(anyhow!(
+                            "--source {}: name the one server it is the source of",
+                            path.display()
+                        )));
+                    }
+                    Some(orchestrator::BuildSource::read(path).map_err(Failure::usage)?)
+                }
+            };
             for s in &servers {
                 if !contexts.iter().any(|(n, _)| n == s) {
                     return Err(Failure::usage(anyhow!(
@@ -98,7 +117,13 @@ pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
                 if !servers.is_empty() && !servers.contains(&name) {
                     continue;
                 }
-                match runner::build_image(&orch, &name, &dir).await {
+                // A source from the environment serves the kind it names.
+                let from_env = match (&source, env_sources.iter().find(|(k, _)| k == &name)) {
+                    (None, Some((_, path))) => Some(orchestrator::BuildSource::read(path)?),
+                    _ => None,
+                };
+                let source = source.as_ref().or(from_env.as_ref());
+                match runner::build_image(&orch, &name, &dir, source).await {
                     Ok(b) => say!(
                         "{name}: {} {}",
                         b.tag,

@@ -80,6 +80,22 @@ fn on_signals(
     })
 }
 
+/// The server sources named in `BENCHCTL_SOURCES` (`KIND=FILE[,KIND=FILE...]`).
+pub fn env_sources() -> Result<Vec<(String, std::path::PathBuf)>, Failure> {
+    let Some(value) = std::env::var_os("BENCHCTL_SOURCES") else {
+        return Ok(Vec::new());
+    };
+    let value = value.to_string_lossy().into_owned();
+    value
+        .split(',')
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            run::kind_and_file(e.trim())
+                .map_err(|m| Failure::usage(anyhow::anyhow!("BENCHCTL_SOURCES: {m}")))
+        })
+        .collect()
+}
+
 /// The formats of a table printed by `run` and `compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TableFormat {

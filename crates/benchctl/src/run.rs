@@ -29,6 +29,10 @@ pub struct RunArgs {
     /// Measure only these servers (by name; the servers they need are started anyway).
     #[arg(long = "only", value_name = "SERVER")]
     only: Vec<String>,
+    /// A server kind's own source for its image's build, where it cannot be downloaded, e.g.
+    /// --source cherokee=../shared/vendor/cherokee-1.2.104.tar.gz (repeatable).
+    #[arg(long = "source", value_name = "KIND=FILE", value_parser = kind_and_file)]
+    sources: Vec<(String, PathBuf)>,
     /// Report format printed at the end.
     #[arg(long, value_enum, default_value_t = TableFormat::Text)]
     format: TableFormat,
@@ -72,10 +76,18 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
             }),
         )?;
     }
+    // Sources named on the command line must fit the scenario; those from the environment
+    // (BENCHCTL_SOURCES, which ./x sets from the machine's vendored copies) serve where they do.
+    let mut sources: std::collections::BTreeMap<String, PathBuf> = crate::env_sources()?
+        .into_iter()
+        .filter(|(kind, _)| plan.servers.iter().any(|s| s.kind.as_str() == kind))
+        .collect();
+    sources.extend(a.sources.iter().cloned());
     let opts = RunOptions {
         runs: a.runs,
         out: a.out.clone(),
         only: a.only.clone(),
+        sources,
         cancel,
         cleanup,
         ..RunOptions::new(docker_dir)
@@ -230,6 +242,17 @@ impl Observer for Printer {
         if let Some(p) = self.bar().as_mut() {
             p.update(completed);
         }
+    }
+}
+
+pub(crate) fn kind_and_file(text: &str) -> Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((kind, file)) if !kind.is_empty() && !file.is_empty() => {
+            Ok((kind.to_string(), PathBuf::from(file)))
+        }
+        _ => Err(format!(
+            "expected KIND=FILE, e.g. cherokee=cherokee-1.2.104.tar.gz, not {text:?}"
+        )),
     }
 }
 

@@ -134,7 +134,42 @@ pub fn context_hash(root: &Path) -> Result<String> {
 }
 
 /// The build context as a tar archive with a fixed order and no timestamps or owners.
-fn context_tar(root: &Path) -> Result<Vec<u8>> {
+/// The name a build's own source file takes in its context (see [`BuildSource`]).
+pub const SOURCE_IN_CONTEXT: &str = "source.tar.gz";
+/// Label naming the SHA-256 of the source an image was built from, when one was given.
+pub const LABEL_SOURCE: &str = "benchctl.source-sha256";
+
+/// A server's source given to its build (an offline machine's copy of upstream's tarball): it
+/// enters the context as [`SOURCE_IN_CONTEXT`], stays out of the context hash (so the image has
+/// the tag a build that downloads the same source gets, and a later run finds it), and its
+/// SHA-256 is the image's [`LABEL_SOURCE`] label.
+#[derive(Debug, Clone)]
+pub struct BuildSource {
+    pub path: PathBuf,
+    data: Vec<u8>,
+    sha256: String,
+}
+
+impl BuildSource {
+    /// Reads the file (a source tarball is a few MB).
+    pub fn read(path: &Path) -> Result<BuildSource> {
+        let data = std::fs::read(path).map_err(|e| {
+            OrchestratorError::io(format!("reading the source {}", path.display()), e)
+        })?;
+        let sha256 = hex::encode(Sha256::digest(&data));
+        Ok(BuildSource {
+            path: path.to_path_buf(),
+            data,
+            sha256,
+        })
+    }
+
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+}
+
+fn context_tar(root: &Path, source: Option<&BuildSource>) -> Result<Vec<u8>> {
     let mut b = tar::Builder::new(Vec::new());
     let err = |e: std::io::Error| OrchestratorError::io(format!("archiving {}", root.display()), e);
     for e in collect(root)? {
@@ -163,6 +198,23 @@ fn context_tar(root: &Path) -> Result<Vec<u8>> {
                     .map_err(err)?;
             }
         }
+    }
+    if let Some(src) = source {
+        if root.join(SOURCE_IN_CONTEXT).exists() {
+            return Err(OrchestratorError::Invalid(format!(
+                "{} has a file named {SOURCE_IN_CONTEXT} already, where the given source would go",
+                root.display()
+            )));
+        }
+        let mut header = tar::Header::new_gnu();
+        header.set_mode(0o644);
+        header.set_mtime(0);
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(src.data.len() as u64);
+        b.append_data(&mut header, SOURCE_IN_CONTEXT, src.data.as_slice())
+            .map_err(err)?;
     }
     b.into_inner().map_err(err)
 }
@@ -211,6 +263,20 @@ impl Orchestrator {
         context_dir: &Path,
         log_path: &Path,
     ) -> Result<BuiltImage> {
+        self.build_image_from(server, context_dir, None, log_path)
+            .await
+    }
+
+    /// [`build_image`](Self::build_image) with the server's source given (see
+    /// [`BuildSource`]). An image of that tag built from other source (or downloaded) is built
+    /// again; one built from the same source is kept.
+    pub async fn build_image_from(
+        &self,
+        server: &str,
+        context_dir: &Path,
+        source: Option<&BuildSource>,
+        log_path: &Path,
+    ) -> Result<BuiltImage> {
         let started = Instant::now();
         if !valid_server_name(server) {
             return Err(OrchestratorError::Invalid(format!(
@@ -224,29 +290,36 @@ impl Orchestrator {
         let hash = context_hash(context_dir)?;
         let tag = format!("benchctl/{server}:{}", &hash[..12]);
 
-        if let Some(id) = self.image_id(&tag).await? {
-            return Ok(BuiltImage {
-                tag,
-                id,
-                built: false,
-                seconds: started.elapsed().as_secs_f64(),
-            });
+        if let Some((id, labels)) = self.image_labels(&tag).await? {
+            let same_source = source
+                .is_none_or(|s| labels.get(LABEL_SOURCE).map(String::as_str) == Some(s.sha256()));
+            if same_source {
+                return Ok(BuiltImage {
+                    tag,
+                    id,
+                    built: false,
+                    seconds: started.elapsed().as_secs_f64(),
+                });
+            }
         }
 
         for base in dockerfile_bases(&dockerfile) {
             self.ensure_base_image(&base).await?;
         }
 
-        let context = context_tar(context_dir)?;
+        let context = context_tar(context_dir, source)?;
         let log_file = create_log(log_path)?;
         let mut log = std::io::BufWriter::new(log_file);
         let mut tail = Tail::new();
         let write_err = |e| OrchestratorError::io(format!("writing {}", log_path.display()), e);
 
-        let labels = HashMap::from([
+        let mut labels = HashMap::from([
             (LABEL_OWNER.to_string(), "1".to_string()),
             (LABEL_SERVER.to_string(), server.to_string()),
         ]);
+        if let Some(src) = source {
+            labels.insert(LABEL_SOURCE.to_string(), src.sha256().to_string());
+        }
         let options = BuildImageOptionsBuilder::default()
             .dockerfile("Dockerfile")
             .t(&tag)
@@ -334,6 +407,24 @@ impl Orchestrator {
                     log_path: log_path.to_path_buf(),
                 })
             }
+        }
+    }
+
+    /// The id and labels of a local image, or `None` if there is none by that name.
+    pub async fn image_labels(
+        &self,
+        image: &str,
+    ) -> Result<Option<(String, HashMap<String, String>)>> {
+        match self.docker.inspect_image(image).await {
+            Ok(info) => Ok(info.id.map(|id| {
+                let labels = info.config.and_then(|c| c.labels).unwrap_or_default();
+                (id, labels)
+            })),
+            Err(e) if crate::error::is_not_found(&e) => Ok(None),
+            Err(e) => Err(OrchestratorError::docker(
+                format!("inspect image {image}"),
+                e,
+            )),
         }
     }
 
@@ -448,8 +539,8 @@ mod tests {
         let h1 = context_hash(dir.path()).unwrap();
         assert_eq!(h1, context_hash(dir.path()).unwrap());
         assert_eq!(
-            context_tar(dir.path()).unwrap(),
-            context_tar(dir.path()).unwrap()
+            context_tar(dir.path(), None).unwrap(),
+            context_tar(dir.path(), None).unwrap()
         );
 
         std::fs::write(dir.path().join("conf/a.conf"), "b").unwrap();

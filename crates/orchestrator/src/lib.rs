@@ -33,7 +33,9 @@ pub use container::{
     remove_run_blocking, Confinement, ContainerGuard, ContainerSpec, Tmpfs, DEFAULT_PIDS_LIMIT,
 };
 pub use error::{OrchestratorError, Result};
-pub use image::{context_hash, dockerfile_bases, BuiltImage};
+pub use image::{
+    context_hash, dockerfile_bases, BuildSource, BuiltImage, LABEL_SOURCE, SOURCE_IN_CONTEXT,
+};
 pub use owner::Owner;
 pub use probe::{ExpectedDoc, Verified};
 pub use stats::{ContainerUsage, StatsSampler};

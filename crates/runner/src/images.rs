@@ -3,30 +3,34 @@
 //! failed, so that the error can point at it.
 
 use crate::rundir::RunDir;
-use orchestrator::{BuiltImage, Orchestrator, OrchestratorError};
+use orchestrator::{BuildSource, BuiltImage, Orchestrator, OrchestratorError};
 use std::path::{Path, PathBuf};
 
-/// Builds (or finds up to date) the image of `kind` from `context`. A failed build's error
-/// names a copy of its whole log in the system's temporary folder, which is kept.
+/// Builds (or finds up to date) the image of `kind` from `context`, from the server's own
+/// `source` when one is given (see [`BuildSource`]). A failed build's error names a copy of its
+/// whole log in the system's temporary folder, which is kept.
 pub async fn build_image(
     orch: &Orchestrator,
     kind: &str,
     context: &Path,
+    source: Option<&BuildSource>,
 ) -> Result<BuiltImage, OrchestratorError> {
     let dir = RunDir::create()
         .map_err(|e| OrchestratorError::Invalid(format!("cannot make a private folder: {e}")))?;
     let log = dir.build_log(kind);
-    orch.build_image(kind, context, &log).await.map_err(|e| {
-        keep_log(e, &log, |_| {
-            tempfile::Builder::new()
-                .prefix(&format!("benchctl-build-{kind}-"))
-                .suffix(".log")
-                .tempfile()
-                .ok()
-                .and_then(|f| f.keep().ok())
-                .map(|(_, path)| path)
+    orch.build_image_from(kind, context, source, &log)
+        .await
+        .map_err(|e| {
+            keep_log(e, &log, |_| {
+                tempfile::Builder::new()
+                    .prefix(&format!("benchctl-build-{kind}-"))
+                    .suffix(".log")
+                    .tempfile()
+                    .ok()
+                    .and_then(|f| f.keep().ok())
+                    .map(|(_, path)| path)
+            })
         })
-    })
 }
 
 /// Points a build error at a kept copy of its log, made by `place` (which returns a new,

@@ -8,7 +8,7 @@ use crate::rundir::{self, RunDir};
 use loadgen::json::LoadReport;
 use loadgen::{LoadConfig, LoadSpec, StopReason, Target};
 use orchestrator::{
-    BuiltImage, Confinement, ContainerGuard, ContainerSpec, ExpectedDoc, Orchestrator,
+    BuildSource, BuiltImage, Confinement, ContainerGuard, ContainerSpec, ExpectedDoc, Orchestrator,
     OrchestratorError, Tmpfs,
 };
 use report::{
@@ -35,6 +35,9 @@ pub struct RunOptions {
     pub docker_dir: PathBuf,
     /// Measure only these servers (by name); the servers they need are started anyway.
     pub only: Vec<String>,
+    /// A server kind's own source, given to its image's build (by kind: `cherokee` -> the
+    /// release tarball or git tree), for machines that cannot download it.
+    pub sources: BTreeMap<String, PathBuf>,
     pub cancel: Cancel,
     pub cleanup: Cleanup,
     /// How long a server may take from container creation to answering.
@@ -50,6 +53,7 @@ impl RunOptions {
             results_dir: PathBuf::from("results"),
             docker_dir: docker_dir.into(),
             only: Vec::new(),
+            sources: BTreeMap::new(),
             cancel: Cancel::new(),
             cleanup: Cleanup::new(),
             ready_deadline: Duration::from_secs(20),
@@ -228,6 +232,17 @@ pub async fn run(
         }
     }
     let manifests = load_manifests(plan, &opts.docker_dir)?;
+    let mut sources = BTreeMap::new();
+    for (kind, path) in &opts.sources {
+        if !manifests.contains_key(kind) {
+            return Err(RunError::Invalid(format!(
+                "--source {kind}={}: the scenario has no server of kind {kind}",
+                path.display()
+            )));
+        }
+        let src = BuildSource::read(path).map_err(|e| RunError::Invalid(e.to_string()))?;
+        sources.insert(kind.clone(), src);
+    }
     check_cpus(plan)?;
     // A load the generator cannot open the connections for would fail on its own limits and
     // look like the server's failures: found now, not after the images are built.
@@ -290,6 +305,7 @@ pub async fn run(
                 orch: &orch,
                 plan,
                 manifests: &manifests,
+                sources: &sources,
                 runs,
                 opts: &opts,
                 run_dir: &run_dir,
@@ -455,6 +471,7 @@ struct Ctx<'a> {
     orch: &'a Orchestrator,
     plan: &'a Plan,
     manifests: &'a BTreeMap<String, Manifest>,
+    sources: &'a BTreeMap<String, BuildSource>,
     runs: u32,
     opts: &'a RunOptions,
     run_dir: &'a RunDir,
@@ -700,7 +717,11 @@ impl Ctx<'_> {
             context: &context,
         });
         let log = self.run_dir.build_log(&spec.name);
-        let built = match self.orch.build_image(kind, &context, &log).await {
+        let built = match self
+            .orch
+            .build_image_from(kind, &context, self.sources.get(kind), &log)
+            .await
+        {
             Ok(b) => b,
             Err(e) => {
                 let e = crate::images::keep_log(e, &log, |_| self.kept_log_path(&spec.name));
