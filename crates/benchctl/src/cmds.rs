@@ -20,13 +20,18 @@ pub struct ValidateArgs {
     /// Scenario files to check.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    /// Folder of server kinds (default: `docker/` beside each scenario's folder, else in the
+    /// current directory).
+    #[arg(long)]
+    docker_dir: Option<PathBuf>,
 }
 
 /// Checks scenarios without starting anything.
 pub fn validate(a: ValidateArgs) -> Result<ExitCode, Failure> {
     let mut bad = 0;
     for f in &a.files {
-        match scenario::load_file(f) {
+        let kinds = runner::kinds_for(f, a.docker_dir.as_deref()).map_err(Failure::usage)?;
+        match scenario::load_file_with(f, &kinds) {
             Ok(plan) => say!(
                 "{}: ok: {} server(s), {} document(s), {} run(s)",
                 f.display(),
@@ -161,6 +166,103 @@ fn server_contexts(dir: &Path) -> Result<Vec<(String, PathBuf)>, Failure> {
     }
     out.sort();
     Ok(out)
+}
+
+#[derive(Args, Debug)]
+pub struct ServersArgs {
+    /// Folder of server kinds.
+    #[arg(long, default_value = "docker")]
+    docker_dir: PathBuf,
+}
+
+/// Lists the server kinds found: where each comes from, its options, and what its container
+/// may do.
+pub fn servers(a: ServersArgs) -> Result<ExitCode, Failure> {
+    if !a.docker_dir.is_dir() {
+        return Err(Failure::usage(anyhow!(
+            "{}: no such folder (pass --docker-dir)",
+            a.docker_dir.display()
+        )));
+    }
+    let kinds = scenario::Kinds::discover(std::slice::from_ref(&a.docker_dir));
+    let mut broken = 0;
+    for k in kinds.iter() {
+        match &k.manifest {
+            Err(diagnostics) => {
+                broken += 1;
+                say!("{}: BROKEN MANIFEST", k.name);
+                for d in diagnostics {
+                    say!("  {d}");
+                }
+            }
+            Ok(m) => {
+                say!("{}: {} ({})", k.name, m.name, m.source);
+                let c = &m.container;
+                say!(
+                    "  runs as {}, {} capabilit{}, pids {}, writes {}",
+                    c.user,
+                    if c.capabilities.is_empty() {
+                        "no".to_string()
+                    } else {
+                        c.capabilities.join(", ")
+                    },
+                    if c.capabilities.len() == 1 {
+                        "y"
+                    } else {
+                        "ies"
+                    },
+                    c.pids_limit,
+                    c.tmpfs
+                        .iter()
+                        .map(|t| format!("{}{}", t.path, if t.exec { " (exec)" } else { "" }))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                for (name, o) in &m.options {
+                    let mut facts = vec![o.typ.as_str().to_string(), format!("${}", o.env)];
+                    if o.required {
+                        facts.push("required".into());
+                    }
+                    if let Some(d) = &o.default {
+                        facts.push(format!("default {}", option_text(d)));
+                    }
+                    if o.exceeds_largest_document {
+                        facts.push("> the largest document".into());
+                    }
+                    if o.below_memory {
+                        facts.push("< memory".into());
+                    }
+                    let help = if o.help.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", o.help)
+                    };
+                    say!("  option {name} ({}){help}", facts.join(", "));
+                }
+            }
+        }
+    }
+    if kinds.iter().next().is_none() {
+        say!(
+            "no server kinds in {} (a kind is a folder with a Dockerfile and a server.toml)",
+            a.docker_dir.display()
+        );
+    }
+    Ok(if broken > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn option_text(v: &scenario::OptionValue) -> String {
+    match v {
+        scenario::OptionValue::Server(i) => format!("server #{i}"),
+        scenario::OptionValue::Size(n) => scenario::units::describe_bytes(*n),
+        scenario::OptionValue::Integer(n) => n.to_string(),
+        scenario::OptionValue::Text(t) => format!("{t:?}"),
+        scenario::OptionValue::Bool(b) => b.to_string(),
+    }
 }
 
 #[derive(Args, Debug)]

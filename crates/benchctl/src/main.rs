@@ -38,6 +38,8 @@ enum Command {
     Compare(cmds::CompareArgs),
     /// Remove the containers and temporary folders of benchctl runs that are no longer running.
     Gc(cmds::GcArgs),
+    /// List the server kinds: where each comes from, its options, what its container may do.
+    Servers(cmds::ServersArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => cmds::validate(args),
         Command::Report(args) => cmds::report(args),
         Command::Compare(args) => cmds::compare(args),
+        Command::Servers(args) => cmds::servers(args),
         Command::Run(args) => block_on(run::main(args, on_signals)),
         Command::Images(args) => block_on(cmds::images(args)),
         Command::Gc(args) => block_on(cmds::gc(args)),

@@ -22,8 +22,9 @@ pub struct RunArgs {
     /// exist yet and its folder must: a run never overwrites a record.
     #[arg(long, short = 'o')]
     out: Option<PathBuf>,
-    /// Folder holding one build context per server (default: `docker/` beside the scenario's
-    /// folder, else in the current directory).
+    /// Folder of server kinds, one build context each (default: `docker/` beside the
+    /// scenario's folder, else in the current directory); the scenario's own folder is looked
+    /// in first.
     #[arg(long)]
     docker_dir: Option<PathBuf>,
     /// Measure only these servers (by name; the servers they need are started anyway).
@@ -42,7 +43,8 @@ pub struct RunArgs {
 }
 
 pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
-    let plan = match scenario::load_file(&a.scenario) {
+    let kinds = runner::kinds_for(&a.scenario, a.docker_dir.as_deref()).map_err(Failure::usage)?;
+    let plan = match scenario::load_file_with(&a.scenario, &kinds) {
         Ok(plan) => plan,
         Err(e) => {
             // Each diagnostic is already a complete `FILE:LINE:COL: error: ...` line.
@@ -53,8 +55,6 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
     // The templates are read before anything starts: a broken override is bad input, not a
     // surprise after the measurements.
     let renderer = report::Renderer::new(a.templates.as_deref()).map_err(Failure::usage)?;
-    let docker_dir =
-        runner::locate_docker_dir(a.docker_dir.as_deref(), &a.scenario).map_err(Failure::usage)?;
     let cancel = Cancel::new();
     let cleanup = Cleanup::new();
     let signalled: Arc<Mutex<Option<Signal>>> = Arc::default();
@@ -90,7 +90,7 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
         sources,
         cancel,
         cleanup,
-        ..RunOptions::new(docker_dir)
+        ..RunOptions::new()
     };
     let observer = Arc::new(Printer::default());
     let outcome = match runner::run(&plan, opts, observer).await {

@@ -462,7 +462,7 @@ fn two_live_runs_of_the_same_scenario_compare_without_a_regression() {
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("tiny.toml");
     std::fs::write(&scenario, TINY).unwrap();
-    let v = benchctl(&["validate", s(&scenario)]);
+    let v = benchctl(&["validate", s(&scenario), "--docker-dir", s(&docker_dir)]);
     assert_eq!(v.code, Some(0), "{}{}", v.out(), v.stderr);
 
     let mut records = Vec::new();

@@ -889,3 +889,142 @@ generate = "hello"
     );
     assert_no_container(&f);
 }
+
+/// Copies the files git tracks under `rel` (a folder of the repository) to `to`.
+fn copy_tracked(rel: &str, to: &Path) {
+    let out = Command::new("git")
+        .args(["ls-files", "-z", rel])
+        .current_dir(repo_root())
+        .output()
+        .expect("git ls-files");
+    assert!(out.status.success());
+    for file in out.stdout.split(|&b| b == 0).filter(|f| !f.is_empty()) {
+        let file = std::str::from_utf8(file).expect("UTF-8 path");
+        let dst = to.join(file);
+        std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        std::fs::copy(repo_root().join(file), &dst).unwrap();
+    }
+}
+
+/// A server kind the project does not ship, written by the contract in docker/README.md:
+/// busybox's httpd, from Debian's package.
+fn write_busybox_kind(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("Dockerfile"),
+        "# busybox httpd from Debian bookworm's package busybox\n\
+         FROM debian:bookworm-slim\n\
+         LABEL benchctl.server=busybox\n\
+         RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends busybox && rm -rf /var/lib/apt/lists/*\n\
+         COPY entrypoint.sh /usr/local/bin/entrypoint.sh\n\
+         USER 65534:65534\n\
+         ENTRYPOINT [\"/usr/local/bin/entrypoint.sh\"]\n",
+    )
+    .unwrap();
+    let entry = dir.join("entrypoint.sh");
+    std::fs::write(
+        &entry,
+        "#!/bin/sh\nset -eu\n[ -n \"${BENCH_PORT:-}\" ] || { echo 'BENCH_PORT is not set' >&2; exit 64; }\n\
+         exec busybox httpd -f -p \"${BENCH_ADDR:-127.0.0.1}:$BENCH_PORT\" -h /srv/www\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        dir.join("server.toml"),
+        "[server]\nname = \"busybox httpd\"\nsource = \"Debian bookworm package busybox\"\n\n\
+         [container]\nuser = \"65534:65534\"\ncapabilities = []\npids_limit = 16\n\
+         tmpfs = [{ path = \"/tmp\", size = \"1m\" }]\n",
+    )
+    .unwrap();
+}
+
+/// A server kind is a folder: added to a copy of the repository (and one more kept outside it,
+/// named with `context`), named in a scenario, built, verified, measured and removed, with no
+/// change to benchctl.
+#[test]
+fn a_server_kind_added_as_a_folder_is_measured() {
+    if !daemon_or_skip("a_server_kind_added_as_a_folder_is_measured") {
+        return;
+    }
+    let _lock = exclusive();
+    let copy = tempfile::tempdir().expect("tempdir");
+    copy_tracked("docker", copy.path());
+    copy_tracked("scenarios", copy.path());
+    write_busybox_kind(&copy.path().join("docker/busybox"));
+    write_busybox_kind(&copy.path().join("elsewhere/tiny"));
+    let scenario = copy.path().join("scenarios/added.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+name = "added"
+[load]
+requests = 200
+concurrency = 4
+[[server]]
+name = "bb"
+kind = "busybox"
+memory = "64m"
+[[server]]
+name = "outside"
+context = "../elsewhere/tiny"
+memory = "64m"
+[[document]]
+name = "page"
+path = "/page.html"
+generate = "html"
+size = 468
+"#,
+    )
+    .unwrap();
+    let servers = Command::new(env!("CARGO_BIN_EXE_benchctl"))
+        .args(["servers", "--docker-dir"])
+        .arg(copy.path().join("docker"))
+        .output()
+        .expect("benchctl servers");
+    let listed = String::from_utf8_lossy(&servers.stdout);
+    assert!(
+        listed.contains("busybox: busybox httpd (Debian bookworm package busybox)"),
+        "{listed}"
+    );
+    // The docker folder beside the scenario's is found by itself.
+    let mut run = Run::start(&scenario, &[]);
+    let f = run.finish(Duration::from_secs(10 * 60));
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    let record = run.record(&f);
+    for name in ["bb", "outside"] {
+        assert_eq!(
+            server(&record, name)["status"]["state"],
+            "available",
+            "{record:#}"
+        );
+        let loads = loads_of(&record, name);
+        assert_eq!(loads.len(), 1, "{record:#}");
+        assert_eq!(loads[0]["load"]["complete"], 200);
+        assert_eq!(loads[0]["load"]["failed"], 0);
+    }
+    assert_eq!(server(&record, "outside")["kind"], "tiny");
+    assert_no_container(&f);
+
+    // An unknown kind names the kinds there are.
+    std::fs::write(
+        &scenario,
+        std::fs::read_to_string(&scenario)
+            .unwrap()
+            .replace("kind = \"busybox\"", "kind = \"busybx\""),
+    )
+    .unwrap();
+    let v = Command::new(env!("CARGO_BIN_EXE_benchctl"))
+        .arg("validate")
+        .arg(&scenario)
+        .output()
+        .expect("benchctl validate");
+    let err = String::from_utf8_lossy(&v.stderr);
+    assert_eq!(v.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "added.toml:8:8: error: unknown server kind `busybx` (kinds found: apache, busybox,"
+        ),
+        "{err}"
+    );
+}

@@ -428,6 +428,16 @@ impl Orchestrator {
         }
     }
 
+    /// The user a local image runs as (its `USER`; empty for root by default).
+    pub async fn image_user(&self, image: &str) -> Result<String> {
+        let info = self
+            .docker
+            .inspect_image(image)
+            .await
+            .map_err(|e| OrchestratorError::docker(format!("inspect image {image}"), e))?;
+        Ok(info.config.and_then(|c| c.user).unwrap_or_default())
+    }
+
     /// The id of a local image, or `None` if there is none by that name.
     pub async fn image_id(&self, image: &str) -> Result<Option<String>> {
         match self.docker.inspect_image(image).await {

@@ -17,9 +17,10 @@
 //! - the outcome says plainly whether the run succeeded ([`RunOutcome::problems`]): a run that
 //!   measured nothing, or lost a server the scenario needs, did not.
 //!
-//! Per-server-kind knowledge is not here: each kind's manifest (`docker/<kind>/server.toml`,
-//! [`scenario::Manifest`]) says which header names its version, which options map to which
-//! environment variables, and what its container may do.
+//! Per-server-kind knowledge is not here: a kind is a folder (a Dockerfile and a
+//! `server.toml` manifest, [`scenario::Manifest`]) that says which header names its version,
+//! which options it takes and the environment variables they set, and what its container may
+//! do; [`kinds_for`] finds them.
 
 pub mod cancel;
 pub mod events;
@@ -31,5 +32,5 @@ pub mod rundir;
 pub use cancel::{Cancel, Cleanup};
 pub use events::{Event, Observer, Quiet};
 pub use images::build_image;
-pub use pipeline::{locate_docker_dir, run, Problem, RunError, RunOptions, RunOutcome};
+pub use pipeline::{kinds_for, run, Problem, RunError, RunOptions, RunOutcome};
 pub use results::Saved;

@@ -15,7 +15,7 @@ use report::{
     HostFacts, LoadRecord, RecordFile, ReportError, RunRecord, RunStatus, ScenarioRecord,
     ServerRecord, ServerStatus, Usage,
 };
-use scenario::{Manifest, OptionValue, Plan, VersionHeader};
+use scenario::{ImageSource, Kinds, Manifest, OptionValue, Plan, VersionHeader};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,8 +31,6 @@ pub struct RunOptions {
     pub out: Option<PathBuf>,
     /// Where default-named records go (made when missing).
     pub results_dir: PathBuf,
-    /// One build context per server kind, each with its `server.toml` manifest.
-    pub docker_dir: PathBuf,
     /// Measure only these servers (by name); the servers they need are started anyway.
     pub only: Vec<String>,
     /// A server kind's own source, given to its image's build (by kind: `cherokee` -> the
@@ -44,14 +42,19 @@ pub struct RunOptions {
     pub ready_deadline: Duration,
 }
 
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions::new()
+    }
+}
+
 impl RunOptions {
     /// The scenario's runs, into `results/`, every server, nothing to cancel with yet.
-    pub fn new(docker_dir: impl Into<PathBuf>) -> RunOptions {
+    pub fn new() -> RunOptions {
         RunOptions {
             runs: None,
             out: None,
             results_dir: PathBuf::from("results"),
-            docker_dir: docker_dir.into(),
             only: Vec::new(),
             sources: BTreeMap::new(),
             cancel: Cancel::new(),
@@ -176,32 +179,19 @@ impl std::fmt::Display for Problem {
     }
 }
 
-/// `docker/` given, or beside the scenario's folder (`scenarios/../docker`), or in the current
-/// directory.
-pub fn locate_docker_dir(given: Option<&Path>, scenario: &Path) -> Result<PathBuf, RunError> {
-    if let Some(d) = given {
-        return if d.is_dir() {
-            Ok(d.to_path_buf())
-        } else {
-            Err(RunError::Invalid(format!(
-                "{}: no such folder (the docker folder holds one build context per server)",
+/// The server kinds a scenario at `scenario` may name: its own folder's, then those of
+/// `docker_dir` when given (it must exist), else of `docker/` beside the scenario's folder and of
+/// `./docker` ([`scenario::Kinds::around`]).
+pub fn kinds_for(scenario: &Path, docker_dir: Option<&Path>) -> Result<Kinds, RunError> {
+    if let Some(d) = docker_dir {
+        if !d.is_dir() {
+            return Err(RunError::Invalid(format!(
+                "{}: no such folder (the docker folder holds one build context per server kind)",
                 d.display()
-            )))
-        };
-    }
-    let beside = scenario
-        .canonicalize()
-        .ok()
-        .and_then(|p| p.parent().and_then(Path::parent).map(|p| p.join("docker")));
-    for cand in beside.into_iter().chain([PathBuf::from("docker")]) {
-        if cand.is_dir() {
-            return Ok(cand);
+            )));
         }
     }
-    Err(RunError::Invalid(
-        "cannot find the docker/ folder with the servers' build contexts; pass --docker-dir"
-            .to_string(),
-    ))
+    Ok(Kinds::around(scenario, docker_dir))
 }
 
 /// Runs `plan`: see the crate documentation. Errors are returned only when the run could not
@@ -231,10 +221,13 @@ pub async fn run(
             )));
         }
     }
-    let manifests = load_manifests(plan, &opts.docker_dir)?;
     let mut sources = BTreeMap::new();
     for (kind, path) in &opts.sources {
-        if !manifests.contains_key(kind) {
+        let built_here = plan
+            .servers
+            .iter()
+            .any(|s| &s.kind == kind && matches!(s.image, ImageSource::Build { .. }));
+        if !built_here {
             return Err(RunError::Invalid(format!(
                 "--source {kind}={}: the scenario has no server of kind {kind}",
                 path.display()
@@ -304,7 +297,6 @@ pub async fn run(
             let ctx = Ctx {
                 orch: &orch,
                 plan,
-                manifests: &manifests,
                 sources: &sources,
                 runs,
                 opts: &opts,
@@ -381,41 +373,6 @@ pub async fn run(
     })
 }
 
-/// The manifest of every kind the plan uses, each kind's build context checked.
-fn load_manifests(plan: &Plan, docker_dir: &Path) -> Result<BTreeMap<String, Manifest>, RunError> {
-    let mut out = BTreeMap::new();
-    for s in &plan.servers {
-        let kind = s.kind.as_str();
-        if out.contains_key(kind) {
-            continue;
-        }
-        let dir = docker_dir.join(kind);
-        if !dir.join("Dockerfile").is_file() {
-            return Err(RunError::Invalid(format!(
-                "{}: no Dockerfile for server {:?} (kind {kind})",
-                dir.display(),
-                s.name
-            )));
-        }
-        let m = Manifest::load(&dir)?;
-        out.insert(kind.to_string(), m);
-    }
-    for s in &plan.servers {
-        let m = &out[s.kind.as_str()];
-        for (name, _) in s.options() {
-            if !m.options.contains_key(name) {
-                return Err(RunError::Invalid(format!(
-                    "{}: server {:?} sets `{name}`, which the {} manifest does not declare (add [options.{name}] with the variable it sets)",
-                    m.path.display(),
-                    s.name,
-                    s.kind
-                )));
-            }
-        }
-    }
-    Ok(out)
-}
-
 fn check_cpus(plan: &Plan) -> Result<(), RunError> {
     let n = loadgen::cpu::online_cpus();
     for (what, list) in [
@@ -470,7 +427,6 @@ fn results_path(opts: &RunOptions, plan: &Plan) -> Result<Option<PathBuf>, RunEr
 struct Ctx<'a> {
     orch: &'a Orchestrator,
     plan: &'a Plan,
-    manifests: &'a BTreeMap<String, Manifest>,
     sources: &'a BTreeMap<String, BuildSource>,
     runs: u32,
     opts: &'a RunOptions,
@@ -710,26 +666,37 @@ impl Ctx<'_> {
     ) -> Result<Started, NotStarted> {
         let spec = &self.plan.servers[i];
         let kind = spec.kind.as_str();
-        let manifest = &self.manifests[kind];
-        let context = self.opts.docker_dir.join(kind);
-        self.observer.event(&Event::Building {
-            server: &spec.name,
-            context: &context,
-        });
-        let log = self.run_dir.build_log(&spec.name);
-        let built = match self
-            .orch
-            .build_image_from(kind, &context, self.sources.get(kind), &log)
-            .await
-        {
-            Ok(b) => b,
-            Err(e) => {
-                let e = crate::images::keep_log(e, &log, |_| self.kept_log_path(&spec.name));
-                return Err(NotStarted {
-                    image: None,
-                    reason: format!("image build failed: {e:#}"),
+        let manifest = spec.manifest.as_ref();
+        let built = match &spec.image {
+            ImageSource::Build { context } => {
+                self.observer.event(&Event::Building {
+                    server: &spec.name,
+                    context,
                 });
+                let log = self.run_dir.build_log(&spec.name);
+                match self
+                    .orch
+                    .build_image_from(kind, context, self.sources.get(kind), &log)
+                    .await
+                {
+                    Ok(b) => b,
+                    Err(e) => {
+                        let e =
+                            crate::images::keep_log(e, &log, |_| self.kept_log_path(&spec.name));
+                        return Err(NotStarted {
+                            image: None,
+                            reason: format!("image build failed: {e:#}"),
+                        });
+                    }
+                }
             }
+            ImageSource::Prebuilt { image } => self
+                .prebuilt(image, manifest.is_some())
+                .await
+                .map_err(|reason| NotStarted {
+                    image: None,
+                    reason,
+                })?,
         };
         self.observer.event(&Event::Built {
             server: &spec.name,
@@ -742,11 +709,16 @@ impl Ctx<'_> {
             reason,
         };
 
-        let mut env = Vec::new();
-        for (name, value) in spec.options() {
-            let var = manifest.options[name].env.clone();
+        // The address every server listens on: the generator runs on this host.
+        let mut env = vec![("BENCH_ADDR".to_string(), "127.0.0.1".to_string())];
+        for (name, value) in &spec.options {
+            let Some(decl) = manifest.and_then(|m| m.options.get(name)) else {
+                continue;
+            };
+            let var = decl.env.clone();
             let text = match value {
                 OptionValue::Server(d) => {
+                    let d = *d;
                     let Some(dep) = live.iter().find(|l| l.index == d) else {
                         return Err(unavailable(format!(
                             "{:?}, which it needs, is unavailable",
@@ -757,6 +729,9 @@ impl Ctx<'_> {
                 }
                 // Sizes go as whole KiB: every server's size syntax reads a `k` suffix.
                 OptionValue::Size(bytes) => format!("{}k", bytes.div_ceil(1024)),
+                OptionValue::Integer(n) => n.to_string(),
+                OptionValue::Text(t) => t.clone(),
+                OptionValue::Bool(b) => b.to_string(),
             };
             env.push((var, text));
         }
@@ -776,7 +751,7 @@ impl Ctx<'_> {
             labels: vec![("benchctl.kind".to_string(), kind.to_string())],
             cmd: None,
             entrypoint: None,
-            confinement: confinement(manifest),
+            confinement: manifest.map(confinement).unwrap_or_default(),
         };
         let guard = self
             .orch
@@ -795,7 +770,7 @@ impl Ctx<'_> {
             .await
             .map_err(|e| unavailable(format!("verification failed: {e:#}")))?;
         let total = guard.started_at().elapsed();
-        let version = match manifest.version_header {
+        let version = match manifest.map_or(VersionHeader::Server, |m| m.version_header) {
             VersionHeader::Via => verified.via.clone().or(verified.server_header.clone()),
             VersionHeader::Server => verified.server_header.clone(),
         };
@@ -810,6 +785,45 @@ impl Ctx<'_> {
             image: built,
             version,
             ready_s: total.as_secs_f64(),
+        })
+    }
+
+    /// An existing image to run as it is: present, or pulled. Without a manifest to name its
+    /// user, the image's own must not be root.
+    async fn prebuilt(&self, image: &str, has_manifest: bool) -> Result<BuiltImage, String> {
+        let started = std::time::Instant::now();
+        if self.orch.image_id(image).await.ok().flatten().is_none() {
+            self.orch
+                .ensure_base_image(image)
+                .await
+                .map_err(|e| format!("image {image} is not here and cannot be had: {e:#}"))?;
+        }
+        let user = self
+            .orch
+            .image_user(image)
+            .await
+            .map_err(|e| format!("image {image}: {e:#}"))?;
+        if !has_manifest {
+            let uid = user.split(':').next().unwrap_or("");
+            if uid.is_empty() || uid == "0" || uid == "root" {
+                return Err(format!(
+                    "image {image} runs as root (its USER is {:?}); a server never does: give it a non-root USER, or a kind whose server.toml names the user",
+                    user
+                ));
+            }
+        }
+        let id = self
+            .orch
+            .image_id(image)
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(|| format!("image {image} went away"))?;
+        Ok(BuiltImage {
+            tag: image.to_string(),
+            id,
+            built: false,
+            seconds: started.elapsed().as_secs_f64(),
         })
     }
 

@@ -36,7 +36,7 @@ generate = "hello"
 fn options(out: &std::path::Path) -> RunOptions {
     RunOptions {
         out: Some(out.to_path_buf()),
-        ..RunOptions::new(repo().join("docker"))
+        ..RunOptions::new()
     }
 }
 
@@ -47,7 +47,7 @@ async fn a_whole_run_in_process_measures_and_leaves_nothing() {
     }
     let _one_at_a_time = exclusive();
     let (dir, path) = scenario(TINY);
-    let plan = scenario::load_file(&path).unwrap();
+    let plan = plan_with(&path, &repo().join("docker"));
     let out = dir.path().join("x.json");
     let rec = Arc::new(Recorder::default());
     let (tx, rx) = std::sync::mpsc::channel();
@@ -123,11 +123,11 @@ async fn a_run_that_measured_nothing_fails_and_keeps_the_build_log() {
     let _one_at_a_time = exclusive();
     let docker = docker_dir_with_broken(&["nginx", "apache"]);
     let (dir, path) = scenario(TINY);
-    let plan = scenario::load_file(&path).unwrap();
+    let plan = plan_with(&path, docker.path());
     let out = dir.path().join("x.json");
     let opts = RunOptions {
         out: Some(out.clone()),
-        ..RunOptions::new(docker.path())
+        ..RunOptions::new()
     };
     let outcome = runner::run(&plan, opts, Arc::new(Recorder::default()))
         .await
@@ -168,10 +168,10 @@ async fn an_optional_server_may_be_unavailable_a_required_one_may_not() {
             &format!("name = \"apache\"\nkind = \"apache\"\noptional = {optional}"),
         );
         let (dir, path) = scenario(&text);
-        let plan = scenario::load_file(&path).unwrap();
+        let plan = plan_with(&path, docker.path());
         let opts = RunOptions {
             out: Some(dir.path().join("x.json")),
-            ..RunOptions::new(docker.path())
+            ..RunOptions::new()
         };
         let outcome = runner::run(&plan, opts, Arc::new(Recorder::default()))
             .await
@@ -197,7 +197,7 @@ async fn sweeping_stale_leftovers_during_a_run_leaves_it_running() {
     let _one_at_a_time = exclusive();
     let text = TINY.replace("requests = 300", "requests = 30000\nkeep_alive = true");
     let (dir, path) = scenario(&text);
-    let plan = scenario::load_file(&path).unwrap();
+    let plan = plan_with(&path, &repo().join("docker"));
     let rec = Arc::new(Recorder::default());
     let (tx, rx) = std::sync::mpsc::channel();
     *rec.on_ready.lock().unwrap() = Some(tx);
@@ -231,7 +231,7 @@ async fn two_runs_given_the_same_results_file_lose_nothing() {
     let _one_at_a_time = exclusive();
     let (dir, path) =
         scenario(&TINY.replace("[[server]]\nname = \"apache\"\nkind = \"apache\"\n", ""));
-    let plan = scenario::load_file(&path).unwrap();
+    let plan = plan_with(&path, &repo().join("docker"));
     let out = dir.path().join("same.json");
     let a = runner::run(&plan, options(&out), Arc::new(Recorder::default()));
     let b = runner::run(&plan, options(&out), Arc::new(Recorder::default()));
@@ -291,7 +291,7 @@ async fn a_full_disk_loses_no_measurement() {
     };
     let _one_at_a_time = exclusive();
     let (_dir, path) = scenario(TINY);
-    let plan = scenario::load_file(&path).unwrap();
+    let plan = plan_with(&path, &repo().join("docker"));
     let out = disk.dir.path().join("x.json");
     let rec = Arc::new(Recorder::default());
     let outcome = runner::run(&plan, options(&out), Arc::clone(&rec) as Arc<_>)
@@ -330,7 +330,7 @@ async fn only_the_servers_asked_for_are_started_and_judged() {
     }
     let _one_at_a_time = exclusive();
     let (dir, path) = scenario(TINY);
-    let plan = scenario::load_file(&path).unwrap();
+    let plan = plan_with(&path, &repo().join("docker"));
     let opts = RunOptions {
         only: vec!["apache".to_string()],
         ..options(&dir.path().join("x.json"))
@@ -369,4 +369,57 @@ async fn only_the_servers_asked_for_are_started_and_judged() {
     assert!(err.is_bad_input(), "{err}");
     assert!(err.to_string().contains("it has: nginx, apache"), "{err}");
     assert!(!dir.path().join("y.json").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prebuilt_image_runs_as_it_is_but_never_as_root() {
+    if !daemon_or_skip("a_prebuilt_image_runs_as_it_is_but_never_as_root").await {
+        return;
+    }
+    let _one_at_a_time = exclusive();
+    let orch = orchestrator::Orchestrator::connect().await.unwrap();
+    let nginx = runner::build_image(&orch, "nginx", &repo().join("docker/nginx"), None)
+        .await
+        .unwrap();
+    let text = TINY.replace(
+        "name = \"nginx\"\nkind = \"nginx\"",
+        &format!(
+            "name = \"nginx\"\nkind = \"nginx\"\nimage = \"{}\"",
+            nginx.tag
+        ),
+    );
+    // The base image runs as root and has no kind to say otherwise.
+    let text = text.replace(
+        "name = \"apache\"\nkind = \"apache\"",
+        "name = \"plain\"\nimage = \"debian:bookworm-slim\"\noptional = true",
+    );
+    let (dir, path) = scenario(&text);
+    let plan = plan_with(&path, &repo().join("docker"));
+    assert_eq!(plan.servers[1].kind, "debian");
+    let rec = Arc::new(Recorder::default());
+    let outcome = runner::run(
+        &plan,
+        options(&dir.path().join("x.json")),
+        Arc::clone(&rec) as Arc<_>,
+    )
+    .await
+    .unwrap();
+    assert!(
+        outcome.succeeded(),
+        "{:?}\n{:?}",
+        outcome.problems,
+        rec.lines()
+    );
+    let servers = &outcome.record.servers;
+    assert_eq!(servers[0].image_tag, nginx.tag);
+    assert!(
+        !rec.lines().iter().any(|l| l == "building nginx"),
+        "{:?}",
+        rec.lines()
+    );
+    let ServerStatus::Unavailable { reason } = &servers[1].status else {
+        panic!("{:?}", servers[1]);
+    };
+    assert!(reason.contains("runs as root"), "{reason}");
+    assert_eq!(outcome.record.loads.len(), 1);
 }

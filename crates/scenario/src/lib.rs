@@ -6,6 +6,7 @@
 
 pub mod documents;
 mod error;
+pub mod kinds;
 pub mod manifest;
 mod plan;
 mod raw;
@@ -14,27 +15,34 @@ mod validate;
 
 pub use documents::{materialize, MaterializeError, MaterializedDoc};
 pub use error::{Diagnostic, ScenarioError};
-pub use manifest::{Manifest, VersionHeader};
+pub use kinds::{Kind, Kinds};
+pub use manifest::{Manifest, OptionDecl, OptionType, VersionHeader};
 pub use plan::{
-    BackendRef, Coalesce, CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, LoadSpec,
-    OptionValue, Plan, ServerKind, ServerSpec,
+    Coalesce, CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, ImageSource, LoadSpec,
+    OptionValue, Plan, ServerSpec,
 };
 pub use validate::{
-    DEFAULT_LOADGEN_CPUS, DEFAULT_MEMORY, DEFAULT_SERVER_CPUS, DEFAULT_TIMEOUT,
-    DEFAULT_VARNISH_STORAGE, MAX_CONCURRENCY, MIN_MEMORY,
+    DEFAULT_LOADGEN_CPUS, DEFAULT_MEMORY, DEFAULT_SERVER_CPUS, DEFAULT_TIMEOUT, MAX_CONCURRENCY,
+    MIN_MEMORY,
 };
 
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
-/// Reads and validates a scenario file. `file` documents are resolved against its folder.
+/// Reads and validates a scenario file with the server kinds around it ([`Kinds::around`]).
+/// `file` documents are resolved against its folder.
 pub fn load_file(path: &Path) -> Result<Plan, ScenarioError> {
+    load_file_with(path, &Kinds::around(path, None))
+}
+
+/// Reads and validates a scenario file whose server kinds are `kinds`.
+pub fn load_file_with(path: &Path, kinds: &Kinds) -> Result<Plan, ScenarioError> {
     let bytes = std::fs::read(path).map_err(|source| ScenarioError::Read {
         path: path.to_path_buf(),
         source,
     })?;
     match String::from_utf8(bytes) {
-        Ok(src) => parse_str(&src, path),
+        Ok(src) => parse_str_with(&src, path, kinds),
         Err(e) => {
             let offset = e.utf8_error().valid_up_to();
             let src = String::from_utf8_lossy(e.as_bytes());
@@ -49,13 +57,22 @@ pub fn load_file(path: &Path) -> Result<Plan, ScenarioError> {
 }
 
 /// Validates scenario text as if it were the file at `path`: `path` names the file in
-/// errors, anchors relative `file` documents, and `scenario_hash` is the hash of `src`.
+/// errors, anchors relative `file` documents and finds the server kinds ([`Kinds::around`]),
+/// and `scenario_hash` is the hash of `src`.
 pub fn parse_str(src: &str, path: &Path) -> Result<Plan, ScenarioError> {
+    parse_str_with(src, path, &Kinds::around(path, None))
+}
+
+/// [`parse_str`] with the server kinds given.
+pub fn parse_str_with(src: &str, path: &Path, kinds: &Kinds) -> Result<Plan, ScenarioError> {
     // Every unknown key at once: the schema below would stop at the first.
     let unknown = raw::unknown_keys(src);
     if !unknown.is_empty() {
         let mut d = error::Diagnostics::new(src, path);
-        for (span, message) in unknown {
+        for (span, message) in unknown
+            .into_iter()
+            .chain(validate::unknown_server_keys(src, kinds))
+        {
             d.error(span, message);
         }
         return Err(d.finish().expect_err("errors were recorded"));
@@ -68,7 +85,7 @@ pub fn parse_str(src: &str, path: &Path) -> Result<Plan, ScenarioError> {
             return Err(d.finish().expect_err("one error was recorded"));
         }
     };
-    validate::validate(src, path, raw)
+    validate::validate(src, path, raw, kinds)
 }
 
 /// toml's message for a syntax or schema error, on one line, with what to do about it.

@@ -18,13 +18,24 @@
 //!     { path = "/var/lib/varnish", size = "64m", exec = true },
 //! ]
 //!
-//! [options.backend]           # a scenario option of this kind, and the variable it sets
-//! env = "BENCH_BACKEND"
+//! [options.backend]           # a scenario key of this kind's servers:
+//! type = "server"             #   another server of the scenario, started first
+//! env = "BENCH_BACKEND"       #   the variable its value is passed in (here: HOST:PORT)
+//! required = true
+//! help = "the server Varnish caches"
+//!
+//! [options.storage]
+//! type = "size"               # also "integer", "string", "bool"
+//! env = "BENCH_CACHE_SIZE"
+//! default = "256m"
+//! exceeds = "largest_document"  # sizes only: must be larger than every document
+//! below = "memory"            # sizes only: must be smaller than the container's memory
 //! ```
 //!
 //! Errors come with file, line and column, as a scenario's do.
 
 use crate::error::{Diagnostics, ScenarioError};
+use crate::plan::OptionValue;
 use crate::units::parse_size;
 use serde::Deserialize;
 use serde_spanned::Spanned;
@@ -87,11 +98,47 @@ pub struct TmpfsNeed {
     pub exec: bool,
 }
 
-/// One scenario option of a kind.
+/// One scenario option of a kind: a key its `[[server]]` tables may set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptionDecl {
+    pub typ: OptionType,
     /// The environment variable the option's value is passed in.
     pub env: String,
+    /// A server of this kind must set it.
+    pub required: bool,
+    /// The value when a server does not set it.
+    pub default: Option<OptionValue>,
+    /// Sizes only: the value must exceed the scenario's largest document.
+    pub exceeds_largest_document: bool,
+    /// Sizes only: the value must be below the server's memory limit.
+    pub below_memory: bool,
+    /// What it is, for errors and `benchctl servers`.
+    pub help: String,
+}
+
+/// The type of a kind's option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionType {
+    /// The name of another server of the scenario, started first; passed as its `HOST:PORT`.
+    Server,
+    /// A byte count (`468`, `"256m"`); passed as whole KiB (`262144k`).
+    Size,
+    Integer,
+    String,
+    /// Passed as `true` or `false`.
+    Bool,
+}
+
+impl OptionType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OptionType::Server => "server",
+            OptionType::Size => "size",
+            OptionType::Integer => "integer",
+            OptionType::String => "string",
+            OptionType::Bool => "bool",
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -133,7 +180,137 @@ struct RawTmpfs {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawOption {
+    #[serde(rename = "type")]
+    typ: Spanned<String>,
     env: Spanned<String>,
+    required: Option<bool>,
+    default: Option<Spanned<toml::Value>>,
+    exceeds: Option<Spanned<String>>,
+    below: Option<Spanned<String>>,
+    help: Option<String>,
+}
+
+/// Keys of a `[[server]]` table that every kind has; an option may not take one of them.
+pub const SERVER_KEYS: &[&str] = &[
+    "name", "kind", "context", "image", "memory", "port", "optional",
+];
+
+fn check_option(d: &mut Diagnostics, name: &Spanned<String>, o: &RawOption) -> Option<OptionDecl> {
+    let n = name.get_ref();
+    let valid_name = !n.is_empty()
+        && n.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if !valid_name {
+        d.error(
+            name.span(),
+            format!("option name `{n}` may only use a-z, 0-9 and _ (it is a scenario key)"),
+        );
+    } else if SERVER_KEYS.contains(&n.as_str()) {
+        d.error(
+            name.span(),
+            format!(
+                "option `{n}` would shadow the [[server]] key of that name (choose another name)"
+            ),
+        );
+    }
+    let typ = match o.typ.get_ref().as_str() {
+        "server" => OptionType::Server,
+        "size" => OptionType::Size,
+        "integer" => OptionType::Integer,
+        "string" => OptionType::String,
+        "bool" => OptionType::Bool,
+        other => {
+            d.error(
+                o.typ.span(),
+                format!("option type `{other}` is not one benchctl knows (use server, size, integer, string or bool)"),
+            );
+            return None;
+        }
+    };
+    let env = o.env.get_ref();
+    let valid_env = !env.is_empty()
+        && env
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        && !env.as_bytes()[0].is_ascii_digit();
+    if !valid_env {
+        d.error(
+            o.env.span(),
+            format!("env `{env}` is not an environment variable name (use A-Z, 0-9 and _)"),
+        );
+    } else if env == "BENCH_PORT" || env == "BENCH_ADDR" {
+        d.error(
+            o.env.span(),
+            format!("{env} is set by benchctl itself (choose another variable)"),
+        );
+    }
+    let default = match &o.default {
+        None => None,
+        Some(v) => {
+            let value = match (typ, v.get_ref()) {
+                (OptionType::Size, toml::Value::Integer(n)) => {
+                    u64::try_from(*n).ok().map(OptionValue::Size)
+                }
+                (OptionType::Size, toml::Value::String(t)) => {
+                    parse_size(t).ok().map(OptionValue::Size)
+                }
+                (OptionType::Integer, toml::Value::Integer(n)) => Some(OptionValue::Integer(*n)),
+                (OptionType::String, toml::Value::String(t)) => Some(OptionValue::Text(t.clone())),
+                (OptionType::Bool, toml::Value::Boolean(b)) => Some(OptionValue::Bool(*b)),
+                _ => None,
+            };
+            if value.is_none() {
+                d.error(
+                    v.span(),
+                    format!(
+                        "default `{}` is not a {} value{}",
+                        v.get_ref(),
+                        typ.as_str(),
+                        if typ == OptionType::Server {
+                            " (a server option has no default: it names another server)"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+            }
+            value
+        }
+    };
+    let size_only = |d: &mut Diagnostics, key: &str, v: &Spanned<String>, want: &str| {
+        if typ != OptionType::Size {
+            d.error(v.span(), format!("`{key}` is only for size options"));
+            false
+        } else if v.get_ref() != want {
+            d.error(
+                v.span(),
+                format!(
+                    "`{key} = \"{}\"` is not a bound benchctl knows (use \"{want}\")",
+                    v.get_ref()
+                ),
+            );
+            false
+        } else {
+            true
+        }
+    };
+    let exceeds = o
+        .exceeds
+        .as_ref()
+        .is_some_and(|v| size_only(d, "exceeds", v, "largest_document"));
+    let below = o
+        .below
+        .as_ref()
+        .is_some_and(|v| size_only(d, "below", v, "memory"));
+    Some(OptionDecl {
+        typ,
+        env: env.clone(),
+        required: o.required.unwrap_or(false),
+        default,
+        exceeds_largest_document: exceeds,
+        below_memory: below,
+        help: o.help.clone().unwrap_or_default(),
+    })
 }
 
 /// Capabilities a manifest may name (the others would let a server reach beyond itself:
@@ -304,24 +481,9 @@ impl Manifest {
         };
         let mut options = BTreeMap::new();
         for (name, decl) in &raw.options {
-            let env = decl.get_ref().env.get_ref();
-            let valid_env = !env.is_empty()
-                && env
-                    .bytes()
-                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-                && !env.as_bytes()[0].is_ascii_digit();
-            if !valid_env {
-                d.error(
-                    decl.get_ref().env.span(),
-                    format!("env `{env}` is not an environment variable name (use A-Z, 0-9 and _)"),
-                );
-            } else if env == "BENCH_PORT" {
-                d.error(
-                    decl.get_ref().env.span(),
-                    "BENCH_PORT is set by benchctl itself (choose another variable)",
-                );
+            if let Some(o) = check_option(&mut d, name, decl.get_ref()) {
+                options.insert(name.get_ref().clone(), o);
             }
-            options.insert(name.get_ref().clone(), OptionDecl { env: env.clone() });
         }
         d.finish()?;
         Ok(Manifest {
@@ -365,7 +527,16 @@ pids_limit = 2048
 tmpfs = [{ path = "/tmp", size = "64m" }, { path = "/var/lib/varnish", size = "64m", exec = true }]
 
 [options.backend]
+type = "server"
 env = "BENCH_BACKEND"
+required = true
+
+[options.storage]
+type = "size"
+env = "BENCH_CACHE_SIZE"
+default = "256m"
+exceeds = "largest_document"
+below = "memory"
 "#;
 
     #[test]
@@ -378,6 +549,11 @@ env = "BENCH_BACKEND"
         assert_eq!(m.container.tmpfs.len(), 2);
         assert!(m.container.tmpfs[1].exec && !m.container.tmpfs[0].exec);
         assert_eq!(m.options["backend"].env, "BENCH_BACKEND");
+        assert_eq!(m.options["backend"].typ, OptionType::Server);
+        assert!(m.options["backend"].required);
+        let storage = &m.options["storage"];
+        assert_eq!(storage.default, Some(OptionValue::Size(256 << 20)));
+        assert!(storage.exceeds_largest_document && storage.below_memory);
     }
 
     #[test]
@@ -397,7 +573,7 @@ env = "BENCH_BACKEND"
             "[server]\nname = \"\"\nsource = \"s\"\nversion_header = \"x-powered-by\"\n\
              [container]\nuser = \"0:0\"\ncapabilities = [\"NET_RAW\", \"CAP_SETUID\"]\n\
              tmpfs = [{ path = \"tmp\", size = \"1q\" }]\npids_limit = 5\n\
-             [options.backend]\nenv = \"bench-backend\"\n",
+             [options.backend]\ntype = \"server\"\nenv = \"bench-backend\"\n",
         )
         .unwrap_err();
         assert_eq!(errs.len(), 8, "{errs:#?}");
@@ -408,7 +584,41 @@ env = "BENCH_BACKEND"
         assert!(errs[4].starts_with("8:19: tmpfs path `tmp`"));
         assert!(errs[5].starts_with("8:33: bad tmpfs size"));
         assert!(errs[6].starts_with("9:14: pids_limit 5"));
-        assert!(errs[7].starts_with("11:7: env `bench-backend`"));
+        assert!(errs[7].starts_with("12:7: env `bench-backend`"));
+    }
+
+    #[test]
+    fn options_are_typed_and_their_defaults_checked() {
+        let errs = parse(
+            "[server]\nname = \"n\"\nsource = \"s\"\n[container]\nuser = \"1:1\"\n\
+             [options.port]\ntype = \"integer\"\nenv = \"X\"\n\
+             [options.cache]\ntype = \"size\"\nenv = \"Y\"\ndefault = true\nbelow = \"disk\"\n\
+             [options.mode]\ntype = \"enum\"\nenv = \"Z\"\n\
+             [options.up]\ntype = \"server\"\nenv = \"BENCH_ADDR\"\nexceeds = \"largest_document\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(errs.len(), 6, "{errs:#?}");
+        assert!(
+            errs[0].contains("would shadow the [[server]] key"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].contains("default `true` is not a size value"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[2].contains("`below = \"disk\"` is not a bound"),
+            "{errs:?}"
+        );
+        assert!(errs[3].contains("option type `enum`"), "{errs:?}");
+        assert!(
+            errs[4].contains("BENCH_ADDR is set by benchctl itself"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[5].contains("`exceeds` is only for size options"),
+            "{errs:?}"
+        );
     }
 
     #[test]

@@ -2,15 +2,14 @@
 //! (orchestrator, load generator, reports) reads this and never the TOML, so no default or
 //! check lives in two places.
 
+use crate::manifest::Manifest;
 pub use crate::units::Coalesce;
 pub use loadgen::LoadSpec;
-use serde::Serialize;
 use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 
 /// A scenario after validation: every default resolved, every reference checked.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     /// `[a-z0-9-]+`.
     pub name: String,
@@ -28,14 +27,14 @@ pub struct Plan {
     /// Repetitions (>= 1); servers are interleaved round by round.
     pub runs: u32,
     pub cpus: CpuPlan,
-    /// In dependency order: a Varnish's backend always comes before it.
+    /// In dependency order: a server another one needs (a Varnish's backend) comes first.
     pub servers: Vec<ServerSpec>,
     /// In file order.
     pub documents: Vec<DocumentSpec>,
 }
 
 /// CPUs for the two sides, disjoint so that the load generator never competes with a server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuPlan {
     /// Sorted, without repeats.
     pub servers: Vec<usize>,
@@ -56,114 +55,64 @@ impl CpuPlan {
 }
 
 /// One server under test.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSpec {
     /// Unique among the scenario's servers, `[a-z0-9-]+`.
     pub name: String,
-    pub kind: ServerKind,
+    /// Its kind's name (the folder its image is built from), or for a prebuilt image without
+    /// a kind, the image's repository name.
+    pub kind: String,
+    /// Where its image comes from.
+    pub image: ImageSource,
+    /// What its kind declares (`server.toml`); `None` for a prebuilt image run without a kind,
+    /// which then gets the defaults (its image's own user, `/tmp` and `/run` writable, no
+    /// options).
+    pub manifest: Option<Manifest>,
     /// Container memory limit in bytes.
     pub memory: u64,
     /// Fixed port, or `None` to have one chosen free at run time.
     pub port: Option<u16>,
-    /// Varnish only (always set there): the server it forwards to.
-    pub backend: Option<BackendRef>,
-    /// Varnish only (always set there): malloc storage in bytes, larger than every document.
-    pub storage: Option<u64>,
+    /// The kind's options this server has, defaults applied, in the manifest's order.
+    pub options: Vec<(String, OptionValue)>,
     /// A run in which this server is unavailable still succeeds (its reason is reported).
     pub optional: bool,
 }
 
-impl ServerSpec {
-    /// The kind-specific options this server sets, by the names its manifest declares them
-    /// under (`docker/<kind>/server.toml`, `[options.<name>]`).
-    pub fn options(&self) -> Vec<(&'static str, OptionValue)> {
-        let mut out = Vec::new();
-        if let Some(b) = &self.backend {
-            out.push(("backend", OptionValue::Server(b.index)));
-        }
-        if let Some(s) = self.storage {
-            out.push(("storage", OptionValue::Size(s)));
-        }
-        out
-    }
+/// Where a server's image comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageSource {
+    /// Built from this folder (a Dockerfile and its files), tagged by the folder's hash.
+    Build { context: PathBuf },
+    /// An existing image (local, or pulled from a reachable registry), run as it is.
+    Prebuilt { image: String },
+}
 
-    /// The servers this one needs running (its backends), as indices into [`Plan::servers`].
+impl ServerSpec {
+    /// The servers this one needs running, as indices into [`Plan::servers`] (always smaller
+    /// than its own).
     pub fn depends_on(&self) -> impl Iterator<Item = usize> + '_ {
-        self.backend.iter().map(|b| b.index)
+        self.options.iter().filter_map(|(_, v)| match v {
+            OptionValue::Server(i) => Some(*i),
+            _ => None,
+        })
     }
 }
 
-/// The value of one kind-specific option.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The value of one of a kind's options.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OptionValue {
     /// Another server of the scenario (by index into [`Plan::servers`]), started first; the
     /// server gets its address.
     Server(usize),
     /// A byte count.
     Size(u64),
-}
-
-/// A reference from a Varnish to its backend.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BackendRef {
-    /// Index into [`Plan::servers`]; always smaller than the Varnish's own index.
-    pub index: usize,
-    pub name: String,
-}
-
-/// The servers benchctl knows how to build and run; each has a `docker/<as_str()>/` folder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ServerKind {
-    Nginx,
-    Apache,
-    Varnish,
-    Tornado,
-    Gatling,
-    Cherokee,
-}
-
-impl ServerKind {
-    pub const ALL: [ServerKind; 6] = [
-        ServerKind::Nginx,
-        ServerKind::Apache,
-        ServerKind::Varnish,
-        ServerKind::Tornado,
-        ServerKind::Gatling,
-        ServerKind::Cherokee,
-    ];
-
-    /// The name used in scenario files and as the `docker/` folder name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ServerKind::Nginx => "nginx",
-            ServerKind::Apache => "apache",
-            ServerKind::Varnish => "varnish",
-            ServerKind::Tornado => "tornado",
-            ServerKind::Gatling => "gatling",
-            ServerKind::Cherokee => "cherokee",
-        }
-    }
-}
-
-impl fmt::Display for ServerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for ServerKind {
-    type Err = ();
-    fn from_str(s: &str) -> Result<Self, ()> {
-        ServerKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or(())
-    }
+    Integer(i64),
+    Text(String),
+    Bool(bool),
 }
 
 /// One URL measured on every server.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DocumentSpec {
     /// Unique among the scenario's documents, `[a-z0-9-]+`.
     pub name: String,
@@ -182,7 +131,7 @@ pub struct DocumentSpec {
 }
 
 /// Where a document's bytes come from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DocumentSource {
     /// Made by [`crate::documents`], byte for byte the same on every machine.
     Generated { kind: GeneratorKind, size: u64 },
@@ -191,8 +140,7 @@ pub enum DocumentSource {
 }
 
 /// The document generators; see [`crate::documents`] for what each produces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GeneratorKind {
     /// Exactly `Hello, World!`, 13 bytes.
     Hello,

@@ -73,24 +73,28 @@ pub(crate) struct RawLoad {
     pub coalesce: Option<Spanned<String>>,
 }
 
-/// `[[server]]`.
+/// `[[server]]`. Keys other than these are the kind's own options, checked against its
+/// manifest (`server.toml`), so this table takes any other key and keeps it.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct RawServer {
     /// Unique id, `[a-z0-9-]+`.
     pub name: Spanned<String>,
-    /// nginx, apache, varnish, tornado, gatling or cherokee.
-    pub kind: Spanned<String>,
+    /// A server kind: a folder with a Dockerfile and a `server.toml` (in the scenario's folder
+    /// or the docker folder). May be left out with `context` (the folder's name) or `image`.
+    pub kind: Option<Spanned<String>>,
+    /// The kind's folder, relative to the scenario file, for a server kept outside both.
+    pub context: Option<Spanned<String>>,
+    /// An existing image to run instead of building one.
+    pub image: Option<Spanned<String>>,
     /// Container memory limit (default `"1g"`).
     pub memory: Option<Spanned<RawSize>>,
     /// Fixed port; default: a free port chosen at run time.
     pub port: Option<Spanned<i64>>,
-    /// Varnish only, required there: the server Varnish forwards misses to.
-    pub backend: Option<Spanned<String>>,
-    /// Varnish only: malloc storage size (default `"256m"`); must exceed the largest document.
-    pub storage: Option<Spanned<RawSize>>,
     /// The run still succeeds when this server cannot be built or started (default false).
     pub optional: Option<bool>,
+    /// Every other key: the kind's options (their positions come from the document itself).
+    #[serde(flatten)]
+    pub options: std::collections::BTreeMap<String, toml::Value>,
 }
 
 /// `[[document]]`.
@@ -171,9 +175,8 @@ pub(crate) mod keys {
         "user_timestamps",
         "coalesce",
     ];
-    pub const SERVER: &[&str] = &[
-        "name", "kind", "memory", "port", "backend", "storage", "optional",
-    ];
+    /// The keys every server has; the others are its kind's options.
+    pub const SERVER: &[&str] = crate::manifest::SERVER_KEYS;
     pub const DOCUMENT: &[&str] = &["name", "path", "generate", "size", "file", "load"];
 }
 
@@ -222,10 +225,10 @@ pub(crate) fn unknown_keys(src: &str) -> Vec<(std::ops::Range<usize>, String)> {
     let top = top.get_ref();
     check(top, keys::TOP, &mut out);
     for (k, v) in top.iter() {
+        // A server's other keys are its kind's options: checked against the kind's manifest.
         let known = match k.get_ref().as_ref() {
             "cpus" => keys::CPUS,
             "load" => keys::LOAD,
-            "server" => keys::SERVER,
             "document" => keys::DOCUMENT,
             _ => continue,
         };
@@ -268,10 +271,6 @@ mod tests {
         assert_eq!(serde_fields::<RawLoad>(""), ours(keys::LOAD));
         assert_eq!(serde_fields::<RawCpus>(""), ours(keys::CPUS));
         assert_eq!(
-            serde_fields::<RawServer>("name = \"a\"\nkind = \"nginx\""),
-            ours(keys::SERVER)
-        );
-        assert_eq!(
             serde_fields::<RawDocument>("name = \"a\"\npath = \"/\""),
             ours(keys::DOCUMENT)
         );
@@ -281,7 +280,7 @@ mod tests {
     #[test]
     fn every_unknown_key_is_found_wherever_it_is() {
         let src = "name = \"x\"\nbogus = 1\n[cpus]\nservrs = \"1\"\n[load]\nconcurency = 1\n\
-                   [[server]]\nname = \"a\"\nkind = \"nginx\"\nmem = \"1g\"\n\
+                   [[server]]\nname = \"a\"\nkind = \"nginx\"\n\
                    [[document]]\nname = \"d\"\npath = \"/\"\ngenerate = \"hello\"\nload = { reqs = 1 }\n";
         let mut found: Vec<String> = unknown_keys(src)
             .into_iter()
@@ -293,7 +292,6 @@ mod tests {
             [
                 "bogus:unknown field `bogus`",
                 "concurency:unknown field `concurency`",
-                "mem:unknown field `mem`",
                 "reqs:unknown field `reqs`",
                 "servrs:unknown field `servrs`",
             ]

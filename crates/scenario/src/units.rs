@@ -148,7 +148,7 @@ pub fn format_cpuset(cpus: &[usize]) -> String {
 }
 
 /// Human form of a byte count for messages: exact bytes, plus the binary unit when round.
-pub(crate) fn describe_bytes(n: u64) -> String {
+pub fn describe_bytes(n: u64) -> String {
     for (shift, unit) in [(30u32, "g"), (20, "m"), (10, "k")] {
         if n >= 1 << shift && n % (1 << shift) == 0 {
             return format!("{n} bytes ({}{unit})", n >> shift);

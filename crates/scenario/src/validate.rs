@@ -3,9 +3,12 @@
 //! that fails after ten minutes of image builds because of a typo costs far more than this.
 
 use crate::documents::{HELLO_WORLD, HTML_MIN_SIZE, PNG_MAX_SIZE, PNG_MIN_SIZE};
+use crate::error::Diagnostic;
 use crate::error::{Diagnostics, ScenarioError};
+use crate::kinds::{Kind, Kinds};
+use crate::manifest::{Manifest, OptionDecl, OptionType};
 use crate::plan::{
-    BackendRef, CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, LoadSpec, Plan, ServerKind,
+    CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, ImageSource, LoadSpec, OptionValue, Plan,
     ServerSpec,
 };
 use crate::raw::{RawLoad, RawScenario, RawSize};
@@ -26,8 +29,6 @@ pub const DEFAULT_LOADGEN_CPUS: &str = "0";
 pub const DEFAULT_MEMORY: u64 = 1 << 30;
 /// Docker refuses memory limits below 6 MiB.
 pub const MIN_MEMORY: u64 = 6 << 20;
-/// Varnish malloc storage when none is named; enough for the 100 MB seed file.
-pub const DEFAULT_VARNISH_STORAGE: u64 = 256 << 20;
 /// ab's default `-s`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Containers cannot raise their open-files limit above 20,000; keep well below.
@@ -35,7 +36,12 @@ pub const MAX_CONCURRENCY: u32 = 10_000;
 /// Names end up in container names and labels; Docker's DNS-label limit.
 const MAX_NAME_LEN: usize = 63;
 
-pub(crate) fn validate(src: &str, file: &Path, raw: RawScenario) -> Result<Plan, ScenarioError> {
+pub(crate) fn validate(
+    src: &str,
+    file: &Path,
+    raw: RawScenario,
+    kinds: &Kinds,
+) -> Result<Plan, ScenarioError> {
     let mut d = Diagnostics::new(src, file);
     let base_dir = file.parent().unwrap_or(Path::new("")).to_path_buf();
 
@@ -66,7 +72,7 @@ pub(crate) fn validate(src: &str, file: &Path, raw: RawScenario) -> Result<Plan,
     let roots = DocumentRoots::new(&mut d, &raw, &base_dir);
     let documents = check_documents(&mut d, &raw, &roots, &default_load);
     let largest = documents.iter().map(|doc| doc.length).max().unwrap_or(0);
-    let servers = check_servers(&mut d, &raw, largest);
+    let (servers, foreign) = check_servers(&mut d, src, &raw, kinds, &base_dir, largest);
 
     if raw.server.is_empty() {
         d.error(
@@ -81,7 +87,16 @@ pub(crate) fn validate(src: &str, file: &Path, raw: RawScenario) -> Result<Plan,
         );
     }
 
-    d.finish()?;
+    // The scenario's own mistakes first, then those of the manifests of kinds it uses.
+    match d.finish() {
+        Err(ScenarioError::Invalid { mut errors }) => {
+            errors.extend(foreign);
+            return Err(ScenarioError::Invalid { errors });
+        }
+        Err(e) => return Err(e),
+        Ok(()) if !foreign.is_empty() => return Err(ScenarioError::Invalid { errors: foreign }),
+        Ok(()) => {}
+    }
     Ok(Plan {
         name: raw.name.into_inner(),
         description: raw.description.unwrap_or_default(),
@@ -745,13 +760,31 @@ fn check_source(
     }
 }
 
-fn check_servers(d: &mut Diagnostics, raw: &RawScenario, largest_document: u64) -> Vec<ServerSpec> {
+/// One server's entry while its table is checked: its spec, and the names of the servers its
+/// server-typed options name (resolved to indices once every server is known).
+struct ServerEntry {
+    spec: ServerSpec,
+    /// (option name, named server, position of the value).
+    needs: Vec<(String, String, Range<usize>)>,
+}
+
+fn check_servers(
+    d: &mut Diagnostics,
+    src: &str,
+    raw: &RawScenario,
+    kinds: &Kinds,
+    base_dir: &Path,
+    largest_document: u64,
+) -> (Vec<ServerSpec>, Vec<Diagnostic>) {
+    // Every key of every server table with its position, for the kinds' own options.
+    let positions = server_key_positions(src);
     let mut names: HashMap<&str, usize> = HashMap::new();
     let mut ports: HashMap<u16, usize> = HashMap::new();
-    // (spec, backend name) in file order; `None` when the entry has an error.
-    let mut entries: Vec<Option<(ServerSpec, Option<String>)>> = Vec::new();
+    let mut entries: Vec<Option<ServerEntry>> = Vec::new();
+    // Problems in the manifests of the kinds used, reported with their own files.
+    let mut foreign: Vec<Diagnostic> = Vec::new();
 
-    for server in &raw.server {
+    for (i, server) in raw.server.iter().enumerate() {
         let table_span = server.span();
         let s = server.get_ref();
         let name = s.name.get_ref().as_str();
@@ -763,17 +796,113 @@ fn check_servers(d: &mut Diagnostics, raw: &RawScenario, largest_document: u64) 
             );
         }
         let mut ok = true;
-        let kind = s.kind.get_ref().parse::<ServerKind>().ok();
-        if kind.is_none() {
-            d.error(
-                s.kind.span(),
-                format!(
-                    "unknown server kind `{}` (use one of: nginx, apache, varnish, tornado, gatling, cherokee)",
-                    s.kind.get_ref()
-                ),
-            );
-            ok = false;
+
+        // Where its image comes from, and what its kind declares.
+        let context_kind = s.context.as_ref().and_then(|c| {
+            let dir = base_dir.join(c.get_ref());
+            match Kind::at(&dir) {
+                Some(k) => Some(k),
+                None => {
+                    d.error(
+                        c.span(),
+                        format!(
+                            "context `{}` is not a server folder: {} needs a Dockerfile and a server.toml (see docker/README.md)",
+                            c.get_ref(),
+                            dir.display()
+                        ),
+                    );
+                    ok = false;
+                    None
+                }
+            }
+        });
+        let kind: Option<Kind> = match (&s.kind, context_kind) {
+            (_, Some(mut k)) => {
+                if let Some(name) = &s.kind {
+                    k.name = name.get_ref().clone();
+                }
+                Some(k)
+            }
+            (Some(k), None) if s.context.is_none() => match kinds.get(k.get_ref()) {
+                Some(found) => Some(found.clone()),
+                None => {
+                    let found = kinds.names();
+                    d.error(
+                        k.span(),
+                        format!(
+                            "unknown server kind `{}` ({}; a kind is a folder with a Dockerfile and a server.toml, see docker/README.md)",
+                            k.get_ref(),
+                            if found.is_empty() {
+                                format!(
+                                    "no kinds were found in {}",
+                                    kinds
+                                        .searched()
+                                        .iter()
+                                        .map(|p| p.display().to_string())
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                )
+                            } else {
+                                format!("kinds found: {}", found.join(", "))
+                            }
+                        ),
+                    );
+                    ok = false;
+                    None
+                }
+            },
+            (None, None) if s.image.is_none() && s.context.is_none() => {
+                d.error(
+                    table_span.clone(),
+                    format!("server `{name}` has no kind (add kind = \"nginx\" or another kind; or image = \"NAME:TAG\" to run an existing image)"),
+                );
+                ok = false;
+                None
+            }
+            _ => None,
+        };
+        if let Some(k) = &kind {
+            if let Err(ds) = &k.manifest {
+                if !foreign.iter().any(|f| ds.contains(f)) {
+                    foreign.extend(ds.iter().cloned());
+                }
+                ok = false;
+            }
         }
+        let manifest = kind
+            .as_ref()
+            .and_then(|k| k.manifest.as_ref().ok())
+            .cloned();
+        let image = match (&s.image, &kind) {
+            (Some(img), _) => {
+                let text = img.get_ref();
+                let valid = !text.is_empty()
+                    && !text.starts_with(['-', '/', ':'])
+                    && text
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"/:._-@".contains(&b));
+                if !valid {
+                    d.error(
+                        img.span(),
+                        format!("image `{text}` is not an image reference (write it as NAME:TAG, e.g. \"my-server:1.0\")"),
+                    );
+                    ok = false;
+                }
+                Some(ImageSource::Prebuilt {
+                    image: text.clone(),
+                })
+            }
+            (None, Some(k)) => Some(ImageSource::Build {
+                context: k.dir.clone(),
+            }),
+            (None, None) => None,
+        };
+        let kind_name = match (&kind, &s.image) {
+            (Some(k), _) => k.name.clone(),
+            (None, Some(img)) => image_repository(img.get_ref()),
+            (None, None) => String::new(),
+        };
+
         let memory = match &s.memory {
             None => DEFAULT_MEMORY,
             Some(m) => match size_value(d, m, "memory") {
@@ -815,159 +944,356 @@ fn check_servers(d: &mut Diagnostics, raw: &RawScenario, largest_document: u64) 
             },
         };
 
-        let is_varnish = kind == Some(ServerKind::Varnish);
-        let mut storage = None;
-        if is_varnish {
-            if s.backend.is_none() {
+        // The kind's own options: every other key of the table.
+        let mut options: Vec<(String, OptionValue)> = Vec::new();
+        let mut needs = Vec::new();
+        let empty = Vec::new();
+        let keys = positions.get(i).unwrap_or(&empty);
+        let declared = manifest.as_ref().map(|m| &m.options);
+        for (key, key_span, value_span) in keys {
+            let Some(value) = s.options.get(key) else {
+                continue;
+            };
+            let Some(decl) = declared.and_then(|o| o.get(key)) else {
+                if kind.as_ref().is_some_and(|k| k.manifest.is_err()) {
+                    continue; // its manifest's errors are reported already
+                }
                 d.error(
-                    table_span.clone(),
-                    format!("varnish server `{name}` has no backend (add backend = \"<name of the server it fronts>\")"),
+                    key_span.clone(),
+                    unknown_server_key(key, name, &kind_name, manifest.as_ref()),
                 );
                 ok = false;
-            }
-            let value = match &s.storage {
-                None => Some(DEFAULT_VARNISH_STORAGE),
-                Some(st) => size_value(d, st, "storage"),
+                continue;
             };
-            let span = s
-                .storage
-                .as_ref()
-                .map_or(table_span.clone(), |st| st.span());
-            match value {
-                Some(n) if n <= largest_document => {
+            match option_value(d, key, decl, value, value_span.clone()) {
+                Some(OptionValue::Text(target)) if decl.typ == OptionType::Server => {
+                    if target == name {
+                        d.error(
+                            value_span.clone(),
+                            format!("server `{name}` cannot name itself as its {key} (name another server of the scenario)"),
+                        );
+                        ok = false;
+                    } else {
+                        needs.push((key.clone(), target, value_span.clone()));
+                    }
+                }
+                Some(v) => options.push((key.clone(), v)),
+                None => ok = false,
+            }
+        }
+        if let Some(m) = &manifest {
+            for (oname, decl) in &m.options {
+                if s.options.contains_key(oname) {
+                    continue;
+                }
+                if decl.required {
                     d.error(
-                        span,
+                        table_span.clone(),
                         format!(
-                            "varnish storage of {} does not exceed the largest document, {} (raise storage, e.g. storage = \"{}m\"; Varnish cuts responses it cannot store)",
-                            describe_bytes(n),
-                            describe_bytes(largest_document),
-                            (largest_document >> 20) * 2 + 64
+                            "server `{name}` of kind {kind_name} has no `{oname}`{} (add {oname} = {})",
+                            if decl.help.is_empty() { String::new() } else { format!(": {}", decl.help) },
+                            match decl.typ {
+                                OptionType::Server => "\"<name of another server>\"".to_string(),
+                                t => format!("<a {}>", t.as_str()),
+                            }
                         ),
                     );
                     ok = false;
+                } else if let Some(v) = &decl.default {
+                    options.push((oname.clone(), v.clone()));
                 }
-                Some(n) if n >= memory => {
+            }
+            // Bounds of sizes: above the largest document, below the memory limit.
+            for (oname, v) in &options {
+                let (Some(decl), OptionValue::Size(n)) = (m.options.get(oname), v) else {
+                    continue;
+                };
+                let span = keys
+                    .iter()
+                    .find(|(k, _, _)| k == oname)
+                    .map_or(table_span.clone(), |(_, _, vs)| vs.clone());
+                if decl.exceeds_largest_document && *n <= largest_document {
+                    d.error(
+                        span.clone(),
+                        format!(
+                            "{kind_name} {oname} of {} does not exceed the largest document, {} (raise it, e.g. {oname} = \"{}m\"{})",
+                            describe_bytes(*n),
+                            describe_bytes(largest_document),
+                            (largest_document >> 20) * 2 + 64,
+                            if decl.help.is_empty() { String::new() } else { format!("; it is {}", decl.help) }
+                        ),
+                    );
+                    ok = false;
+                } else if decl.below_memory && *n >= memory {
                     let mspan = s.memory.as_ref().map_or(table_span.clone(), |m| m.span());
                     d.error(
                         mspan,
                         format!(
-                            "memory {} does not exceed varnish storage {} (raise memory above storage, or the cache runs out of memory)",
+                            "memory {} does not exceed {kind_name} {oname} {} (raise memory above {oname})",
                             describe_bytes(memory),
-                            describe_bytes(n)
+                            describe_bytes(*n)
                         ),
                     );
                     ok = false;
                 }
-                Some(n) => storage = Some(n),
-                None => ok = false,
             }
-        } else if kind.is_some() {
-            if let Some(b) = &s.backend {
-                d.error(
-                    b.span(),
-                    format!("backend is only for varnish servers, and `{name}` is of kind {} (remove it)", s.kind.get_ref()),
-                );
-                ok = false;
-            }
-            if let Some(st) = &s.storage {
-                d.error(
-                    st.span(),
-                    format!("storage is only for varnish servers, and `{name}` is of kind {} (remove it; memory limits the container)", s.kind.get_ref()),
-                );
-                ok = false;
-            }
+            // The manifest's order, whatever order the table had.
+            options.sort_by_key(|(k, _)| m.options.keys().position(|o| o == k));
         }
-        entries.push(kind.filter(|_| ok).map(|kind| {
-            (
-                ServerSpec {
-                    name: name.to_owned(),
-                    kind,
-                    memory,
-                    port,
-                    backend: None,
-                    storage,
-                    optional: s.optional.unwrap_or(false),
-                },
-                s.backend.as_ref().map(|b| b.get_ref().clone()),
-            )
+        entries.push((ok && image.is_some()).then(|| ServerEntry {
+            spec: ServerSpec {
+                name: name.to_owned(),
+                kind: kind_name,
+                image: image.expect("checked"),
+                manifest,
+                memory,
+                port,
+                options,
+                optional: s.optional.unwrap_or(false),
+            },
+            needs,
         }));
     }
 
-    check_backends(d, raw);
-    if !d.is_empty() {
-        return Vec::new();
+    let entries = resolve_needs(d, raw, entries);
+    if !d.is_empty() || !foreign.is_empty() {
+        return (Vec::new(), foreign);
     }
-    let entries: Vec<(ServerSpec, Option<String>)> = entries.into_iter().flatten().collect();
-    dependency_order(entries)
+    (dependency_order(entries), foreign)
 }
 
-/// Backend references: they must name another server of the scenario, and a chain of
-/// Varnishes must end at a real server rather than loop.
-fn check_backends(d: &mut Diagnostics, raw: &RawScenario) {
+/// The repository part of an image reference (`registry:5000/team/app:1.2` -> `app`), as a
+/// kind name for an image run without one.
+fn image_repository(image: &str) -> String {
+    let no_digest = image.split('@').next().unwrap_or(image);
+    let last = no_digest.rsplit('/').next().unwrap_or(no_digest);
+    let repo = last.split(':').next().unwrap_or(last);
+    repo.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// What to say of a server key that neither every server nor its kind has.
+fn unknown_server_key(key: &str, server: &str, kind: &str, manifest: Option<&Manifest>) -> String {
+    let known: Vec<String> = crate::raw::keys::SERVER
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .chain(
+            manifest
+                .into_iter()
+                .flat_map(|m| m.options.keys().map(|k| format!("`{k}`"))),
+        )
+        .collect();
+    let of = if kind.is_empty() {
+        String::new()
+    } else {
+        format!(" of kind {kind}")
+    };
+    format!(
+        "unknown field `{key}` for server `{server}`{of}, expected one of {} (remove it or correct its spelling; a kind's own keys are in its server.toml)",
+        known.join(", ")
+    )
+}
+
+/// The server keys of `src` that neither every server nor the server's kind has, for a
+/// scenario whose other unknown keys stop it before its servers are checked.
+pub(crate) fn unknown_server_keys(src: &str, kinds: &Kinds) -> Vec<(Range<usize>, String)> {
+    use toml::de::{DeTable, DeValue};
+    let Ok(top) = DeTable::parse(src) else {
+        return Vec::new();
+    };
+    let Some((_, servers)) = top
+        .get_ref()
+        .iter()
+        .find(|(k, _)| k.get_ref().as_ref() == "server")
+    else {
+        return Vec::new();
+    };
+    let DeValue::Array(list) = servers.get_ref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (t, keys) in list.iter().zip(server_key_positions(src)) {
+        let DeValue::Table(t) = t.get_ref() else {
+            continue;
+        };
+        let text = |key: &str| {
+            t.iter()
+                .find(|(k, _)| k.get_ref().as_ref() == key)
+                .and_then(|(_, v)| match v.get_ref() {
+                    DeValue::String(s) => Some(s.to_string()),
+                    _ => None,
+                })
+        };
+        let name = text("name").unwrap_or_default();
+        let kind = text("kind").unwrap_or_default();
+        let manifest = kinds.get(&kind).and_then(|k| k.manifest.as_ref().ok());
+        if manifest.is_none() && !kind.is_empty() {
+            continue; // an unknown kind or a broken manifest: said when its servers are checked
+        }
+        for (key, span, _) in keys {
+            if !manifest.is_some_and(|m| m.options.contains_key(&key)) {
+                out.push((span, unknown_server_key(&key, &name, &kind, manifest)));
+            }
+        }
+    }
+    out
+}
+
+/// A server table's keys other than the ones every server has: (key, its position, its
+/// value's position).
+type KeyPositions = Vec<(String, Range<usize>, Range<usize>)>;
+
+/// Each server table's keys that are not the ones every server has, with the positions of the
+/// key and of its value, by the table's index.
+fn server_key_positions(src: &str) -> Vec<KeyPositions> {
+    use toml::de::{DeTable, DeValue};
+    let Ok(top) = DeTable::parse(src) else {
+        return Vec::new();
+    };
+    let Some((_, servers)) = top
+        .get_ref()
+        .iter()
+        .find(|(k, _)| k.get_ref().as_ref() == "server")
+    else {
+        return Vec::new();
+    };
+    let DeValue::Array(list) = servers.get_ref() else {
+        return Vec::new();
+    };
+    list.iter()
+        .map(|t| match t.get_ref() {
+            DeValue::Table(t) => t
+                .iter()
+                .filter(|(k, _)| !crate::raw::keys::SERVER.contains(&k.get_ref().as_ref()))
+                .map(|(k, v)| (k.get_ref().to_string(), k.span(), v.span()))
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// A kind's option value checked against its declared type. A server option comes back as the
+/// server's name (`Text`), resolved later.
+fn option_value(
+    d: &mut Diagnostics,
+    key: &str,
+    decl: &OptionDecl,
+    value: &toml::Value,
+    span: Range<usize>,
+) -> Option<OptionValue> {
+    let got = match (decl.typ, value) {
+        (OptionType::Server, toml::Value::String(t)) => Some(OptionValue::Text(t.clone())),
+        (OptionType::Size, toml::Value::Integer(n)) => match u64::try_from(*n) {
+            Ok(n) => Some(OptionValue::Size(n)),
+            Err(_) => {
+                d.error(span, format!("{key} cannot be negative ({n}); give a size in bytes such as 468 or \"512m\""));
+                return None;
+            }
+        },
+        (OptionType::Size, toml::Value::String(t)) => match parse_size(t) {
+            Ok(n) => Some(OptionValue::Size(n)),
+            Err(msg) => {
+                d.error(span, format!("bad {key}: {msg}"));
+                return None;
+            }
+        },
+        (OptionType::Integer, toml::Value::Integer(n)) => Some(OptionValue::Integer(*n)),
+        (OptionType::String, toml::Value::String(t)) => Some(OptionValue::Text(t.clone())),
+        (OptionType::Bool, toml::Value::Boolean(b)) => Some(OptionValue::Bool(*b)),
+        _ => None,
+    };
+    if got.is_none() {
+        let want = match decl.typ {
+            OptionType::Server => "the name of another server of the scenario, as a string",
+            OptionType::Size => "a size such as 468 or \"256m\"",
+            OptionType::Integer => "an integer",
+            OptionType::String => "a string",
+            OptionType::Bool => "true or false",
+        };
+        d.error(span, format!("{key} must be {want}, not {value}"));
+    }
+    got
+}
+
+/// Turns the server names that server options name into indices (in file order), reporting
+/// names that are not servers and loops.
+fn resolve_needs(
+    d: &mut Diagnostics,
+    raw: &RawScenario,
+    entries: Vec<Option<ServerEntry>>,
+) -> Vec<ServerSpec> {
     let index: HashMap<&str, usize> = raw
         .server
         .iter()
         .enumerate()
         .map(|(i, s)| (s.get_ref().name.get_ref().as_str(), i))
         .collect();
-    let backend_of = |i: usize| -> Option<usize> {
-        let s = raw.server[i].get_ref();
-        if s.kind.get_ref() != "varnish" {
-            return None;
-        }
-        s.backend
-            .as_ref()
-            .and_then(|b| index.get(b.get_ref().as_str()).copied())
-    };
-    for (i, server) in raw.server.iter().enumerate() {
-        let s = server.get_ref();
-        let Some(b) = &s.backend else { continue };
-        if s.kind.get_ref() != "varnish" {
+    let mut resolved: Vec<Option<ServerSpec>> = Vec::new();
+    let mut edges: Vec<Vec<(usize, Range<usize>)>> = vec![Vec::new(); entries.len()];
+    for (i, e) in entries.into_iter().enumerate() {
+        let Some(mut e) = e else {
+            resolved.push(None);
             continue;
+        };
+        let mut ok = true;
+        for (key, target, span) in std::mem::take(&mut e.needs) {
+            match index.get(target.as_str()) {
+                Some(&j) => {
+                    e.spec.options.push((key, OptionValue::Server(j)));
+                    edges[i].push((j, span));
+                }
+                None => {
+                    let others: Vec<&str> = raw
+                        .server
+                        .iter()
+                        .map(|o| o.get_ref().name.get_ref().as_str())
+                        .filter(|n| *n != e.spec.name)
+                        .collect();
+                    d.error(
+                        span,
+                        format!(
+                            "{key} `{target}` is not a server in this scenario (name one of: {})",
+                            if others.is_empty() {
+                                "none defined, add one".to_owned()
+                            } else {
+                                others.join(", ")
+                            }
+                        ),
+                    );
+                    ok = false;
+                }
+            }
         }
-        let target = b.get_ref().as_str();
-        if target == s.name.get_ref() {
-            d.error(
-                b.span(),
-                format!("varnish `{target}` cannot be its own backend (name the server it fronts)"),
-            );
-            continue;
+        if let Some(m) = &e.spec.manifest {
+            e.spec
+                .options
+                .sort_by_key(|(k, _)| m.options.keys().position(|o| o == k));
         }
-        if !index.contains_key(target) {
-            let others: Vec<&str> = raw
-                .server
-                .iter()
-                .map(|o| o.get_ref().name.get_ref().as_str())
-                .filter(|n| *n != s.name.get_ref())
-                .collect();
-            d.error(
-                b.span(),
-                format!(
-                    "backend `{target}` is not a server in this scenario (name one of: {})",
-                    if others.is_empty() {
-                        "none defined, add one".to_owned()
-                    } else {
-                        others.join(", ")
-                    }
-                ),
-            );
-            continue;
-        }
-        // Follow the chain; report a loop once, at its first member in file order.
-        let mut chain = vec![i];
-        let mut at = i;
-        while let Some(next) = backend_of(at) {
-            if next == i {
-                if chain.iter().all(|&m| m >= i) {
+        resolved.push(ok.then_some(e.spec));
+    }
+    // Loops: report each once, at its first member in file order.
+    for start in 0..edges.len() {
+        let mut chain = vec![start];
+        let mut at = start;
+        while let Some(&(next, _)) = edges[at].first() {
+            if next == start {
+                if chain.iter().all(|&m| m >= start) {
                     let names: Vec<&str> = chain
                         .iter()
-                        .chain(std::iter::once(&i))
+                        .chain(std::iter::once(&start))
                         .map(|&m| raw.server[m].get_ref().name.get_ref().as_str())
                         .collect();
                     d.error(
-                        b.span(),
+                        edges[start][0].1.clone(),
                         format!(
-                            "varnish backends loop: {} (end the chain at a server that is not varnish)",
+                            "servers need each other in a loop: {} (each must be started before the other; end the chain at a server that needs none)",
                             names.join(" -> ")
                         ),
                     );
@@ -981,49 +1307,46 @@ fn check_backends(d: &mut Diagnostics, raw: &RawScenario) {
             at = next;
         }
     }
+    resolved.into_iter().flatten().collect()
 }
 
-/// Orders servers so every backend precedes the Varnish in front of it, otherwise keeping
-/// file order, and resolves backend names to indices in that order.
-fn dependency_order(entries: Vec<(ServerSpec, Option<String>)>) -> Vec<ServerSpec> {
-    let position: HashMap<String, usize> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, (s, _))| (s.name.clone(), i))
-        .collect();
-    let mut placed = vec![false; entries.len()];
-    let mut order = Vec::with_capacity(entries.len());
-    for start in 0..entries.len() {
-        // Walk to the bottom of the chain, then place from the bottom up. Loops were already
-        // rejected, so the walk ends.
-        let mut chain = vec![start];
-        while let Some(next) = entries[*chain.last().unwrap()]
-            .1
-            .as_ref()
-            .and_then(|b| position.get(b).copied())
-        {
-            chain.push(next);
+/// Orders servers so every server another needs comes before it, otherwise keeping file
+/// order, and renumbers the server options to the new order.
+fn dependency_order(specs: Vec<ServerSpec>) -> Vec<ServerSpec> {
+    let n = specs.len();
+    let mut placed = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    fn place(i: usize, specs: &[ServerSpec], placed: &mut [bool], order: &mut Vec<usize>) {
+        if placed[i] {
+            return;
         }
-        for &i in chain.iter().rev() {
-            if !placed[i] {
-                placed[i] = true;
-                order.push(i);
-            }
+        placed[i] = true;
+        // Loops were rejected, so this ends.
+        for d in specs[i].depends_on().collect::<Vec<_>>() {
+            place(d, specs, placed, order);
         }
+        order.push(i);
     }
-    let new_index: HashMap<String, usize> = order
-        .iter()
-        .enumerate()
-        .map(|(new, &old)| (entries[old].0.name.clone(), new))
-        .collect();
+    for i in 0..n {
+        place(i, &specs, &mut placed, &mut order);
+    }
+    let new_index: Vec<usize> = {
+        let mut v = vec![0; n];
+        for (new, &old) in order.iter().enumerate() {
+            v[old] = new;
+        }
+        v
+    };
+    let mut specs: Vec<Option<ServerSpec>> = specs.into_iter().map(Some).collect();
     order
         .into_iter()
         .map(|old| {
-            let (mut spec, backend) = entries[old].clone();
-            spec.backend = backend.map(|name| BackendRef {
-                index: new_index[&name],
-                name,
-            });
+            let mut spec = specs[old].take().expect("each placed once");
+            for (_, v) in &mut spec.options {
+                if let OptionValue::Server(i) = v {
+                    *i = new_index[*i];
+                }
+            }
             spec
         })
         .collect()

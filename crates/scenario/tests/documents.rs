@@ -192,7 +192,9 @@ fn a_file_that_changed_since_validation_is_refused() {
         "name = \"f\"\n[load]\nrequests = 1\n[[server]]\nname = \"n\"\nkind = \"nginx\"\n[[document]]\nname = \"f\"\npath = \"/f.txt\"\nfile = \"f.txt\"\n",
     )
     .unwrap();
-    let plan = scenario::load_file(&path).unwrap();
+    let kinds =
+        scenario::Kinds::discover(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docker")]);
+    let plan = scenario::load_file_with(&path, &kinds).unwrap();
     std::fs::write(dir.path().join("f.txt"), b"12345").unwrap();
     let out = tempfile::tempdir().unwrap();
     let err = materialize(&plan, out.path()).unwrap_err();

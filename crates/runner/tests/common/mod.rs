@@ -54,6 +54,12 @@ pub fn scenario(text: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// The scenario at `path` with the server kinds of `docker_dir`.
+pub fn plan_with(path: &Path, docker_dir: &Path) -> scenario::Plan {
+    let kinds = runner::kinds_for(path, Some(docker_dir)).expect("the docker folder");
+    scenario::load_file_with(path, &kinds).unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// A copy of the repository's docker folder in which `kind`'s Dockerfile fails to build.
 pub fn docker_dir_with_broken(kinds: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
