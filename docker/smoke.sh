@@ -114,11 +114,12 @@ start() {
 }
 
 # listening NAME PORT: with BENCH_ADDR unset the server listens on 127.0.0.1 only (host networking:
-# the host's sockets), never on 0.0.0.0, :: or another address.
+# the host's sockets), never on 0.0.0.0, :: or another address. gatling binds an IPv6 socket to
+# the IPv4-mapped form of the address, [::ffff:127.0.0.1], which is 127.0.0.1 all the same.
 listening() {
     addrs=$(ss -ltnH "sport = :$2" | awk '{ print $4 }' | sort -u | tr '\n' ' ')
     case $addrs in
-        "127.0.0.1:$2 ") echo "listening $1: 127.0.0.1:$2 only" ;;
+        "127.0.0.1:$2 "|"[::ffff:127.0.0.1]:$2 ") echo "listening $1: ${addrs% } only" ;;
         *) bad "$1 listens on: ${addrs:-nothing}, not 127.0.0.1:$2 alone" ;;
     esac
 }
