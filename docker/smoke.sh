@@ -6,11 +6,13 @@
 # Builds benchctl/SERVER:dev (unless SMOKE_NO_BUILD=1), starts it the way benchctl does (host
 # networking, a throw-away docroot mounted read-only at /srv/www, and the least-privilege settings
 # of docker/README.md: the image's non-root user, no capabilities, no-new-privileges, read-only
-# root filesystem with tmpfs mounts, pids and log limits), measures `docker run -d` to the first
-# 200, checks that nothing runs as root and the root filesystem cannot be written, checks every
+# root filesystem with tmpfs mounts, the pids limit of its manifest, log limits), measures `docker
+# run -d` to the first 200, checks that nothing runs as root, the root filesystem cannot be written
+# and the server listens on 127.0.0.1 only (BENCH_ADDR unset), checks every
 # document's status, Content-Length, encoding and bytes over HTTP/1.0 and over one HTTP/1.1
-# keep-alive connection, then runs ab with and without -k. For varnish, BACKEND_PORT gets a
-# benchctl/nginx:dev container as its backend first. Every container is removed on exit.
+# keep-alive connection, then runs ab with and without -k, counting the tasks (processes and
+# threads) at idle and after the load. For varnish, BACKEND_PORT gets a benchctl/nginx:dev
+# container as its backend first. Every container is removed on exit.
 # Only 127.0.0.1 is ever contacted.
 #
 # Environment:
@@ -68,11 +70,16 @@ build() {
 
 # The least-privilege settings benchctl creates every container with (docker/README.md): the
 # image's user (its USER, which benchctl passes as --user), no capabilities, no new privileges,
-# a read-only root filesystem with tmpfs mounts at /tmp and /run, limits on pids and logs; and a
-# server's own extra tmpfs mounts.
+# a read-only root filesystem with tmpfs mounts at /tmp and /run, limits on pids (the manifest's
+# pids_limit) and logs; and a server's own extra tmpfs mounts.
 hardening="--cap-drop ALL --security-opt no-new-privileges --read-only
     --tmpfs /tmp:rw,nosuid,nodev,noexec,size=64m --tmpfs /run:rw,nosuid,nodev,noexec,size=16m
-    --pids-limit 4096 --log-opt max-size=10m --log-opt max-file=2"
+    --log-opt max-size=10m --log-opt max-file=2"
+# pids_limit SERVER: the manifest's pids_limit, 4096 (benchctl's default) when it sets none.
+pids_limit() {
+    awk -F= '$1 ~ /^pids_limit[ \t]*$/ { gsub(/[ \t]/, "", $2); sub(/#.*/, "", $2); print $2; exit }' \
+        "$here/$1/server.toml" 2>/dev/null | grep -x '[0-9][0-9]*' || echo 4096
+}
 extra_tmpfs() {
     case $1 in
         # The working directory: the shared memory log (81 MB) and the compiled VCL it loads.
@@ -91,7 +98,7 @@ start() {
     # $hardening and extra_tmpfs are lists of words without spaces or wildcards: split on purpose.
     # shellcheck disable=SC2046,SC2086
     docker run -d --name "$name" --label "$label" --network host \
-        --user "${user:-65534:65534}" $hardening $(extra_tmpfs "$srv") \
+        --user "${user:-65534:65534}" $hardening --pids-limit "$(pids_limit "$srv")" $(extra_tmpfs "$srv") \
         -v "$docroot:/srv/www:ro" -e "BENCH_PORT=$p" "$@" "$repo/$srv:$tag" >/dev/null
     i=0
     while [ "$(hcurl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$p/" || true)" != 200 ]; do
@@ -101,8 +108,20 @@ start() {
         fi
         sleep 0.01
     done
-    echo "start $name: $(( $(now_ms) - t0 )) ms to first 200"
+    echo "start $name: $(( $(now_ms) - t0 )) ms to first 200; $(docker stats --no-stream --format '{{.PIDs}}' "$name") tasks at idle (limit $(pids_limit "$srv"))"
     privileges "$name"
+    listening "$name" "$p"
+}
+
+# listening NAME PORT: with BENCH_ADDR unset the server listens on 127.0.0.1 only (host networking:
+# the host's sockets), never on 0.0.0.0, :: or another address. gatling binds an IPv6 socket to
+# the IPv4-mapped form of the address, [::ffff:127.0.0.1], which is 127.0.0.1 all the same.
+listening() {
+    addrs=$(ss -ltnH "sport = :$2" | awk '{ print $4 }' | sort -u | tr '\n' ' ')
+    case $addrs in
+        "127.0.0.1:$2 "|"[::ffff:127.0.0.1]:$2 ") echo "listening $1: ${addrs% } only" ;;
+        *) bad "$1 listens on: ${addrs:-nothing}, not 127.0.0.1:$2 alone" ;;
+    esac
 }
 
 # privileges NAME: nothing in the container runs as root or holds a capability, and the root
@@ -188,7 +207,7 @@ for k in "" -k; do
     [ "$complete" = "$ab_n" ] && [ "$failed" = 0 ] && [ -z "$non2xx" ] || bad "ab $k: failures"
 done
 # Tasks (processes and threads) the pids limit counts, after the load.
-echo "pids after ab: $(docker stats --no-stream --format '{{.PIDs}}' "$prefix-$server") (limit 4096)"
+echo "pids after ab: $(docker stats --no-stream --format '{{.PIDs}}' "$prefix-$server") (limit $(pids_limit "$server"))"
 
 if [ "$(docker inspect -f '{{.State.Running}}' "$prefix-$server")" != true ]; then bad "container exited"; fi
 t0=$(now_ms); docker stop -t 10 "$prefix-$server" >/dev/null

@@ -5,7 +5,7 @@
 set -eu
 
 if [ -z "${BENCH_PORT:-}" ]; then
-    echo "benchctl/nginx: BENCH_PORT is not set; run with -e BENCH_PORT=<port> (nginx listens on 127.0.0.1:<port>)" >&2
+    echo "benchctl/nginx: BENCH_PORT is not set; run with -e BENCH_PORT=<port> (nginx listens on \$BENCH_ADDR:<port>, 127.0.0.1 by default)" >&2
     exit 64
 fi
 case $BENCH_PORT in
@@ -20,6 +20,37 @@ unprivileged=$(cat /proc/sys/net/ipv4/ip_unprivileged_port_start 2>/dev/null || 
 if [ "$(id -u)" != 0 ] && [ "$BENCH_PORT" -lt "$unprivileged" ]; then
     echo "benchctl/nginx: BENCH_PORT $BENCH_PORT is a privileged port (below $unprivileged) and nginx runs as uid $(id -u) without capabilities; use a port >= $unprivileged" >&2; exit 64
 fi
+# BENCH_ADDR: the address to listen on, 127.0.0.1 when unset: an IPv4 address in dotted decimal,
+# or an IPv6 address (bare or in brackets; no zone index). Checked here so that a bad value
+# stops the container with one line instead of a server's own parse error.
+ipv4_ok() {
+    case $1 in *[!0-9.]*|.*|*.|*..*) return 1 ;; esac
+    set -f; old_ifs=$IFS; IFS=.; set -- $1; IFS=$old_ifs; set +f
+    [ $# = 4 ] || return 1
+    for o in "$@"; do
+        case $o in 0|[1-9]|[1-9][0-9]|[1-9][0-9][0-9]) [ "$o" -le 255 ] || return 1 ;; *) return 1 ;; esac
+    done
+}
+ipv6_ok() {
+    a=$1
+    case $a in *:*) ;; *) return 1 ;; esac
+    case $a in *[!0-9A-Fa-f:.]*|*:::*|*::*::*) return 1 ;; esac
+    case $a in :[!:]*|*[!:]:) return 1 ;; esac
+    case $a in *.*) ipv4_ok "${a##*:}" || return 1; a=${a%:*}:0:0 ;; esac
+    n=0
+    set -f; old_ifs=$IFS; IFS=:; set -- $a; IFS=$old_ifs; set +f
+    for g in "$@"; do
+        case $g in '') ;; ?|??|???|????) n=$((n + 1)) ;; *) return 1 ;; esac
+    done
+    case $a in *::*) [ $n -le 7 ] ;; *) [ $n = 8 ] ;; esac
+}
+addr=${BENCH_ADDR:-127.0.0.1}
+case $addr in \[*\]) addr=${addr#\[}; addr=${addr%\]} ;; esac
+if ipv4_ok "$addr"; then listen=$addr:$BENCH_PORT
+elif ipv6_ok "$addr"; then listen="[$addr]:$BENCH_PORT"   # nginx takes an IPv6 address in brackets
+else echo "benchctl/nginx: BENCH_ADDR must be an IPv4 or IPv6 address (e.g. 127.0.0.1 or ::1), got '$BENCH_ADDR'" >&2; exit 64
+fi
+
 [ -d /srv/www ] || { echo "benchctl/nginx: /srv/www is missing; mount the documents there (read-only)" >&2; exit 66; }
 
 # The config and the pid file go to /run/benchctl, the temporary directories to /tmp/nginx (the
@@ -28,6 +59,6 @@ mkdir -p /run/benchctl /tmp/nginx 2>/dev/null || true
 for d in /run/benchctl /tmp/nginx; do
     [ -d "$d" ] && [ -w "$d" ] || { echo "benchctl/nginx: cannot write to $d as uid $(id -u); run with --tmpfs /run and --tmpfs /tmp (the root filesystem is read-only)" >&2; exit 73; }
 done
-sed "s/@BENCH_PORT@/$BENCH_PORT/g" /etc/nginx/bench.conf.template > /run/benchctl/nginx.conf
+sed -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$listen/g" /etc/nginx/bench.conf.template > /run/benchctl/nginx.conf
 # -e stderr: errors before the config is read go to stderr too, not to /var/log/nginx.
 exec nginx -e stderr -c /run/benchctl/nginx.conf

@@ -1,4 +1,4 @@
-"""Tornado static file server for benchctl: /srv/www on 127.0.0.1:$BENCH_PORT.
+"""Tornado static file server for benchctl: /srv/www on $BENCH_ADDR:$BENCH_PORT.
 
 One process, one thread, one IOLoop: that is how Tornado runs unless it is told to fork
 (HTTPServer.start(n)), and how the hello-world comparison being re-run started it
@@ -46,6 +46,9 @@ def main():
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     port = int(os.environ["BENCH_PORT"])
+    # The address the entrypoint checked, bare (an IPv6 one without brackets); 127.0.0.1 when
+    # unset, as when serve.py is started by hand.
+    address = (os.environ.get("BENCH_ADDR") or "127.0.0.1").strip("[]")
     app = tornado.web.Application(
         [
             (r"/", IndexHandler, {"path": DOCROOT}),
@@ -58,9 +61,9 @@ def main():
         compress_response=False,
         static_hash_cache=True,
     )
-    # Loopback only. Tornado's default listen backlog is 128; a burst of ab -c 300 connects would
-    # overflow it, so use the same backlog as the other servers.
-    sockets = tornado.netutil.bind_sockets(port, address="127.0.0.1", backlog=4096)
+    # That address only, never all of them. Tornado's default listen backlog is 128; a burst of
+    # ab -c 300 connects would overflow it, so use the same backlog as the other servers.
+    sockets = tornado.netutil.bind_sockets(port, address=address, backlog=4096)
     server = tornado.httpserver.HTTPServer(app, xheaders=False)
     server.add_sockets(sockets)
 

@@ -2,14 +2,15 @@
 # Writes the VCL from the environment and runs varnishd in the foreground as PID 1.
 # Runs as the image's non-root user (varnish, 100:101) with no capabilities and a read-only root
 # filesystem: everything it writes goes to tmpfs mounts (/run, /tmp, and its working directory).
-#   BENCH_PORT        (required) listen on 127.0.0.1:BENCH_PORT
+#   BENCH_PORT        (required) listen on BENCH_ADDR:BENCH_PORT
+#   BENCH_ADDR        (default 127.0.0.1) the address to listen on: IPv4 or IPv6
 #   BENCH_BACKEND     (required) HOST:PORT or [IPV6]:PORT of the server Varnish caches
 #   BENCH_CACHE_SIZE  (default 256m) malloc storage; must exceed the largest document
 set -eu
 
 die() { echo "benchctl/varnish: $*" >&2; exit 64; }
 
-[ -n "${BENCH_PORT:-}" ] || die "BENCH_PORT is not set; run with -e BENCH_PORT=<port> (Varnish listens on 127.0.0.1:<port>)"
+[ -n "${BENCH_PORT:-}" ] || die "BENCH_PORT is not set; run with -e BENCH_PORT=<port> (Varnish listens on \$BENCH_ADDR:<port>, 127.0.0.1 by default)"
 case $BENCH_PORT in *[!0-9]*) die "BENCH_PORT must be a port number, got '$BENCH_PORT'" ;; esac
 { [ "$BENCH_PORT" -ge 1 ] && [ "$BENCH_PORT" -le 65535 ]; } || die "BENCH_PORT out of range: $BENCH_PORT"
 # Without capabilities a port below net.ipv4.ip_unprivileged_port_start (1024 unless changed; with
@@ -17,6 +18,37 @@ case $BENCH_PORT in *[!0-9]*) die "BENCH_PORT must be a port number, got '$BENCH
 unprivileged=$(cat /proc/sys/net/ipv4/ip_unprivileged_port_start 2>/dev/null || echo 1024)
 if [ "$(id -u)" != 0 ] && [ "$BENCH_PORT" -lt "$unprivileged" ]; then
     die "BENCH_PORT $BENCH_PORT is a privileged port (below $unprivileged) and varnishd runs as uid $(id -u) without capabilities; use a port >= $unprivileged"
+fi
+
+# BENCH_ADDR: the address to listen on, 127.0.0.1 when unset: an IPv4 address in dotted decimal,
+# or an IPv6 address (bare or in brackets; no zone index). Checked here so that a bad value
+# stops the container with one line instead of a server's own parse error.
+ipv4_ok() {
+    case $1 in *[!0-9.]*|.*|*.|*..*) return 1 ;; esac
+    set -f; old_ifs=$IFS; IFS=.; set -- $1; IFS=$old_ifs; set +f
+    [ $# = 4 ] || return 1
+    for o in "$@"; do
+        case $o in 0|[1-9]|[1-9][0-9]|[1-9][0-9][0-9]) [ "$o" -le 255 ] || return 1 ;; *) return 1 ;; esac
+    done
+}
+ipv6_ok() {
+    a=$1
+    case $a in *:*) ;; *) return 1 ;; esac
+    case $a in *[!0-9A-Fa-f:.]*|*:::*|*::*::*) return 1 ;; esac
+    case $a in :[!:]*|*[!:]:) return 1 ;; esac
+    case $a in *.*) ipv4_ok "${a##*:}" || return 1; a=${a%:*}:0:0 ;; esac
+    n=0
+    set -f; old_ifs=$IFS; IFS=:; set -- $a; IFS=$old_ifs; set +f
+    for g in "$@"; do
+        case $g in '') ;; ?|??|???|????) n=$((n + 1)) ;; *) return 1 ;; esac
+    done
+    case $a in *::*) [ $n -le 7 ] ;; *) [ $n = 8 ] ;; esac
+}
+addr=${BENCH_ADDR:-127.0.0.1}
+case $addr in \[*\]) addr=${addr#\[}; addr=${addr%\]} ;; esac
+if ipv4_ok "$addr"; then listen=$addr:$BENCH_PORT
+elif ipv6_ok "$addr"; then listen="[$addr]:$BENCH_PORT"   # -a takes an IPv6 address in brackets
+else die "BENCH_ADDR must be an IPv4 or IPv6 address (e.g. 127.0.0.1 or ::1), got '$BENCH_ADDR'"
 fi
 
 [ -n "${BENCH_BACKEND:-}" ] || die "BENCH_BACKEND is not set; run with -e BENCH_BACKEND=127.0.0.1:<port> of the backend server"
@@ -78,7 +110,7 @@ sed -e "s/@BACKEND_HOST@/$backend_host/g" -e "s/@BACKEND_PORT@/$backend_port/g" 
 exec varnishd -F \
     -j none \
     -n "$workdir" \
-    -a "127.0.0.1:$BENCH_PORT" \
+    -a "$listen" \
     -T none \
     -f /run/benchctl/varnish.vcl \
     -s "malloc,$cache_size" \
