@@ -321,7 +321,7 @@ name = "many"
 requests = 0
 [[server]]
 name = "a"
-kind = "lighttpd"
+kind = "thttpd"
 [[server]]
 name = "b"
 kind = "varnish"
