@@ -6,6 +6,9 @@
 //! - a second Ctrl-C, `benchctl gc` during a run, a run that measured nothing, a dead Varnish
 //!   backend: each ends as the README says, with nothing left behind;
 //! - `scenarios/quick.toml`, the CI scenario, completes and writes a valid results record;
+//!   `scenarios/modern-static.toml` measures lighttpd, Caddy and H2O beside nginx and Apache;
+//! - a server kind added as a folder (to a copy of the repository, and one named by `context`)
+//!   is built, verified and measured with no change to benchctl;
 //! - SIGINT during a load ends the run with status 130 within seconds, removes its containers
 //!   and keeps a results record marked interrupted;
 //! - a server container killed mid-run, either while the server before it is measured or
@@ -1027,4 +1030,43 @@ size = 468
         ),
         "{err}"
     );
+}
+
+/// The servers people compare today, each verified byte for byte and measured with keep-alive.
+#[test]
+fn modern_static_measures_every_server() {
+    if !daemon_or_skip("modern_static_measures_every_server") {
+        return;
+    }
+    let _lock = exclusive();
+    let mut run = Run::start(
+        &repo_root().join("scenarios/modern-static.toml"),
+        &["--runs", "1"],
+    );
+    let f = run.finish(FULL_RUN_LIMIT);
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    let record = run.record(&f);
+    for (name, header) in [
+        ("nginx", "nginx/"),
+        ("apache", "Apache/"),
+        ("lighttpd", "lighttpd/"),
+        ("caddy", "Caddy"),
+        ("h2o", "h2o/"),
+    ] {
+        let s = server(&record, name);
+        assert_eq!(s["status"]["state"], "available", "{name}: {s:#}");
+        assert!(
+            s["server_header"]
+                .as_str()
+                .is_some_and(|h| h.starts_with(header)),
+            "{name}: {s:#}"
+        );
+        let loads = loads_of(&record, name);
+        assert_eq!(loads.len(), 2, "{name}: both documents");
+        for l in loads {
+            assert_eq!(l["load"]["failed"], 0, "{name}: {l:#}");
+            assert_eq!(l["load"]["complete"], 2000, "{name}: {l:#}");
+        }
+    }
+    assert_no_container(&f);
 }
