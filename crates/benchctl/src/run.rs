@@ -7,6 +7,8 @@ use crate::{Failure, OnSignals, TableFormat};
 use clap::Args;
 use loadgen::{HttpVersion, LoadSpec, Method};
 use runner::{Cancel, Cleanup, Event, Observer, RunError, RunOptions, Saved};
+use std::collections::HashSet;
+use std::mem::Discriminant;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -148,6 +150,9 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
 #[derive(Default)]
 struct Printer {
     bar: Mutex<Option<Progress>>,
+    /// The notes already printed, by server, document and kind: each is said once, in the
+    /// first round that gave it, rather than again in every round.
+    said: Mutex<HashSet<(String, String, Discriminant<loadgen::Note>)>>,
 }
 
 impl Printer {
@@ -227,8 +232,16 @@ impl Observer for Printer {
                         ""
                     }
                 );
+                let mut said = self.said.lock().unwrap_or_else(|p| p.into_inner());
                 for n in &l.notes {
-                    eprintln!("  note: {}", report::notes::describe(n));
+                    let key = (
+                        record.server.clone(),
+                        record.document.clone(),
+                        std::mem::discriminant(n),
+                    );
+                    if said.insert(key) {
+                        eprintln!("  note: {}", report::notes::describe(n));
+                    }
                 }
             }
             Event::RecordNotWritten { path, error } => eprintln!(

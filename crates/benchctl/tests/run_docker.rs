@@ -338,6 +338,12 @@ fn assert_killed_server_reported<'a>(f: &Finished, record: &'a Value, name: &str
     let killed = server(record, name);
     assert_eq!(killed["status"]["state"], "unavailable", "{record:#}");
     let reason = killed["status"]["reason"].as_str().expect("reason");
+    // One line; the container's last log lines, if it had any, are kept in a file it names.
+    assert_eq!(reason.lines().count(), 1, "{reason}");
+    if let Some((_, rest)) = reason.split_once("(its last log lines: ") {
+        let path = rest.trim_end_matches(')');
+        assert!(Path::new(path).is_file(), "{reason}");
+    }
     assert!(
         loads_of(record, name).is_empty(),
         "no load of a dead server is kept: {record:#}"

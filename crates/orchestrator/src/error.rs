@@ -134,6 +134,61 @@ impl OrchestratorError {
             source,
         }
     }
+
+    /// The cause in one line, without the log lines some errors carry ([`log_lines`]) and
+    /// without the path of a build's full log ([`log_path`]): what a table or a list of
+    /// unavailable servers shows.
+    ///
+    /// [`log_lines`]: Self::log_lines
+    /// [`log_path`]: Self::log_path
+    pub fn headline(&self) -> String {
+        match self {
+            OrchestratorError::Build {
+                server, message, ..
+            } => format!("building the {server} image failed: {}", first_line(message)),
+            OrchestratorError::Exited { name, code, .. } => format!(
+                "container {name} stopped (exit code {})",
+                code.map_or("unknown".to_string(), |c| c.to_string())
+            ),
+            OrchestratorError::OutOfMemory { name, limit, .. } => format!(
+                "container {name} was killed for running out of memory (OOM): it needed more than its limit of {}; raise the server's `memory` in the scenario",
+                limit.map_or("unknown".to_string(), mib)
+            ),
+            OrchestratorError::NotReady {
+                name, port, waited, ..
+            } => format!(
+                "container {name} did not answer HTTP on 127.0.0.1:{port} within {waited:?}; check that it listens on $BENCH_PORT"
+            ),
+            OrchestratorError::Bootstrap { image, message, .. } => {
+                format!("making base image {image} failed: {}", first_line(message))
+            }
+            other => first_line(&other.to_string()).to_string(),
+        }
+    }
+
+    /// The last lines of the container's or the build's output that the error carries.
+    pub fn log_lines(&self) -> &[String] {
+        match self {
+            OrchestratorError::Build { log_tail, .. }
+            | OrchestratorError::Exited { log_tail, .. }
+            | OrchestratorError::OutOfMemory { log_tail, .. }
+            | OrchestratorError::NotReady { log_tail, .. } => log_tail,
+            OrchestratorError::Bootstrap { stderr_tail, .. } => stderr_tail,
+            _ => &[],
+        }
+    }
+
+    /// Where a failed build's whole log was kept.
+    pub fn log_path(&self) -> Option<&std::path::Path> {
+        match self {
+            OrchestratorError::Build { log_path, .. } => Some(log_path),
+            _ => None,
+        }
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or(s).trim_end()
 }
 
 fn mib(bytes: u64) -> String {

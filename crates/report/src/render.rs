@@ -225,13 +225,18 @@ impl Renderer {
                     colour: colour_of(&s.name).to_string(),
                     state: match &s.status {
                         ServerStatus::Available { ready_s } => format!("ready in {ready_s:.1} s"),
-                        ServerStatus::Unavailable { reason } => format!("unavailable: {reason}"),
+                        // Why is said once, in the list of unavailable servers.
+                        ServerStatus::Unavailable { .. } => "unavailable (see below)".to_string(),
                     },
                 })
                 .collect(),
             unavailable: unavailable
                 .into_iter()
-                .map(|(server, reason)| Unavailable { server, reason })
+                .map(|(server, reason)| Unavailable {
+                    server,
+                    // Records before one-line reasons carried the log's last lines in it.
+                    reason: reason.lines().next().unwrap_or_default().to_string(),
+                })
                 .collect(),
             documents,
         })

@@ -147,7 +147,9 @@ pub enum Problem {
     GeneratorLimited {
         server: String,
         document: String,
-        round: u32,
+        /// 0-based, in order.
+        rounds: Vec<u32>,
+        /// Over those rounds.
         failures: u64,
     },
 }
@@ -168,13 +170,17 @@ impl std::fmt::Display for Problem {
             Problem::GeneratorLimited {
                 server,
                 document,
-                round,
+                rounds,
                 failures,
-            } => write!(
-                f,
-                "{server} / {document} round {}: {failures} requests failed for lack of the load generator's own resources (file descriptors or local ports), not the server's",
-                round + 1
-            ),
+            } => {
+                let rounds: Vec<String> = rounds.iter().map(|r| (r + 1).to_string()).collect();
+                write!(
+                    f,
+                    "{server} / {document} (round{} {}): {failures} requests failed for lack of the load generator's own resources (file descriptors or local ports), not the server's",
+                    if rounds.len() == 1 { "" } else { "s" },
+                    rounds.join(", ")
+                )
+            }
         }
     }
 }
@@ -354,15 +360,32 @@ pub async fn run(
             }
         }
     }
+    // One problem per server and document, over its rounds.
     for l in &record.loads {
         let failures = l.load.failures.generator;
-        if failures > 0 {
-            problems.push(Problem::GeneratorLimited {
+        if failures == 0 {
+            continue;
+        }
+        let same = problems.iter_mut().find_map(|p| match p {
+            Problem::GeneratorLimited {
+                server,
+                document,
+                rounds,
+                failures,
+            } if *server == l.server && *document == l.document => Some((rounds, failures)),
+            _ => None,
+        });
+        match same {
+            Some((rounds, total)) => {
+                rounds.push(l.round);
+                *total += failures;
+            }
+            None => problems.push(Problem::GeneratorLimited {
                 server: l.server.clone(),
                 document: l.document.clone(),
-                round: l.round,
+                rounds: vec![l.round],
                 failures,
-            });
+            }),
         }
     }
     let saved = results.finish(&record, observer.as_ref());
@@ -616,7 +639,8 @@ impl Ctx<'_> {
     ) -> Result<Option<Vec<(usize, String)>>, RunError> {
         let server = &self.plan.servers[l.index];
         if let Err(e) = self.orch.fail_if_exited(&l.guard).await {
-            return Ok(Some(vec![(l.index, format!("died {during}: {e:#}"))]));
+            let reason = self.explain(&server.name, &format!("died {during}"), &e);
+            return Ok(Some(vec![(l.index, reason)]));
         }
         for d in server.depends_on() {
             let Some(dep) = live.iter().find(|x| x.index == d) else {
@@ -624,8 +648,10 @@ impl Ctx<'_> {
             };
             if let Err(e) = self.orch.fail_if_exited(&dep.guard).await {
                 let dep_name = &self.plan.servers[d].name;
+                let reason =
+                    self.explain(dep_name, &format!("died {during} on {}", server.name), &e);
                 return Ok(Some(vec![
-                    (d, format!("died {during} on {}: {e:#}", server.name)),
+                    (d, reason),
                     (
                         l.index,
                         format!(
@@ -685,7 +711,7 @@ impl Ctx<'_> {
                             crate::images::keep_log(e, &log, |_| self.kept_log_path(&spec.name));
                         return Err(NotStarted {
                             image: None,
-                            reason: format!("image build failed: {e:#}"),
+                            reason: self.explain(&spec.name, "image build failed", &e),
                         });
                     }
                 }
@@ -757,18 +783,18 @@ impl Ctx<'_> {
             .orch
             .start(&cspec)
             .await
-            .map_err(|e| unavailable(format!("could not start: {e:#}")))?;
+            .map_err(|e| unavailable(self.explain(&spec.name, "could not start", &e)))?;
         let first = expected.first().map(|d| d.url_path.as_str()).unwrap_or("/");
         let ready = self
             .orch
             .wait_ready(&guard, port, first, self.opts.ready_deadline)
             .await
-            .map_err(|e| unavailable(format!("never became ready: {e:#}")))?;
+            .map_err(|e| unavailable(self.explain(&spec.name, "never became ready", &e)))?;
         let verified = self
             .orch
             .verify(port, expected)
             .await
-            .map_err(|e| unavailable(format!("verification failed: {e:#}")))?;
+            .map_err(|e| unavailable(self.explain(&spec.name, "verification failed", &e)))?;
         let total = guard.started_at().elapsed();
         let version = match manifest.map_or(VersionHeader::Server, |m| m.version_header) {
             VersionHeader::Via => verified.via.clone().or(verified.server_header.clone()),
@@ -827,23 +853,50 @@ impl Ctx<'_> {
         })
     }
 
+    /// Why a server cannot be measured, in one line: `what` happened, the error's cause, and
+    /// where its log is kept (a failed build's whole log; a container's last lines, written to
+    /// `<record>.<server>.log` beside the results record).
+    fn explain(&self, server: &str, what: &str, e: &OrchestratorError) -> String {
+        let mut line = format!("{what}: {}", e.headline());
+        if let Some(log) = e.log_path() {
+            line.push_str(&format!(" (full log: {})", log.display()));
+        } else if !e.log_lines().is_empty() {
+            let mut text = e.log_lines().join("\n");
+            text.push('\n');
+            use std::io::Write as _;
+            let kept = self
+                .kept_file(server, "log")
+                .and_then(|(p, mut f)| f.write_all(text.as_bytes()).ok().map(|()| p));
+            if let Some(p) = kept {
+                line.push_str(&format!(" (its last log lines: {})", p.display()));
+            }
+        }
+        line
+    }
+
     /// A new, empty file beside the results record for a failed build's log (the run folder
     /// goes with the run): `<record>.<server>.build.log`.
     fn kept_log_path(&self, server: &str) -> Option<PathBuf> {
+        self.kept_file(server, "build.log").map(|(p, _)| p)
+    }
+
+    /// A new, empty file `<record>.<server>.<suffix>` beside the results record; `None` when
+    /// it exists already or cannot be made.
+    fn kept_file(&self, server: &str, suffix: &str) -> Option<(PathBuf, std::fs::File)> {
         use std::os::unix::fs::OpenOptionsExt;
         let out = self
             .opts
             .out
             .clone()
             .unwrap_or_else(|| self.opts.results_dir.join(format!("{}.json", self.run_id)));
-        let kept = out.with_extension(format!("{server}.build.log"));
-        std::fs::OpenOptions::new()
+        let kept = out.with_extension(format!("{server}.{suffix}"));
+        let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&kept)
             .ok()?;
-        Some(kept)
+        Some((kept, file))
     }
 
     /// One load against one document; `None` when the run was stopped during it.

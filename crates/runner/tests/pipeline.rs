@@ -149,6 +149,12 @@ async fn a_run_that_measured_nothing_fails_and_keeps_the_build_log() {
     };
     let kept = dir.path().join("x.nginx.build.log");
     assert!(reason.contains(&kept.display().to_string()), "{reason}");
+    // One line: the cause and where the log is; the log itself is not repeated.
+    assert_eq!(reason.lines().count(), 1, "{reason}");
+    assert!(
+        reason.starts_with("image build failed: building the nginx image failed: "),
+        "{reason}"
+    );
     let log = std::fs::read_to_string(&kept).unwrap();
     assert!(log.contains("this server does not build here"), "{log}");
     assert_eq!(RunRecord::load(&out).unwrap().status, outcome.record.status);
