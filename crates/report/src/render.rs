@@ -616,27 +616,49 @@ impl TextTable {
     }
 }
 
-/// "nginx served 1.66 times as many requests/s as apache", per server after the first.
+/// The head-to-head verdict, a line per server after the first, against the first. When
+/// neither row was client-bound: "nginx served 1.66 times as many requests/s as apache". When
+/// either was, its requests/s were the load generator's, so the verdict leads with the servers'
+/// own CPU per request and names the requests/s ratio for what it is.
 fn summary_lines(groups: &[&GroupStats]) -> Vec<String> {
     let Some((first, rest)) = groups.split_first() else {
         return Vec::new();
     };
-    let Some(base) = first
-        .get(Metric::RequestsPerSecond)
-        .map(|s| s.median)
-        .filter(|m| *m > 0.0)
-    else {
-        return Vec::new();
-    };
+    let median = |g: &GroupStats, m: Metric| g.get(m).map(|s| s.median).filter(|v| *v > 0.0);
     rest.iter()
         .filter_map(|g| {
-            let m = g.get(Metric::RequestsPerSecond)?.median;
-            Some(format!(
-                "{} served {:.2} times as many requests/s as {}",
-                g.server,
-                m / base,
-                first.server
-            ))
+            let rps = median(first, Metric::RequestsPerSecond)
+                .zip(median(g, Metric::RequestsPerSecond))
+                .map(|(base, m)| m / base);
+            if !first.client_bound && !g.client_bound {
+                return rps.map(|r| {
+                    format!(
+                        "{} served {r:.2} times as many requests/s as {}",
+                        g.server, first.server
+                    )
+                });
+            }
+            let bound = match (first.client_bound, g.client_bound) {
+                (true, true) => "both rows were client-bound".to_string(),
+                (true, false) => format!("{}'s row was client-bound", first.server),
+                _ => format!("{}'s row was client-bound", g.server),
+            };
+            let rps_part = rps.map_or_else(String::new, |r| {
+                format!(", so the requests/s ratio ({r:.2}) measures the load generator as much as the servers")
+            });
+            let cpu = median(first, Metric::ServerCpuSPer10k)
+                .zip(median(g, Metric::ServerCpuSPer10k))
+                .map(|(base, m)| m / base);
+            Some(match cpu {
+                Some(c) => format!(
+                    "{} used {c:.2}x {}'s CPU per request ({bound}{rps_part})",
+                    g.server, first.server
+                ),
+                None => format!(
+                    "no verdict between {} and {}: {bound}{rps_part}, and the servers' CPU was not measured",
+                    g.server, first.server
+                ),
+            })
         })
         .collect()
 }
@@ -1053,6 +1075,37 @@ mod tests {
         assert!(
             read[0].ends_with("so these numbers may measure the client rather than the server"),
             "{read:?}"
+        );
+    }
+
+    #[test]
+    fn a_client_bound_verdict_never_states_requests_per_second_as_the_servers() {
+        let mut apache = group(&[1000.0; 3], &[0.2; 3]);
+        apache.server = "apache".into();
+        let mut nginx = group(&[1500.0; 3], &[0.2; 3]);
+        nginx.client_bound = true;
+        assert_eq!(
+            summary_lines(&[&apache, &nginx]),
+            ["no verdict between nginx and apache: nginx's row was client-bound, so the requests/s ratio (1.50) measures the load generator as much as the servers, and the servers' CPU was not measured"]
+        );
+        let cpu = |g: &mut GroupStats, v: f64| {
+            g.metrics.push(MetricSummary {
+                metric: Metric::ServerCpuSPer10k,
+                summary: Summary::of(&[v; 3]),
+            })
+        };
+        cpu(&mut apache, 2.0);
+        cpu(&mut nginx, 0.5);
+        apache.client_bound = true;
+        assert_eq!(
+            summary_lines(&[&apache, &nginx]),
+            ["nginx used 0.25x apache's CPU per request (both rows were client-bound, so the requests/s ratio (1.50) measures the load generator as much as the servers)"]
+        );
+        apache.client_bound = false;
+        nginx.client_bound = false;
+        assert_eq!(
+            summary_lines(&[&apache, &nginx]),
+            ["nginx served 1.50 times as many requests/s as apache"]
         );
     }
 }
