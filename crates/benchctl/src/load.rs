@@ -53,6 +53,10 @@ pub struct LoadArgs {
     /// Apply load for this long first, then measure (e.g. 2s).
     #[arg(long)]
     warmup: Option<String>,
+    /// Repeat the -n requests back to back until the measurement has lasted this long (e.g.
+    /// 5s), counting all of it: ab's parameters, a load long enough to settle.
+    #[arg(long, value_name = "DURATION")]
+    min_duration: Option<String>,
     /// Worker threads (default: one per CPU allowed, at most one per connection).
     #[arg(long)]
     threads: Option<usize>,
@@ -126,6 +130,10 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
         rate: a.rate,
         rx_stamps: !a.user_timestamps,
         coalesce: parse_coalesce(&a.coalesce).map_err(|e| usage(format!("--coalesce: {e}")))?,
+        min_duration: match &a.min_duration {
+            Some(d) => Some(secs("--min-duration", d)?),
+            None => None,
+        },
     };
     let mut c = LoadConfig::new(target, load);
     c.variable_length = a.variable_length;

@@ -220,16 +220,26 @@ impl Observer for Printer {
                     p.finish(record.load.complete);
                 }
                 let l = &record.load;
+                let mut flags = Vec::new();
+                if record.client_bound {
+                    flags.push("client-bound".to_string());
+                }
+                if report::record::is_too_short(l) {
+                    flags.push(format!("too short: {:.0} ms", l.elapsed_s * 1000.0));
+                }
+                if let Some(n) = l.settings.repetitions {
+                    flags.push(format!("{n} loads back to back"));
+                }
                 eprintln!(
                     "round {round}/{rounds}  {:<10} {:<16} {:>10.1} req/s  {} failed{}",
                     record.server,
                     record.url_path,
                     l.requests_per_second,
                     l.failed,
-                    if record.client_bound {
-                        "  (client-bound)"
+                    if flags.is_empty() {
+                        String::new()
                     } else {
-                        ""
+                        format!("  ({})", flags.join(", "))
                     }
                 );
                 let mut said = self.said.lock().unwrap_or_else(|p| p.into_inner());

@@ -204,6 +204,11 @@ pub struct LoadSpec {
     pub rx_stamps: bool,
     /// How a worker waits for responses once it has caught up.
     pub coalesce: Coalesce,
+    /// With `requests`: repeat the load back to back (another `requests` each time, the
+    /// connections carrying on) until the measured part has lasted at least this long, and
+    /// count all of it. Keeps ab's parameters while giving a load long enough to settle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_duration: Option<Duration>,
 }
 
 impl Default for LoadSpec {
@@ -221,6 +226,7 @@ impl Default for LoadSpec {
             rate: None,
             rx_stamps: true,
             coalesce: Coalesce::Auto,
+            min_duration: None,
         }
     }
 }
@@ -284,6 +290,18 @@ impl LoadConfig {
         }
         if l.duration.is_some_and(|d| d.is_zero()) {
             return bad("the time limit must be longer than zero".into());
+        }
+        match l.min_duration {
+            Some(d) if d.is_zero() => {
+                return bad("the minimum duration must be longer than zero".into())
+            }
+            Some(_) if l.requests.is_none() => {
+                return bad(
+                    "a minimum duration repeats a load of a request count; a load bounded by time alone has no use for it"
+                        .into(),
+                )
+            }
+            _ => {}
         }
         if l.timeout.is_zero() {
             return bad("the request timeout must be longer than zero".into());

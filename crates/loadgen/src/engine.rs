@@ -119,7 +119,11 @@ struct Shared {
     cfg: LoadConfig,
     addr: SocketAddr,
     request: Box<[u8]>,
-    limit: u64,
+    /// Requests of one load (`-n`), or [`UNKNOWN`] for a load bounded by time.
+    per_load: u64,
+    /// Requests to issue in all: `per_load`, raised by another `per_load` each time the
+    /// measured part has not yet lasted the load's `min_duration` when they run out.
+    limit: AtomicU64,
     issued: AtomicU64,
     doc_len: AtomicU64,
     server: OnceLock<String>,
@@ -142,10 +146,44 @@ impl Shared {
         self.stop.store(true, Relaxed);
     }
 
-    /// Takes a ticket for one measured request; false once `-n` requests have been issued.
+    /// Takes a ticket for one measured request; false once `-n` requests have been issued
+    /// (as many times over as `min_duration` asks).
     #[inline]
     fn take_ticket(&self) -> bool {
-        self.limit == UNKNOWN || self.issued.fetch_add(1, Relaxed) < self.limit
+        if self.per_load == UNKNOWN {
+            return true;
+        }
+        let Some(min) = self.cfg.load.min_duration else {
+            return self.issued.fetch_add(1, Relaxed) < self.per_load;
+        };
+        // Only tickets actually handed out count, so that the total is a whole number of
+        // loads: compare-and-swap rather than an increment that may overshoot.
+        let mut n = self.issued.load(Relaxed);
+        loop {
+            let limit = self.limit.load(Relaxed);
+            if n >= limit {
+                let measuring_since = self.measure_start.get().copied();
+                if measuring_since.is_some_and(|t| t.elapsed() >= min) {
+                    return false;
+                }
+                let _ = self
+                    .limit
+                    .compare_exchange(limit, limit + self.per_load, Relaxed, Relaxed);
+                continue;
+            }
+            match self
+                .issued
+                .compare_exchange_weak(n, n + 1, Relaxed, Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => n = now,
+            }
+        }
+    }
+
+    /// How many requests the load issues in all, as far as known now.
+    fn limit(&self) -> u64 {
+        self.limit.load(Relaxed)
     }
 }
 
@@ -182,7 +220,8 @@ pub fn run_observed(
     let sh = Arc::new(Shared {
         addr,
         request,
-        limit,
+        per_load: limit,
+        limit: AtomicU64::new(limit),
         issued: AtomicU64::new(0),
         doc_len: AtomicU64::new(UNKNOWN),
         server: OnceLock::new(),
@@ -272,10 +311,8 @@ pub fn run_observed(
             } else if deadline.is_some_and(|d| Instant::now() >= d) {
                 stopped_at = deadline;
                 sh.trigger_stop();
-                if let Some(n) = cfg.load.requests {
-                    if sh.issued.load(Relaxed) < n {
-                        stopped_early = Some(StopReason::TimeLimit);
-                    }
+                if cfg.load.requests.is_some() && sh.issued.load(Relaxed) < sh.limit() {
+                    stopped_early = Some(StopReason::TimeLimit);
                 }
             } else if sh.stop.load(Relaxed) {
                 // A worker gave up on the target.
@@ -352,6 +389,10 @@ pub fn run_observed(
             head: cfg.load.method == Method::Head,
             rx_stamps: sh.stamps.is_some(),
             coalesce: coalesce.to_string(),
+            repetitions: cfg
+                .load
+                .min_duration
+                .map(|_| sh.issued.load(Relaxed).div_ceil(sh.per_load.max(1))),
         },
         elapsed,
         rec,

@@ -450,6 +450,10 @@ pub struct RunSettings {
     /// How workers waited for responses: "off" (woken by each), "auto", or a fixed nap ("50us").
     #[serde(default = "coalesce_off")]
     pub coalesce: String,
+    /// With a minimum duration: how many times the load of `-n` requests ran back to back
+    /// (the counts and timings are of all of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetitions: Option<u64>,
 }
 
 fn coalesce_off() -> String {

@@ -396,6 +396,58 @@ fn time_limit_stops_before_n() {
 }
 
 #[test]
+fn min_duration_repeats_whole_loads_back_to_back_and_counts_them_all() {
+    let s = TestServer::start();
+    let mut cfg = config(&s.url("/cl"), 100, 4);
+    cfg.load.keep_alive = true;
+    cfg.load.min_duration = Some(Duration::from_millis(300));
+    let m = run_ok(cfg);
+    let reps = m
+        .settings
+        .repetitions
+        .expect("a repeated load says how often");
+    println!(
+        "-n 100 for at least 300 ms: {} loads, {} requests in {:?}",
+        reps,
+        m.complete(),
+        m.elapsed
+    );
+    // Whole loads only: every repetition is another -n, and all of them are counted.
+    assert_eq!(m.complete(), reps * 100);
+    assert_eq!(s.requests(), reps * 100);
+    assert!(reps >= 2, "100 local requests take far less than 300 ms");
+    assert!(m.elapsed >= Duration::from_millis(300), "{:?}", m.elapsed);
+    assert_no_failures(&m);
+    assert_eq!(m.stopped_early, None);
+    assert_eq!(
+        m.rec.samples.as_ref().map(Vec::len),
+        Some(m.complete() as usize)
+    );
+    // The connections carry on from one repetition to the next.
+    assert_eq!(s.accepted(), 4);
+
+    // Without it, one load and no count of repetitions.
+    let once = run_ok(config(&s.url("/cl"), 100, 4));
+    assert_eq!(once.complete(), 100);
+    assert_eq!(once.settings.repetitions, None);
+}
+
+#[test]
+fn min_duration_needs_a_request_count() {
+    let s = TestServer::start();
+    let mut cfg = config(&s.url("/cl"), 100, 4);
+    cfg.load.requests = None;
+    cfg.load.duration = Some(Duration::from_millis(100));
+    cfg.load.min_duration = Some(Duration::from_millis(300));
+    match run_within(Duration::from_secs(5), cfg) {
+        Err(LoadError::Config(e)) => assert!(e.to_string().contains("minimum duration"), "{e}"),
+        Err(e) => panic!("expected a config error, got {e}"),
+        Ok(_) => panic!("expected a config error"),
+    }
+    assert_eq!(s.accepted(), 0);
+}
+
+#[test]
 fn samples_match_complete_responses() {
     let s = TestServer::start();
     let m = run_ok(config(&s.url("/cl"), 50, 5));

@@ -230,6 +230,18 @@ pub fn is_client_bound(load: &LoadReport) -> bool {
     load.elapsed_s > 0.0 && load.client_cpu_s / load.elapsed_s >= CLIENT_BOUND_SHARE * threads
 }
 
+/// The shortest measured part of a load whose figures are worth reading: below it, start-up,
+/// the first connections and the last stragglers are much of what was measured, and the rounds
+/// of one server disagree.
+pub const MIN_MEASURED_S: f64 = 1.0;
+
+/// Whether a load was too short to measure (see [`MIN_MEASURED_S`]): the posts' `-n 1000`
+/// against a fast server lasts some tens of milliseconds. A load's `min_duration` repeats it
+/// until it lasts long enough.
+pub fn is_too_short(load: &LoadReport) -> bool {
+    load.elapsed_s < MIN_MEASURED_S
+}
+
 /// A container's resource use over one load.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

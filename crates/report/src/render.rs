@@ -457,6 +457,9 @@ fn row(g: &GroupStats, reference: Option<f64>) -> Row {
     if g.client_bound {
         flags.push("client-bound");
     }
+    if g.too_short_s.is_some() {
+        flags.push("too short");
+    }
     Row {
         server: g.server.clone(),
         rounds: g.rounds.to_string(),
@@ -697,6 +700,24 @@ fn notes(g: &GroupStats) -> Vec<String> {
             } else {
                 "these numbers may measure the client rather than the server"
             }
+        ));
+    }
+    if let Some(s) = g.too_short_s {
+        out.push(format!(
+            "{}: too short to measure: its loads lasted {:.0} ms at most; `min_duration = \"5s\"` under [load] repeats each load back to back until it lasts that long",
+            g.server,
+            s * 1000.0,
+        ));
+    }
+    if let Some((lo, hi)) = g.repetitions {
+        let times = if lo == hi {
+            format!("{lo}")
+        } else {
+            format!("{lo} to {hi}")
+        };
+        out.push(format!(
+            "{}: each round ran the load {times} times back to back to last its min_duration; the figures count all of them",
+            g.server
         ));
     }
     out
@@ -1029,6 +1050,8 @@ mod tests {
             url_path: "/".into(),
             rounds: rps.len(),
             client_bound: false,
+            too_short_s: None,
+            repetitions: None,
             rx_stamps: true,
             metrics: vec![
                 MetricSummary {

@@ -217,6 +217,12 @@ pub struct GroupStats {
     pub rounds: usize,
     /// At least one round had the load generator saturated.
     pub client_bound: bool,
+    /// The longest round's measured part, seconds, when it was too short to measure (see
+    /// [`crate::record::is_too_short`]); `None` when every round lasted long enough.
+    pub too_short_s: Option<f64>,
+    /// How many times the load ran back to back in each round to last its `min_duration`
+    /// (fewest, most); `None` when it ran once.
+    pub repetitions: Option<(u64, u64)>,
     /// Every round timed its responses by the kernel's receive stamps, so the latencies leave
     /// the generator's own delay in reading them out.
     pub rx_stamps: bool,
@@ -273,6 +279,16 @@ pub fn summarize_loads<'a>(
         url_path: loads[0].url_path.clone(),
         rounds: loads.len(),
         client_bound: loads.iter().any(|l| l.client_bound),
+        too_short_s: loads
+            .iter()
+            .all(|l| crate::record::is_too_short(&l.load))
+            .then(|| loads.iter().map(|l| l.load.elapsed_s).fold(0.0, f64::max)),
+        repetitions: loads
+            .iter()
+            .filter_map(|l| l.load.settings.repetitions)
+            .fold(None, |acc: Option<(u64, u64)>, r| {
+                Some(acc.map_or((r, r), |(lo, hi)| (lo.min(r), hi.max(r))))
+            }),
         rx_stamps: loads.iter().all(|l| l.load.settings.rx_stamps),
         metrics,
     })

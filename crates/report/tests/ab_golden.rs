@@ -84,6 +84,7 @@ fn measurement(s: Setup) -> Measurement {
             head: false,
             rx_stamps: false,
             coalesce: "off".into(),
+            repetitions: None,
         },
         elapsed: Duration::from_micros(s.elapsed_us),
         rec,

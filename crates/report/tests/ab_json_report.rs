@@ -49,6 +49,7 @@ fn measurement(keep_samples: bool, corrected: bool) -> Measurement {
             head: false,
             rx_stamps: false,
             coalesce: "off".into(),
+            repetitions: None,
         },
         elapsed: Duration::from_millis(2500),
         rec,

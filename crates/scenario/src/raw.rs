@@ -62,6 +62,9 @@ pub(crate) struct RawLoad {
     pub warmup: Option<Spanned<String>>,
     /// Measure for this long instead of a request count. Exclusive with `requests`.
     pub duration: Option<Spanned<String>>,
+    /// With `requests`: repeat the load back to back until it has lasted this long, e.g.
+    /// `"5s"`, counting all of it.
+    pub min_duration: Option<Spanned<String>>,
     /// Constant request rate in requests per second (open model); default: as fast as possible.
     pub rate: Option<Spanned<f64>>,
     /// `"GET"` (default) or `"HEAD"`.
@@ -170,6 +173,7 @@ pub(crate) mod keys {
         "timeout",
         "warmup",
         "duration",
+        "min_duration",
         "rate",
         "method",
         "user_timestamps",

@@ -190,6 +190,7 @@ fn check_cpus(d: &mut Diagnostics, raw: &RawScenario) -> CpuPlan {
 struct LoadLevel {
     requests: Option<(u64, Range<usize>)>,
     duration: Option<(Duration, Range<usize>)>,
+    min_duration: Option<(Duration, Range<usize>)>,
     concurrency: Option<(u32, Range<usize>)>,
     keep_alive: Option<bool>,
     http11: Option<bool>,
@@ -265,12 +266,22 @@ fn check_load_level(d: &mut Diagnostics, raw: &RawLoad) -> LoadLevel {
     level.warmup = duration(d, &raw.warmup, "warmup", true);
     level.duration =
         duration(d, &raw.duration, "duration", false).zip(raw.duration.as_ref().map(|v| v.span()));
+    level.min_duration = duration(d, &raw.min_duration, "min_duration", false)
+        .zip(raw.min_duration.as_ref().map(|v| v.span()));
     let failed = |v: &Option<Spanned<String>>, parsed: bool| v.is_some() && !parsed;
     level.poisoned = before
         || failed(&raw.timeout, level.timeout.is_some())
         || failed(&raw.warmup, level.warmup.is_some())
-        || failed(&raw.duration, level.duration.is_some());
+        || failed(&raw.duration, level.duration.is_some())
+        || failed(&raw.min_duration, level.min_duration.is_some());
 
+    if let (Some(min), Some(_), None) = (&raw.min_duration, &raw.duration, &raw.requests) {
+        d.error(
+            min.span(),
+            "min_duration repeats a load of `requests` until it lasts that long; a load that runs for a `duration` has no use for it (remove one)",
+        );
+        level.poisoned = true;
+    }
     if let (Some(_), Some(dur)) = (&raw.requests, &raw.duration) {
         d.error(
             dur.span(),
@@ -349,6 +360,22 @@ fn resolve_load(
         .or_else(|| defaults.concurrency.clone());
     let poisoned = defaults.poisoned || own.poisoned;
 
+    let min_duration = own
+        .min_duration
+        .clone()
+        .or_else(|| defaults.min_duration.clone());
+    // A document's own min_duration must have a request count to repeat; one inherited from
+    // [load] does not apply where the document runs for a duration instead (as a request count
+    // does not). A level setting both is reported with the level.
+    if let (Some((_, span)), None, Some(_), None) =
+        (&own.min_duration, &requests, &duration, &own.duration)
+    {
+        d.error(
+            span.clone(),
+            format!("min_duration repeats a load of `requests` until it lasts that long; document `{doc_name}` runs for a `duration` instead, which has no use for it (remove one)"),
+        );
+    }
+    let has_requests = requests.is_some();
     if requests.is_none() && duration.is_none() && !poisoned {
         d.error(
             doc_span.clone(),
@@ -392,6 +419,7 @@ fn resolve_load(
         rate: own.rate.or(defaults.rate),
         rx_stamps: !user_timestamps,
         coalesce: own.coalesce.or(defaults.coalesce).unwrap_or(Coalesce::Auto),
+        min_duration: min_duration.filter(|_| has_requests).map(|(t, _)| t),
     }
 }
 

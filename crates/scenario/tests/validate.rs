@@ -40,6 +40,38 @@ generate = "hello"
 "#;
 
 #[test]
+fn min_duration_is_inherited_and_overridden_like_the_other_load_keys() {
+    let src = MINIMAL.replace("requests = 10", "requests = 10\nmin_duration = \"5s\"")
+        + r#"
+[[document]]
+name = "page"
+path = "/page.html"
+generate = "html"
+size = 468
+load = { min_duration = "2s" }
+
+[[document]]
+name = "timed"
+path = "/timed.html"
+generate = "html"
+size = 468
+load = { duration = "3s" }
+"#;
+    let plan = parse_str(&src, Path::new("min.toml")).unwrap();
+    let min = |i: usize| plan.documents[i].load.min_duration;
+    assert_eq!(min(0), Some(Duration::from_secs(5)));
+    assert_eq!(min(1), Some(Duration::from_secs(2)));
+    // A document bounded by time alone does not inherit a repetition it cannot use.
+    assert_eq!(min(2), None);
+    assert_eq!(
+        plan.documents[2].load.duration,
+        Some(Duration::from_secs(3))
+    );
+    let plain = parse_str(MINIMAL, Path::new("minimal.toml")).unwrap();
+    assert_eq!(plain.documents[0].load.min_duration, None);
+}
+
+#[test]
 fn defaults_are_resolved_like_ab() {
     let plan = parse_str(MINIMAL, Path::new("minimal.toml")).unwrap();
     assert_eq!(plan.runs, 1);

@@ -67,6 +67,7 @@ pub fn load_report(spec: &LoadSpec) -> LoadReport {
             head: false,
             rx_stamps: false,
             coalesce: "off".into(),
+            repetitions: None,
         },
         elapsed: Duration::from_secs_f64(spec.elapsed_s),
         rec,
