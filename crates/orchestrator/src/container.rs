@@ -22,7 +22,7 @@
 use crate::error::{is_not_found, is_removal_in_progress, OrchestratorError, Result};
 use crate::owner::Owner;
 use crate::{Orchestrator, LABEL_OWNER, LABEL_PID, LABEL_PID_START, LABEL_RUN, LABEL_SERVER};
-use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig};
+use bollard::models::{ContainerCreateBody, ContainerUpdateBody, HostConfig, HostConfigLogConfig};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, LogsOptionsBuilder,
     RemoveContainerOptionsBuilder,
@@ -52,6 +52,10 @@ pub struct ContainerSpec {
     pub cpuset: Option<String>,
     /// Memory limit in bytes.
     pub memory_bytes: Option<u64>,
+    /// CPU time the container may use, in cores (`0.25`: a quarter of one core's time, spread
+    /// over its cpuset); `None` for as much as its cpuset gives. See
+    /// [`Orchestrator::set_cpu_share`] to change it while the server runs.
+    pub cpu_share: Option<f64>,
     /// Folder of documents, mounted read-only at `/srv/www`.
     pub docroot: Option<PathBuf>,
     /// The run this container belongs to; names it and labels it.
@@ -357,6 +361,7 @@ impl Orchestrator {
         let host_config = HostConfig {
             network_mode: Some("host".to_string()),
             cpuset_cpus: spec.cpuset.clone(),
+            nano_cpus: spec.cpu_share.map(nano_cpus).transpose()?,
             memory,
             // Without this the limit would allow as much swap again, and swapping servers measure the disk.
             memory_swap: memory,
@@ -423,6 +428,21 @@ impl Orchestrator {
     }
 
     /// The last `lines` lines of a container's stdout and stderr, interleaved as written.
+    /// Changes how much CPU time a running container may use, in cores (see
+    /// [`ContainerSpec::cpu_share`]). Takes effect at once: the server keeps running, its
+    /// connections and caches with it. (Docker cannot lift a limit once set: a share as large
+    /// as the container's cpuset does the same.)
+    pub async fn set_cpu_share(&self, guard: &ContainerGuard, share: f64) -> Result<()> {
+        let body = ContainerUpdateBody {
+            nano_cpus: Some(nano_cpus(share)?),
+            ..Default::default()
+        };
+        self.docker
+            .update_container(guard.id(), body)
+            .await
+            .map_err(|e| OrchestratorError::docker("update (CPU share)", e))
+    }
+
     pub async fn log_tail(&self, container: &str, lines: usize) -> Vec<String> {
         let options = LogsOptionsBuilder::default()
             .stdout(true)
@@ -503,4 +523,14 @@ async fn remove_labelled(
         r?;
     }
     Ok(ids.len())
+}
+
+/// Docker's `NanoCpus` for a share of cores: between a thousandth of a core and 1024 cores.
+fn nano_cpus(share: f64) -> Result<i64> {
+    if !(share.is_finite() && (0.001..=1024.0).contains(&share)) {
+        return Err(OrchestratorError::Invalid(format!(
+            "a CPU share of {share} cores is out of range (0.001 to 1024)"
+        )));
+    }
+    Ok((share * 1e9).round() as i64)
 }

@@ -500,3 +500,72 @@ async fn an_oom_killed_server_is_reported_as_such() {
     assert!(text.contains("(OOM)") && text.contains("8 MiB"), "{text}");
     guard.remove().await.unwrap();
 }
+
+/// A CPU share caps the container's CPU time from the start, and changes while it runs.
+#[tokio::test]
+async fn a_cpu_share_caps_the_container_and_can_change_while_it_runs() {
+    let Some(orch) = connect().await else { return };
+    test_base(&orch).await;
+    let spec = ContainerSpec {
+        name: "spinner".to_string(),
+        image: TEST_BASE.to_string(),
+        port: free_port(),
+        run_id: run_id("share"),
+        cpuset: Some("0".to_string()),
+        cpu_share: Some(0.2),
+        // Spins for at most a minute, whatever happens to the test.
+        cmd: Some(vec![
+            "timeout".into(),
+            "60".into(),
+            "sh".into(),
+            "-c".into(),
+            "while :; do :; done".into(),
+        ]),
+        ..Default::default()
+    };
+    let guard = orch.start(&spec).await.unwrap();
+    let nano = |orch: orchestrator::Orchestrator, id: String| async move {
+        orch.docker()
+            .inspect_container(
+                &id,
+                None::<bollard::query_parameters::InspectContainerOptions>,
+            )
+            .await
+            .unwrap()
+            .host_config
+            .unwrap()
+            .nano_cpus
+    };
+    assert_eq!(
+        nano(orch.clone(), guard.id().to_string()).await,
+        Some(200_000_000)
+    );
+    // A spinning shell under a fifth of a core uses about that, never a whole core.
+    let sampler = orch.sample_stats(&guard).await.unwrap();
+    let t = Instant::now();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let usage = sampler.finish().await;
+    let cores = usage.cpu_seconds / t.elapsed().as_secs_f64();
+    eprintln!("at a share of 0.2: {cores:.3} cores ({usage:?})");
+    assert!(usage.samples >= 2, "{usage:?}");
+    assert!(cores < 0.3, "the share did not cap it: {cores:.3} cores");
+
+    orch.set_cpu_share(&guard, 0.05).await.unwrap();
+    assert_eq!(
+        nano(orch.clone(), guard.id().to_string()).await,
+        Some(50_000_000)
+    );
+    let sampler = orch.sample_stats(&guard).await.unwrap();
+    let t = Instant::now();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let usage = sampler.finish().await;
+    let cores = usage.cpu_seconds / t.elapsed().as_secs_f64();
+    eprintln!("at a share of 0.05: {cores:.3} cores ({usage:?})");
+    assert!(
+        cores < 0.1,
+        "the new share did not cap it: {cores:.3} cores"
+    );
+    let err = orch.set_cpu_share(&guard, 0.0).await.unwrap_err();
+    assert!(err.to_string().contains("out of range"), "{err}");
+    guard.remove().await.unwrap();
+}
