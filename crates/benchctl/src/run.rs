@@ -6,7 +6,7 @@ use crate::signals::Signal;
 use crate::{Failure, OnSignals, TableFormat};
 use clap::Args;
 use loadgen::{HttpVersion, LoadSpec, Method};
-use runner::{Cancel, Cleanup, Event, Observer, RunError, RunOptions, Saved};
+use runner::{Cancel, Cleanup, Event, Headroom, Observer, RunError, RunOptions, Saved};
 use std::collections::HashSet;
 use std::mem::Discriminant;
 use std::path::PathBuf;
@@ -39,9 +39,20 @@ pub struct RunArgs {
     /// Report format printed at the end.
     #[arg(long, value_enum, default_value_t = TableFormat::Text)]
     format: TableFormat,
+    /// `auto`: when a load leaves the load generator no headroom (80% of its cores or more),
+    /// measure that server again capped at a smaller CPU share until it does; the tables then
+    /// report requests/s per server core. `off`: measure once, as the scenario says.
+    #[arg(long, value_enum, default_value_t = HeadroomArg::Off)]
+    headroom: HeadroomArg,
     /// Folder of templates overriding the built-in ones.
     #[arg(long)]
     templates: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum HeadroomArg {
+    Off,
+    Auto,
 }
 
 pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
@@ -92,6 +103,10 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
         sources,
         cancel,
         cleanup,
+        headroom: match a.headroom {
+            HeadroomArg::Off => Headroom::Off,
+            HeadroomArg::Auto => Headroom::Auto,
+        },
         ..RunOptions::new()
     };
     let observer = Arc::new(Printer::default());
@@ -254,6 +269,17 @@ impl Observer for Printer {
                     }
                 }
             }
+            Event::Headroom {
+                server,
+                url_path,
+                share,
+                generator,
+                next,
+            } => eprintln!(
+                "           {server:<10} {url_path:<16} the generator used {:.0}% of its cores{}: again with {server} capped at {next} of a core",
+                generator * 100.0,
+                share.map_or_else(String::new, |s| format!(" ({server} at {s} of a core)"))
+            ),
             Event::RecordNotWritten { path, error } => eprintln!(
                 "benchctl: warning: cannot write the results record {} ({error}); the run goes on with every measurement kept",
                 path.display()

@@ -524,8 +524,10 @@ async fn a_cpu_share_caps_the_container_and_can_change_while_it_runs() {
         ..Default::default()
     };
     let guard = orch.start(&spec).await.unwrap();
-    let nano = |orch: orchestrator::Orchestrator, id: String| async move {
-        orch.docker()
+    // (period, quota) µs, as the kernel enforces them.
+    let limit = |orch: orchestrator::Orchestrator, id: String| async move {
+        let hc = orch
+            .docker()
             .inspect_container(
                 &id,
                 None::<bollard::query_parameters::InspectContainerOptions>,
@@ -533,39 +535,50 @@ async fn a_cpu_share_caps_the_container_and_can_change_while_it_runs() {
             .await
             .unwrap()
             .host_config
-            .unwrap()
-            .nano_cpus
+            .unwrap();
+        (hc.cpu_period, hc.cpu_quota)
     };
+    let id = guard.id().to_string();
     assert_eq!(
-        nano(orch.clone(), guard.id().to_string()).await,
-        Some(200_000_000)
+        limit(orch.clone(), id.clone()).await,
+        (Some(20_000), Some(4_000))
     );
     // A spinning shell under a fifth of a core uses about that, never a whole core.
-    let sampler = orch.sample_stats(&guard).await.unwrap();
-    let t = Instant::now();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    let usage = sampler.finish().await;
-    let cores = usage.cpu_seconds / t.elapsed().as_secs_f64();
-    eprintln!("at a share of 0.2: {cores:.3} cores ({usage:?})");
-    assert!(usage.samples >= 2, "{usage:?}");
+    let spin = |share: f64| {
+        let orch = orch.clone();
+        let guard = &guard;
+        async move {
+            let sampler = orch.sample_stats(guard).await.unwrap();
+            let t = Instant::now();
+            tokio::time::sleep(Duration::from_millis(2500)).await;
+            let usage = sampler.finish().await;
+            let cores = usage.cpu_seconds / t.elapsed().as_secs_f64();
+            eprintln!("at a share of {share}: {cores:.3} cores ({usage:?})");
+            assert!(usage.samples >= 2, "{usage:?}");
+            cores
+        }
+    };
+    let cores = spin(0.2).await;
     assert!(cores < 0.3, "the share did not cap it: {cores:.3} cores");
 
-    orch.set_cpu_share(&guard, 0.05).await.unwrap();
+    orch.set_cpu_share(&guard, Some(0.05)).await.unwrap();
     assert_eq!(
-        nano(orch.clone(), guard.id().to_string()).await,
-        Some(50_000_000)
+        limit(orch.clone(), id.clone()).await,
+        (Some(20_000), Some(1_000))
     );
-    let sampler = orch.sample_stats(&guard).await.unwrap();
-    let t = Instant::now();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    let usage = sampler.finish().await;
-    let cores = usage.cpu_seconds / t.elapsed().as_secs_f64();
-    eprintln!("at a share of 0.05: {cores:.3} cores ({usage:?})");
+    let cores = spin(0.05).await;
     assert!(
         cores < 0.1,
         "the new share did not cap it: {cores:.3} cores"
     );
-    let err = orch.set_cpu_share(&guard, 0.0).await.unwrap_err();
+
+    // Lifted: no quota.
+    orch.set_cpu_share(&guard, None).await.unwrap();
+    assert_eq!(
+        limit(orch.clone(), id.clone()).await,
+        (Some(20_000), Some(-1))
+    );
+    let err = orch.set_cpu_share(&guard, Some(0.01)).await.unwrap_err();
     assert!(err.to_string().contains("out of range"), "{err}");
     guard.remove().await.unwrap();
 }

@@ -218,6 +218,10 @@ pub struct LoadRecord {
     /// The load generator used about a full core per thread: the numbers may measure the
     /// client rather than the server. See [`is_client_bound`].
     pub client_bound: bool,
+    /// The CPU time the server could use, in cores, when it was capped (a scenario's
+    /// `server_share`, or the share headroom settled on); absent when it had its whole cpuset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_share: Option<f64>,
 }
 
 /// Share of its threads' CPU time from which the load generator counts as the bottleneck.
@@ -241,6 +245,10 @@ pub const MIN_MEASURED_S: f64 = 1.0;
 pub fn is_too_short(load: &LoadReport) -> bool {
     load.elapsed_s < MIN_MEASURED_S
 }
+
+/// The share of its CPU share from which a capped server counts as CPU-bound: its requests/s
+/// per core of the share is then what a core gives it.
+pub const SHARE_USED_FULLY: f64 = 0.8;
 
 /// A container's resource use over one load.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -176,6 +176,9 @@ impl Renderer {
                 .and_then(|g| g.get(Metric::RequestsPerSecond))
                 .map(|s| s.median);
             let rows: Vec<Row> = doc_groups.iter().map(|g| row(g, reference)).collect();
+            // Any server of this document capped at a CPU share: the tables show the shares
+            // and requests/s per server core.
+            let capped = doc_groups.iter().any(|g| g.shares.is_some());
             let mut ab_blocks = Vec::new();
             for g in &doc_groups {
                 let loads = group_loads(record, &g.server, doc);
@@ -198,8 +201,9 @@ impl Renderer {
                     .first()
                     .map(|g| g.url_path.clone())
                     .unwrap_or_default(),
-                table: head_to_head_table(&rows),
+                table: head_to_head_table(&rows, capped),
                 summary: summary_lines(&doc_groups),
+                capped,
                 rows,
                 ab_blocks,
                 notes,
@@ -408,6 +412,8 @@ struct DocumentContext {
     name: String,
     url_path: String,
     rows: Vec<Row>,
+    /// Some server had a CPU share: the share and requests/s per core columns are shown.
+    capped: bool,
     /// The head-to-head table as the text report lays it out.
     table: TextTable,
     summary: Vec<String>,
@@ -440,6 +446,10 @@ struct Row {
     failures: String,
     cpu_10k: String,
     memory_mb: String,
+    /// The CPU share, cores ("0.25", "0.17-0.25"), or "-".
+    share: String,
+    /// Requests/s per core of the share, median, or "-".
+    rps_core: String,
     /// "noisy", "client-bound", joined by ", ".
     flags: String,
 }
@@ -477,6 +487,8 @@ fn row(g: &GroupStats, reference: Option<f64>) -> Row {
         failures: median_or_dash(g.get(Metric::Failures), 0),
         cpu_10k: median_or_dash(g.get(Metric::ServerCpuSPer10k), 3),
         memory_mb: median_or_dash(g.get(Metric::ServerPeakMemoryMb), 1),
+        share: share_text(g.shares),
+        rps_core: median_or_dash(g.get(Metric::RequestsPerServerCore), 2),
         flags: flags.join(", "),
     }
 }
@@ -495,24 +507,32 @@ const HEAD_TO_HEAD: [Column; 10] = [
     Column::right("mem MB"),
 ];
 
-fn head_to_head_table(rows: &[Row]) -> TextTable {
+/// The columns a capped run adds after the ratio: the share and requests/s per core of it.
+const CAPPED: [Column; 2] = [Column::right("share"), Column::right("req/s/core")];
+
+fn head_to_head_table(rows: &[Row], capped: bool) -> TextTable {
+    let mut columns: Vec<Column> = HEAD_TO_HEAD[..4].to_vec();
+    if capped {
+        columns.extend(CAPPED);
+    }
+    columns.extend_from_slice(&HEAD_TO_HEAD[4..]);
     TextTable::new(
-        &HEAD_TO_HEAD,
+        &columns,
         rows.iter()
             .map(|r| {
-                let cells = [
-                    &r.server,
-                    &r.rounds,
-                    &r.rps_cell,
-                    &r.ratio,
+                let mut cells = vec![&r.server, &r.rounds, &r.rps_cell, &r.ratio];
+                if capped {
+                    cells.extend([&r.share, &r.rps_core]);
+                }
+                cells.extend([
                     &r.mean_ms,
                     &r.p99_ms,
                     &r.transfer,
                     &r.failures,
                     &r.cpu_10k,
                     &r.memory_mb,
-                ];
-                (cells.map(String::clone).to_vec(), r.flags.clone())
+                ]);
+                (cells.into_iter().cloned().collect(), r.flags.clone())
             })
             .collect(),
     )
@@ -524,6 +544,7 @@ fn head_to_head_table(rows: &[Row]) -> TextTable {
 // width measured here.
 
 /// A column of a text table.
+#[derive(Clone, Copy)]
 struct Column {
     header: &'static str,
     right: bool,
@@ -634,6 +655,20 @@ fn summary_lines(groups: &[&GroupStats]) -> Vec<String> {
                 .zip(median(g, Metric::RequestsPerSecond))
                 .map(|(base, m)| m / base);
             if !first.client_bound && !g.client_bound {
+                let per_core = median(first, Metric::RequestsPerServerCore)
+                    .zip(median(g, Metric::RequestsPerServerCore))
+                    .map(|(base, m)| m / base);
+                if let Some(r) = per_core {
+                    return Some(format!(
+                        "{} served {r:.2} times as many requests/s per server core as {} ({} at {} of a core, {} at {})",
+                        g.server,
+                        first.server,
+                        g.server,
+                        share_text(g.shares),
+                        first.server,
+                        share_text(first.shares)
+                    ));
+                }
                 return rps.map(|r| {
                     format!(
                         "{} served {r:.2} times as many requests/s as {}",
@@ -664,6 +699,15 @@ fn summary_lines(groups: &[&GroupStats]) -> Vec<String> {
             })
         })
         .collect()
+}
+
+/// A share range as the tables print it: "0.25", or "0.17-0.25" when rounds differed.
+fn share_text(shares: Option<(f64, f64)>) -> String {
+    match shares {
+        None => "-".to_string(),
+        Some((lo, hi)) if lo == hi => format!("{lo}"),
+        Some((lo, hi)) => format!("{lo}-{hi}"),
+    }
 }
 
 fn notes(g: &GroupStats) -> Vec<String> {
@@ -700,6 +744,16 @@ fn notes(g: &GroupStats) -> Vec<String> {
             } else {
                 "these numbers may measure the client rather than the server"
             }
+        ));
+    }
+    if let Some(used) = g
+        .share_used
+        .filter(|u| *u < crate::record::SHARE_USED_FULLY)
+    {
+        out.push(format!(
+            "{}: used {:.0}% of its CPU share (something other than its CPU held it back, or other work on its cores), so its requests/s per server core are over the CPU it used",
+            g.server,
+            used * 100.0
         ));
     }
     if let Some(s) = g.too_short_s {
@@ -1052,6 +1106,8 @@ mod tests {
             client_bound: false,
             too_short_s: None,
             repetitions: None,
+            shares: None,
+            share_used: None,
             rx_stamps: true,
             metrics: vec![
                 MetricSummary {
@@ -1129,6 +1185,43 @@ mod tests {
         assert_eq!(
             summary_lines(&[&apache, &nginx]),
             ["nginx served 1.50 times as many requests/s as apache"]
+        );
+    }
+
+    #[test]
+    fn capped_servers_are_compared_per_core_of_their_share() {
+        let per_core = |g: &mut GroupStats, share: f64| {
+            let rps = g.get(Metric::RequestsPerSecond).unwrap().median;
+            g.shares = Some((share, share));
+            g.metrics.push(MetricSummary {
+                metric: Metric::RequestsPerServerCore,
+                summary: Summary::of(&[rps / share; 3]),
+            });
+        };
+        let mut apache = group(&[4000.0; 3], &[0.2; 3]);
+        apache.server = "apache".into();
+        per_core(&mut apache, 1.0);
+        // nginx capped at a quarter of a core still serves 3000/s: 12,000 per core.
+        let mut nginx = group(&[3000.0; 3], &[0.2; 3]);
+        per_core(&mut nginx, 0.25);
+        assert_eq!(
+            summary_lines(&[&apache, &nginx]),
+            ["nginx served 3.00 times as many requests/s per server core as apache (nginx at 0.25 of a core, apache at 1)"]
+        );
+        let row = row(&nginx, Some(4000.0));
+        assert_eq!(
+            (row.share.as_str(), row.rps_core.as_str()),
+            ("0.25", "12000.00")
+        );
+        let table = head_to_head_table(&[row], true);
+        let header: Vec<&str> = table.header.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(&header[3..6], ["ratio", "share", "req/s/core"]);
+
+        assert!(notes(&nginx).is_empty());
+        nginx.share_used = Some(0.5);
+        assert_eq!(
+            notes(&nginx),
+            ["nginx: used 50% of its CPU share (something other than its CPU held it back, or other work on its cores), so its requests/s per server core are over the CPU it used"]
         );
     }
 }

@@ -29,6 +29,10 @@ pub const NOISY_MAX_OVER_MIN: f64 = 1.10;
 pub enum Metric {
     /// Complete requests per second of wall time.
     RequestsPerSecond,
+    /// Requests per second for each core of CPU time the server had: its share, or the CPU it
+    /// used when that was less. A capped server's own rate, comparable across servers capped
+    /// differently. Only for loads with a CPU share.
+    RequestsPerServerCore,
     /// Mean of the per-request Total time (connect to last byte), milliseconds.
     MeanLatencyMs,
     /// 99th percentile of the Total time, milliseconds.
@@ -45,8 +49,9 @@ pub enum Metric {
 
 impl Metric {
     /// Every metric, in the order reports show them.
-    pub const ALL: [Metric; 7] = [
+    pub const ALL: [Metric; 8] = [
         Metric::RequestsPerSecond,
+        Metric::RequestsPerServerCore,
         Metric::MeanLatencyMs,
         Metric::P99LatencyMs,
         Metric::TransferRateKBps,
@@ -59,6 +64,7 @@ impl Metric {
     pub fn label(self) -> &'static str {
         match self {
             Metric::RequestsPerSecond => "requests/s",
+            Metric::RequestsPerServerCore => "requests/s per server core",
             Metric::MeanLatencyMs => "mean latency (ms)",
             Metric::P99LatencyMs => "p99 latency (ms)",
             Metric::TransferRateKBps => "transfer rate (KB/s)",
@@ -72,6 +78,7 @@ impl Metric {
     pub fn slug(self) -> &'static str {
         match self {
             Metric::RequestsPerSecond => "requests-per-second",
+            Metric::RequestsPerServerCore => "requests-per-second-per-server-core",
             Metric::MeanLatencyMs => "mean-latency-ms",
             Metric::P99LatencyMs => "p99-latency-ms",
             Metric::TransferRateKBps => "transfer-rate-kbps",
@@ -83,7 +90,10 @@ impl Metric {
 
     /// Whether a larger value is the better one.
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::RequestsPerSecond | Metric::TransferRateKBps)
+        matches!(
+            self,
+            Metric::RequestsPerSecond | Metric::RequestsPerServerCore | Metric::TransferRateKBps
+        )
     }
 
     /// This metric's value for one load; `None` when the load did not measure it (no server
@@ -92,6 +102,19 @@ impl Metric {
         let r = &l.load;
         match self {
             Metric::RequestsPerSecond => Some(r.requests_per_second),
+            Metric::RequestsPerServerCore => {
+                // Over the CPU the server had: its share, or what it used when that was less
+                // (a quota is a ceiling; a server held back by something else, or by other
+                // tenants of its cores, did not get all of it).
+                let share = l.server_share?;
+                let used = l
+                    .server_usage
+                    .filter(|_| r.elapsed_s > 0.0)
+                    .map(|u| u.cpu_s / r.elapsed_s)
+                    .filter(|c| *c > 0.0);
+                let cores = used.map_or(share, |c| c.min(share));
+                Some(r.requests_per_second / cores)
+            }
             Metric::MeanLatencyMs => {
                 (r.timers.total.moments.count > 0).then(|| r.timers.total.mean_us / 1e3)
             }
@@ -223,6 +246,12 @@ pub struct GroupStats {
     /// How many times the load ran back to back in each round to last its `min_duration`
     /// (fewest, most); `None` when it ran once.
     pub repetitions: Option<(u64, u64)>,
+    /// The CPU share the server had, in cores (smallest, largest over the rounds); `None` when
+    /// it was not capped.
+    pub shares: Option<(f64, f64)>,
+    /// How much of its share the server used, median over the rounds (1.0: all of it); `None`
+    /// without a share or Docker's figures.
+    pub share_used: Option<f64>,
     /// Every round timed its responses by the kernel's receive stamps, so the latencies leave
     /// the generator's own delay in reading them out.
     pub rx_stamps: bool,
@@ -279,6 +308,22 @@ pub fn summarize_loads<'a>(
         url_path: loads[0].url_path.clone(),
         rounds: loads.len(),
         client_bound: loads.iter().any(|l| l.client_bound),
+        shares: loads.iter().filter_map(|l| l.server_share).fold(
+            None,
+            |acc: Option<(f64, f64)>, s| {
+                Some(acc.map_or((s, s), |(lo, hi)| (lo.min(s), hi.max(s))))
+            },
+        ),
+        share_used: {
+            let used: Vec<f64> = loads
+                .iter()
+                .filter_map(|l| {
+                    let (share, usage) = (l.server_share?, l.server_usage?);
+                    (l.load.elapsed_s > 0.0).then(|| usage.cpu_s / l.load.elapsed_s / share)
+                })
+                .collect();
+            (!used.is_empty()).then(|| Summary::of(&used).median)
+        },
         too_short_s: loads
             .iter()
             .all(|l| crate::record::is_too_short(&l.load))

@@ -57,6 +57,18 @@ pub enum Event<'a> {
         url_path: &'a str,
         load: &'a LoadSpec,
     },
+    /// The load left the generator no headroom: it is measured again with the server capped at
+    /// a smaller CPU share ([`crate::Headroom::Auto`]).
+    Headroom {
+        server: &'a str,
+        url_path: &'a str,
+        /// The share it had, in cores (`None`: its whole cpuset).
+        share: Option<f64>,
+        /// The generator's CPU over the load, as a share of its cores.
+        generator: f64,
+        /// The share it is measured with next.
+        next: f64,
+    },
     /// A load was measured and recorded.
     LoadDone {
         /// 1-based.

@@ -24,6 +24,7 @@
 
 pub mod cancel;
 pub mod events;
+pub mod headroom;
 mod images;
 mod pipeline;
 mod results;
@@ -31,6 +32,7 @@ pub mod rundir;
 
 pub use cancel::{Cancel, Cleanup};
 pub use events::{Event, Observer, Quiet};
+pub use headroom::Headroom;
 pub use images::build_image;
 pub use pipeline::{kinds_for, run, Problem, RunError, RunOptions, RunOutcome};
 pub use results::Saved;

@@ -3,8 +3,10 @@
 
 use crate::cancel::{Cancel, Cleanup};
 use crate::events::{Event, Observer};
+use crate::headroom::{self, Headroom, Reading, MAX_TRIES};
 use crate::results::{Results, Saved};
 use crate::rundir::{self, RunDir};
+use loadgen::cpu::CpuTicks;
 use loadgen::json::LoadReport;
 use loadgen::{LoadConfig, LoadSpec, StopReason, Target};
 use orchestrator::{
@@ -16,7 +18,7 @@ use report::{
     ServerRecord, ServerStatus, Usage,
 };
 use scenario::{ImageSource, Kinds, Manifest, OptionValue, Plan, VersionHeader};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +42,8 @@ pub struct RunOptions {
     pub cleanup: Cleanup,
     /// How long a server may take from container creation to answering.
     pub ready_deadline: Duration,
+    /// Measure again with a smaller CPU share a server that left the generator no headroom.
+    pub headroom: Headroom,
 }
 
 impl Default for RunOptions {
@@ -60,6 +64,7 @@ impl RunOptions {
             cancel: Cancel::new(),
             cleanup: Cleanup::new(),
             ready_deadline: Duration::from_secs(20),
+            headroom: Headroom::Off,
         }
     }
 }
@@ -567,6 +572,10 @@ impl Ctx<'_> {
             results.save(record, self.observer);
         }
 
+        // Per server and document, the CPU share headroom settled on; per server, the share
+        // its container has now.
+        let mut shares: HashMap<(usize, String), f64> = HashMap::new();
+        let mut applied: HashMap<usize, Option<f64>> = HashMap::new();
         for round in 0..self.runs {
             for l in &live {
                 let server = &plan.servers[l.index];
@@ -594,17 +603,56 @@ impl Ctx<'_> {
                         url_path: &doc.url_path,
                         load: &spec.load,
                     });
-                    let m = self.measure(&l.guard, &spec.load, &doc.url_path).await;
-                    if let Some(death) = self.find_death(l, &live, &during).await? {
-                        self.report_deaths(record, results, death);
-                        break;
+                    // The share this server had for this document last round, else the
+                    // scenario's: headroom found once holds for the later rounds.
+                    let key = (l.index, doc.url_path.clone());
+                    let mut share = shares.get(&key).copied().or(plan.cpus.server_share);
+                    let mut tries = 0;
+                    let (load, server_usage) = loop {
+                        tries += 1;
+                        self.apply_share(l, share, &mut applied)
+                            .await
+                            .map_err(|e| RunError::Step(format!("{}: {e:#}", server.name)))?;
+                        let m = self.measure(&l.guard, &spec.load, &doc.url_path).await;
+                        if let Some(death) = self.find_death(l, &live, &during).await? {
+                            self.report_deaths(record, results, death);
+                            break None;
+                        }
+                        let Some(Measured {
+                            load,
+                            usage,
+                            generator_cpus,
+                        }) = m.map_err(|e| {
+                            RunError::Step(format!("{} {}: {e}", server.name, doc.url_path))
+                        })?
+                        else {
+                            return Ok(()); // stopped mid-load: a partial load is not kept
+                        };
+                        let reading = self.reading(&load, usage.as_ref(), share, generator_cpus);
+                        let next = (self.opts.headroom == Headroom::Auto && tries < MAX_TRIES)
+                            .then(|| headroom::next_share(&reading, scenario::MIN_SERVER_SHARE))
+                            .flatten();
+                        match next {
+                            Some(next) => {
+                                self.observer.event(&Event::Headroom {
+                                    server: &server.name,
+                                    url_path: &doc.url_path,
+                                    share,
+                                    generator: reading.generator,
+                                    next,
+                                });
+                                share = Some(next);
+                            }
+                            None => break Some((load, usage)),
+                        }
                     }
-                    let Some((load, server_usage)) = m.map_err(|e| {
-                        RunError::Step(format!("{} {}: {e}", server.name, doc.url_path))
-                    })?
-                    else {
-                        return Ok(()); // stopped mid-load: a partial load is not kept
+                    .map_or((None, None), |(l, u)| (Some(l), u));
+                    let Some(load) = load else {
+                        break; // the server died
                     };
+                    if let Some(s) = share {
+                        shares.insert(key, s);
+                    }
                     let client_bound = report::record::is_client_bound(&load);
                     record.loads.push(LoadRecord {
                         server: server.name.clone(),
@@ -614,6 +662,10 @@ impl Ctx<'_> {
                         load,
                         server_usage,
                         client_bound,
+                        // With headroom, every load says what it had, capped or not, so that
+                        // requests/s per core compares servers capped and not alike.
+                        server_share: share.or((self.opts.headroom == Headroom::Auto)
+                            .then_some(plan.cpus.servers.len() as f64)),
                     });
                     self.observer.event(&Event::LoadDone {
                         round: round + 1,
@@ -628,6 +680,44 @@ impl Ctx<'_> {
             let _ = l.guard.remove().await;
         }
         Ok(())
+    }
+
+    /// Gives `l`'s container the CPU share `share` (`None`: its whole cpuset) unless it has it.
+    async fn apply_share(
+        &self,
+        l: &Live,
+        share: Option<f64>,
+        applied: &mut HashMap<usize, Option<f64>>,
+    ) -> Result<(), OrchestratorError> {
+        let current = applied
+            .get(&l.index)
+            .copied()
+            .unwrap_or(self.plan.cpus.server_share);
+        if share != current {
+            self.orch.set_cpu_share(&l.guard, share).await?;
+            applied.insert(l.index, share);
+        }
+        Ok(())
+    }
+
+    /// What a load says about the generator's headroom: its own CPU time and the interrupt time
+    /// on its CPUs, where the kernel does work for its sockets (receive softirqs, handshakes)
+    /// that does not count as the generator's.
+    fn reading(
+        &self,
+        load: &LoadReport,
+        usage: Option<&Usage>,
+        share: Option<f64>,
+        generator_cpus: Option<f64>,
+    ) -> Reading {
+        let secs = load.elapsed_s.max(1e-9);
+        let own = load.client_cpu_s / secs / load.settings.threads.max(1) as f64;
+        Reading {
+            generator: own + generator_cpus.unwrap_or(0.0),
+            server_cores: usage.map(|u| u.cpu_s / secs),
+            share,
+            cpuset_cores: self.plan.cpus.servers.len() as f64,
+        }
     }
 
     /// Whether `l` or a server it needs has stopped: the servers to report, each with why.
@@ -771,6 +861,7 @@ impl Ctx<'_> {
             env,
             port,
             cpuset: Some(self.plan.cpus.servers_cpuset()),
+            cpu_share: self.plan.cpus.server_share,
             memory_bytes: Some(spec.memory),
             docroot: Some(self.run_dir.docroot()),
             run_id: self.run_id.to_string(),
@@ -905,7 +996,7 @@ impl Ctx<'_> {
         guard: &ContainerGuard,
         load: &LoadSpec,
         url_path: &str,
-    ) -> Result<Option<(LoadReport, Option<Usage>)>, RunError> {
+    ) -> Result<Option<Measured>, RunError> {
         let url = format!("http://127.0.0.1:{}{}", guard.port(), url_path);
         let target = Target::parse(&url).map_err(|e| RunError::Step(format!("{url}: {e}")))?;
         let mut cfg = LoadConfig::new(target, load.clone());
@@ -915,8 +1006,14 @@ impl Ctx<'_> {
         let stop = self.opts.cancel.stop_flag().clone();
         let observer = Arc::clone(self.observer_arc);
         let planned = load.requests;
-        let m = tokio::task::spawn_blocking(move || {
-            loadgen::run_observed(cfg, &stop, &mut |n| observer.progress(n, planned))
+        let cpus = self.plan.cpus.loadgen.clone();
+        let (m, generator_cpus) = tokio::task::spawn_blocking(move || {
+            let before = CpuTicks::read(&cpus);
+            let m = loadgen::run_observed(cfg, &stop, &mut |n| observer.progress(n, planned));
+            let busy = CpuTicks::read(&cpus)
+                .zip(before)
+                .and_then(|(after, before)| after.interrupts_since(&before));
+            m.map(|m| (m, busy))
         })
         .await
         .map_err(|e| RunError::Step(format!("the load generator panicked: {e}")))?
@@ -934,8 +1031,20 @@ impl Ctx<'_> {
         if m.stopped_early == Some(StopReason::Interrupted) {
             return Ok(None);
         }
-        Ok(Some((LoadReport::from_measurement(&m), usage)))
+        Ok(Some(Measured {
+            load: LoadReport::from_measurement(&m),
+            usage,
+            generator_cpus,
+        }))
     }
+}
+
+/// One load as measured: the generator's report, the server's resource use, and the share of
+/// its time the generator's CPUs spent in interrupts.
+struct Measured {
+    load: LoadReport,
+    usage: Option<Usage>,
+    generator_cpus: Option<f64>,
 }
 
 /// A server container's rights: what its manifest declares, nothing more.

@@ -429,3 +429,95 @@ async fn a_prebuilt_image_runs_as_it_is_but_never_as_root() {
     assert!(reason.contains("runs as root"), "{reason}");
     assert_eq!(outcome.record.loads.len(), 1);
 }
+
+/// A scenario's CPU share caps every server from the start; with headroom, a load that left
+/// the generator no headroom is measured again with a smaller share, each try lower than the
+/// last, and the load kept says which share it had. Whether the generator saturates depends on
+/// the machine, so the tries are checked for what they must be, however many there were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cpu_share_caps_the_servers_and_headroom_lowers_it_while_the_generator_is_saturated() {
+    if !daemon_or_skip(
+        "a_cpu_share_caps_the_servers_and_headroom_lowers_it_while_the_generator_is_saturated",
+    )
+    .await
+    {
+        return;
+    }
+    let _one_at_a_time = exclusive();
+    let (dir, path) = scenario(
+        r#"
+name = "headroom"
+runs = 2
+[cpus]
+server_share = 0.5
+[load]
+requests = 5000
+concurrency = 50
+timeout = "10s"
+[[server]]
+name = "nginx"
+kind = "nginx"
+[[document]]
+name = "hello"
+path = "/"
+generate = "hello"
+"#,
+    );
+    let plan = plan_with(&path, &repo().join("docker"));
+    assert_eq!(plan.cpus.server_share, Some(0.5));
+    let out = dir.path().join("x.json");
+    let rec = Arc::new(Recorder::default());
+    let opts = RunOptions {
+        headroom: runner::Headroom::Auto,
+        ..options(&out)
+    };
+    let outcome = runner::run(&plan, opts, rec.clone()).await.unwrap();
+    assert!(
+        outcome.succeeded(),
+        "{:?}\n{:?}",
+        outcome.problems,
+        rec.lines()
+    );
+    let lines = rec.lines();
+    eprintln!("{lines:#?}");
+    let record = &outcome.record;
+    assert_eq!(record.loads.len(), 2);
+    let mut share = 0.5;
+    let mut events = lines
+        .iter()
+        .filter(|l| l.starts_with("headroom ") || l.starts_with("done "));
+    for load in &record.loads {
+        // The tries of this load, up to its "done".
+        let mut tries = 0;
+        for l in events.by_ref() {
+            let Some(next) = l.strip_prefix("headroom nginx / ") else {
+                break;
+            };
+            let next: f64 = next.parse().unwrap();
+            assert!(next < share, "{next} after {share}: {lines:?}");
+            share = next;
+            tries += 1;
+        }
+        assert!(tries < runner::headroom::MAX_TRIES, "{lines:?}");
+        assert_eq!(load.server_share, Some(share), "{lines:?}");
+        let l = &load.load;
+        let generator = l.client_cpu_s / l.elapsed_s / l.settings.threads as f64;
+        // Kept because the generator had headroom, or the share could go no lower.
+        assert!(
+            generator < runner::headroom::TARGET || share <= scenario::MIN_SERVER_SHARE,
+            "kept at {generator:.2} of the generator's cores with {share} of a core"
+        );
+        // The cap held (with some slack for how Docker samples).
+        let usage = load.server_usage.expect("Docker gave the server's CPU");
+        let cores = usage.cpu_s / l.elapsed_s;
+        eprintln!(
+            "round {}: share {share}, nginx used {cores:.3} cores, the generator {generator:.2}",
+            load.round
+        );
+        assert!(
+            cores <= share * 1.15 + 0.02,
+            "used {cores:.3} cores under a share of {share}"
+        );
+    }
+    assert!(containers_of_run(&record.run_id).await.is_empty());
+}

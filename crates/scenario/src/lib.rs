@@ -23,7 +23,7 @@ pub use plan::{
 };
 pub use validate::{
     DEFAULT_LOADGEN_CPUS, DEFAULT_MEMORY, DEFAULT_SERVER_CPUS, DEFAULT_TIMEOUT, MAX_CONCURRENCY,
-    MIN_MEMORY,
+    MIN_MEMORY, MIN_SERVER_SHARE,
 };
 
 use sha2::{Digest, Sha256};

@@ -34,12 +34,14 @@ pub struct Plan {
 }
 
 /// CPUs for the two sides, disjoint so that the load generator never competes with a server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CpuPlan {
     /// Sorted, without repeats.
     pub servers: Vec<usize>,
     /// Sorted, without repeats.
     pub loadgen: Vec<usize>,
+    /// CPU time each server container may use, in cores; `None` for all of its cpuset.
+    pub server_share: Option<f64>,
 }
 
 impl CpuPlan {

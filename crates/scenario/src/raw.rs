@@ -42,6 +42,9 @@ pub(crate) struct RawCpus {
     pub servers: Option<Spanned<String>>,
     /// cpuset list for the load generator (default `"0"`); must not overlap `servers`.
     pub loadgen: Option<Spanned<String>>,
+    /// CPU time each server container may use, in cores (e.g. `0.25`); default: all of its
+    /// cpuset.
+    pub server_share: Option<Spanned<f64>>,
 }
 
 /// `[load]` and `[document.load]`: ApacheBench's parameters.
@@ -164,7 +167,7 @@ pub(crate) mod keys {
         "server",
         "document",
     ];
-    pub const CPUS: &[&str] = &["servers", "loadgen"];
+    pub const CPUS: &[&str] = &["servers", "loadgen", "server_share"];
     pub const LOAD: &[&str] = &[
         "requests",
         "concurrency",

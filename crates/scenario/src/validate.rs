@@ -35,6 +35,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const MAX_CONCURRENCY: u32 = 10_000;
 /// Names end up in container names and labels; Docker's DNS-label limit.
 const MAX_NAME_LEN: usize = 63;
+/// The smallest CPU share a server may be given, in cores: below it the kernel's scheduling
+/// period (100 ms, of which the server then runs under 5 ms) is what is measured.
+pub const MIN_SERVER_SHARE: f64 = 0.05;
 
 pub(crate) fn validate(
     src: &str,
@@ -177,9 +180,31 @@ fn check_cpus(d: &mut Diagnostics, raw: &RawScenario) -> CpuPlan {
             );
         }
     }
+    let server_share = table
+        .and_then(|t| t.get_ref().server_share.as_ref())
+        .and_then(|v| {
+            let share = *v.get_ref();
+            let cores = servers.as_ref().map_or(0, Vec::len);
+            if !(share.is_finite() && share >= MIN_SERVER_SHARE) {
+                d.error(
+                    v.span(),
+                    format!("server_share must be at least {MIN_SERVER_SHARE} of a core, not {share} (it is the CPU time each server may use, e.g. 0.25)"),
+                );
+                None
+            } else if cores > 0 && share > cores as f64 {
+                d.error(
+                    v.span(),
+                    format!("server_share {share} is more than the {cores} CPU(s) the servers have (servers = {:?}); lower it, or give the servers more CPUs", crate::units::format_cpuset(servers.as_deref().unwrap_or_default())),
+                );
+                None
+            } else {
+                Some(share)
+            }
+        });
     CpuPlan {
         servers: servers.unwrap_or_default(),
         loadgen: loadgen.unwrap_or_default(),
+        server_share,
     }
 }
 

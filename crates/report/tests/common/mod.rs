@@ -178,6 +178,7 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
                         peak_memory_bytes: mem + u64::from(round) * 100_000,
                     }),
                     client_bound: server == "nginx" && doc == "hello" && round == 0,
+                    server_share: None,
                 });
             }
         }

@@ -118,6 +118,12 @@ impl Observer for Recorder {
             Event::LoadDone { record, .. } => {
                 format!("done {} {}", record.server, record.url_path)
             }
+            Event::Headroom {
+                server,
+                url_path,
+                next,
+                ..
+            } => format!("headroom {server} {url_path} {next}"),
             Event::RecordNotWritten { error, .. } => format!("not written: {error}"),
         };
         self.lines.lock().unwrap().push(line);
