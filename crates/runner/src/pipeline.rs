@@ -6,7 +6,6 @@ use crate::events::{Event, Observer};
 use crate::headroom::{self, Headroom, Reading, MAX_TRIES};
 use crate::results::{Results, Saved};
 use crate::rundir::{self, RunDir};
-use loadgen::cpu::CpuTicks;
 use loadgen::json::LoadReport;
 use loadgen::{LoadConfig, LoadSpec, StopReason, Target};
 use orchestrator::{
@@ -618,17 +617,13 @@ impl Ctx<'_> {
                             self.report_deaths(record, results, death);
                             break None;
                         }
-                        let Some(Measured {
-                            load,
-                            usage,
-                            generator_cpus,
-                        }) = m.map_err(|e| {
+                        let Some(Measured { load, usage }) = m.map_err(|e| {
                             RunError::Step(format!("{} {}: {e}", server.name, doc.url_path))
                         })?
                         else {
                             return Ok(()); // stopped mid-load: a partial load is not kept
                         };
-                        let reading = self.reading(&load, usage.as_ref(), share, generator_cpus);
+                        let reading = self.reading(&load, usage.as_ref(), share);
                         let next = (self.opts.headroom == Headroom::Auto && tries < MAX_TRIES)
                             .then(|| headroom::next_share(&reading, scenario::MIN_SERVER_SHARE))
                             .flatten();
@@ -700,20 +695,13 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// What a load says about the generator's headroom: its own CPU time and the interrupt time
-    /// on its CPUs, where the kernel does work for its sockets (receive softirqs, handshakes)
-    /// that does not count as the generator's.
-    fn reading(
-        &self,
-        load: &LoadReport,
-        usage: Option<&Usage>,
-        share: Option<f64>,
-        generator_cpus: Option<f64>,
-    ) -> Reading {
+    /// What a load says about the generator's headroom: its own CPU time (the kernel's
+    /// interrupt work for its sockets outside its own time is not counted: on a shared machine
+    /// it cannot be told apart from other tenants').
+    fn reading(&self, load: &LoadReport, usage: Option<&Usage>, share: Option<f64>) -> Reading {
         let secs = load.elapsed_s.max(1e-9);
-        let own = load.client_cpu_s / secs / load.settings.threads.max(1) as f64;
         Reading {
-            generator: own + generator_cpus.unwrap_or(0.0),
+            generator: load.client_cpu_s / secs / load.settings.threads.max(1) as f64,
             server_cores: usage.map(|u| u.cpu_s / secs),
             share,
             cpuset_cores: self.plan.cpus.servers.len() as f64,
@@ -1006,14 +994,8 @@ impl Ctx<'_> {
         let stop = self.opts.cancel.stop_flag().clone();
         let observer = Arc::clone(self.observer_arc);
         let planned = load.requests;
-        let cpus = self.plan.cpus.loadgen.clone();
-        let (m, generator_cpus) = tokio::task::spawn_blocking(move || {
-            let before = CpuTicks::read(&cpus);
-            let m = loadgen::run_observed(cfg, &stop, &mut |n| observer.progress(n, planned));
-            let busy = CpuTicks::read(&cpus)
-                .zip(before)
-                .and_then(|(after, before)| after.interrupts_since(&before));
-            m.map(|m| (m, busy))
+        let m = tokio::task::spawn_blocking(move || {
+            loadgen::run_observed(cfg, &stop, &mut |n| observer.progress(n, planned))
         })
         .await
         .map_err(|e| RunError::Step(format!("the load generator panicked: {e}")))?
@@ -1034,17 +1016,14 @@ impl Ctx<'_> {
         Ok(Some(Measured {
             load: LoadReport::from_measurement(&m),
             usage,
-            generator_cpus,
         }))
     }
 }
 
-/// One load as measured: the generator's report, the server's resource use, and the share of
-/// its time the generator's CPUs spent in interrupts.
+/// One load as measured: the generator's report and the server's resource use.
 struct Measured {
     load: LoadReport,
     usage: Option<Usage>,
-    generator_cpus: Option<f64>,
 }
 
 /// A server container's rights: what its manifest declares, nothing more.
