@@ -24,6 +24,12 @@ bench *ARGS:
     cargo build --release -p benchctl
     python3 bench/peers.py "$@"
 
+# client CPU per GB received on a 100 MB file: benchctl load vs wrk, ab and oha (writes bench/results/)
+bench-large *ARGS:
+    ./x bench-deps
+    cargo build --release -p benchctl
+    python3 bench/large_file.py "$@"
+
 # build every server image under docker/
 images *ARGS:
     ./x images build "$@"

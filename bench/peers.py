@@ -1024,15 +1024,16 @@ def main(argv: list[str]) -> int:
 BUILD_INPUTS = ["crates", "Cargo.toml", "Cargo.lock", "bench/peers.py"]
 
 
-def git_describe() -> str:
+def git_describe(inputs: list[str] = BUILD_INPUTS) -> str:
     """The commit the figures belong to, "-dirty" when the tree had changes to what benchctl is
-    built from or to this script (edits to the docs or to earlier results do not count)."""
+    built from or to the measuring script (`inputs`; edits to the docs or to earlier results do
+    not count)."""
     try:
         head = subprocess.run(
             ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
         ).stdout.strip()
         changed = subprocess.run(
-            ["git", "-C", str(REPO), "status", "--porcelain", "--", *BUILD_INPUTS],
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", *inputs],
             capture_output=True,
             text=True,
             timeout=10,

@@ -5,7 +5,9 @@
 //!   over its share of the connections: a readiness event goes straight to the connection's
 //!   state machine, with no task, waker or lock between the socket and the recorder;
 //! - reads go into one buffer per worker, so a connection's own memory is its socket and its
-//!   parser: 10,000 connections stay small and a 100 MB body streams through 64 KiB;
+//!   parser: 10,000 connections stay small; body bytes nothing looks at (all of a
+//!   Content-Length or close-delimited body after the first read, large chunks) never reach
+//!   it: the kernel drops them and says how many there were ([`crate::sock::discard`]);
 //! - the coordinating thread hands out nothing per request: workers take request tickets from
 //!   one atomic counter (exact `-n` with no straggling tail) and report progress in batches.
 //!
@@ -67,9 +69,10 @@ const CONNECT_RETRY_PAUSE: Duration = Duration::from_millis(1);
 const STOP_CHECK: Duration = Duration::from_millis(20);
 /// Readiness events taken per `epoll_wait`.
 const EVENTS: usize = 1024;
-/// Full buffers one connection may read before the others get their turn (1 MiB): a large
-/// body that keeps arriving must not hold up every other connection's timings.
-const READS_PER_TURN: u32 = 16;
+/// Bytes one connection may read or drop before the others get their turn (1 MiB, 16 full
+/// buffers): a large body that keeps arriving must not hold up every other connection's
+/// timings.
+const TURN_BYTES: usize = 16 * READ_BUF;
 
 /// Mean read delay, µs, from which a run says its generator was the bottleneck.
 const READ_DELAY_NOTE_US: f64 = 100.0;
@@ -136,6 +139,9 @@ struct Shared {
     first_connect_error: Mutex<Option<String>>,
     /// Holds receive stamping on for the run; `None` without stamps (asked for or possible).
     stamps: Option<sock::StampKeeper>,
+    /// This kernel drops body bytes nobody looks at without copying them
+    /// ([`sock::discard_works`]).
+    discard: bool,
     /// Set by the coordinator before the workers are released.
     start: OnceLock<Instant>,
     measure_start: OnceLock<Instant>,
@@ -237,6 +243,7 @@ pub fn run_observed(
         } else {
             None
         },
+        discard: sock::discard_works(),
         start: OnceLock::new(),
         measure_start: OnceLock::new(),
         cfg,
@@ -506,6 +513,9 @@ struct Conn {
     /// This request's write had to wait for writability (events for readability may have
     /// come and gone meanwhile).
     blocked: bool,
+    /// The last response ended where a read ended without the socket being seen empty: bytes
+    /// after it may already be waiting, and their readiness event is spent.
+    unread: bool,
     state: State,
     deadline: Option<Instant>,
     parser: ResponseParser,
@@ -528,6 +538,8 @@ struct Worker {
     conns: Vec<Conn>,
     rec: Recorder,
     buf: Box<[u8]>,
+    /// Body bytes nobody looks at are dropped in the kernel (see [`Shared::discard`]).
+    discard: bool,
     /// Pending timers: (when, slot). A slot has at most one, and only while `Waiting`.
     timers: BinaryHeap<Reverse<(Instant, usize)>>,
     /// Slots not yet finished.
@@ -630,6 +642,7 @@ fn worker_thread(
                 stamped: false,
                 sent: 0,
                 blocked: false,
+                unread: false,
                 state: State::Waiting(None),
                 deadline: None,
                 parser: ResponseParser::new(head_only),
@@ -638,6 +651,7 @@ fn worker_thread(
             .collect(),
         rec,
         buf: vec![0u8; READ_BUF].into_boxed_slice(),
+        discard: sh.discard,
         timers: BinaryHeap::new(),
         active: conns,
         start,
@@ -839,6 +853,7 @@ impl Worker {
                     c.stamped =
                         self.sh.stamps.is_some() && sock::enable_rx_stamps(s.as_raw_fd()).is_ok();
                     c.stream = Some(s);
+                    c.unread = false;
                     c.generation = c.generation.wrapping_add(1);
                     c.registered = None;
                     c.connected = false;
@@ -922,23 +937,43 @@ impl Worker {
             }
             c.registered = Some(Interest::READABLE);
         }
-        if c.blocked {
-            // The response may have started while the request was still being written, and
-            // its readiness event was then spent.
+        if c.blocked || c.unread {
+            // The response may have started while the request was still being written, or
+            // (from a server that answers before it is asked) before, and its readiness event
+            // was then spent.
+            c.unread = false;
             self.read(idx, false);
         }
     }
 
     /// Reads until the response is complete, the connection ends, or the socket has nothing
     /// more for now. `closed` is the poller's word that the server has shut its side.
+    ///
+    /// Body bytes nobody looks at (see [`ResponseParser::skippable`]) are dropped in the
+    /// kernel ([`sock::discard`]), never more than the response has left, so they cost neither
+    /// a copy nor room in the buffer: each call takes whatever has arrived, up to
+    /// [`TURN_BYTES`]. They are counted and stamped as read bytes are.
     fn read(&mut self, idx: usize, closed: bool) {
         let c = &mut self.conns[idx];
         let Some(s) = c.stream.as_mut() else {
             return;
         };
-        let mut turns = 0;
+        let mut budget = TURN_BYTES;
         loop {
-            match sock::recv(s.as_raw_fd(), &mut self.buf, c.stamped) {
+            let skip = if self.discard {
+                c.parser.skippable().min(budget as u64) as usize
+            } else {
+                0
+            };
+            let (got, asked) = if skip > 0 {
+                (sock::discard(s.as_raw_fd(), skip, c.stamped), skip)
+            } else {
+                (
+                    sock::recv(s.as_raw_fd(), &mut self.buf, c.stamped),
+                    self.buf.len(),
+                )
+            };
+            match got {
                 Recv::Eof => {
                     return match c.parser.eof() {
                         Feed::Done => {
@@ -967,16 +1002,25 @@ impl Worker {
                     c.req.last_data = t;
                     c.req.read_at = now;
                     c.req.stamped = stamp.is_some();
-                    match c.parser.feed(&self.buf[..n]) {
-                        // A short read took everything there was, so a FIN the poller
-                        // reported has nothing after it: the connection is over.
+                    let fed = if skip > 0 {
+                        c.parser.skip(n as u64)
+                    } else {
+                        c.parser.feed(&self.buf[..n])
+                    };
+                    // A short read took everything there was: the socket is empty.
+                    let emptied = n < asked;
+                    match fed {
+                        // A FIN the poller reported has nothing after it when the read emptied
+                        // the socket, or when it ended exactly where the response did (what
+                        // follows a response on a connection the server closed is not read).
                         Ok(Feed::Done) => {
-                            return self.complete(idx, t, closed && n < self.buf.len())
+                            c.unread = !emptied;
+                            return self.complete(idx, t, closed && (emptied || skip > 0));
                         }
-                        Ok(Feed::More) if n < self.buf.len() && !closed => return,
+                        Ok(Feed::More) if emptied && !closed => return,
                         Ok(Feed::More) => {
-                            turns += 1;
-                            if turns == READS_PER_TURN {
+                            budget = budget.saturating_sub(n);
+                            if budget == 0 {
                                 return self.resume.push((idx, c.generation, closed));
                             }
                         }
@@ -1041,6 +1085,7 @@ impl Worker {
             rec.completed += 1;
             rec.total_bytes += c.parser.wire_len;
             rec.body_bytes += body;
+            rec.dropped_bytes += c.parser.skipped;
             rec.sent_bytes += sh.request.len() as u64;
             if !ok {
                 rec.non_2xx += 1;
@@ -1095,12 +1140,17 @@ impl Worker {
         let Some(s) = c.stream.as_mut() else {
             return;
         };
-        let mut turns = 0;
+        let mut budget = TURN_BYTES;
         loop {
-            match sock::recv(s.as_raw_fd(), &mut self.buf, false) {
-                Recv::Data { .. } => {
-                    turns += 1;
-                    if turns == READS_PER_TURN {
+            let got = if self.discard {
+                sock::discard(s.as_raw_fd(), budget, false)
+            } else {
+                sock::recv(s.as_raw_fd(), &mut self.buf, false)
+            };
+            match got {
+                Recv::Data { len, .. } => {
+                    budget = budget.saturating_sub(len);
+                    if budget == 0 {
                         return self.resume.push((idx, c.generation, false));
                     }
                 }

@@ -1,6 +1,8 @@
 //! HTTP/1.x on the wire, reduced to what a load generator needs: building the request bytes once,
 //! and an incremental response parser that finds the end of each response (Content-Length,
-//! chunked, or close-delimited) while counting bytes instead of keeping them.
+//! chunked, or close-delimited) while counting bytes instead of keeping them. Body bytes it
+//! does not need to see at all it only counts ([`ResponseParser::skip`]): the caller drops
+//! them without reading them.
 //!
 //! The parser is fed whatever each read returned. The head is parsed in place when it arrives in
 //! one read (the common case); only a head split across reads is copied, into a small buffer
@@ -10,6 +12,10 @@ use crate::config::{HttpVersion, Method, Target};
 
 /// Largest response head accepted; a longer one is an exception, not a reason to grow forever.
 const MAX_HEAD: usize = 64 * 1024;
+/// Smallest rest of a chunk that [`ResponseParser::skippable`] offers to skip. Skipping ends
+/// at the chunk's end, and the framing after it must be read, so small chunks are cheaper read
+/// many at a time, the way everything else is; a chunk larger than a read buffer is not.
+pub const MIN_CHUNK_SKIP: u64 = 64 * 1024;
 
 /// Builds the request bytes once per run: every request of a run is identical.
 ///
@@ -141,6 +147,8 @@ pub struct ResponseParser {
     pub body_len: u64,
     /// Every byte of this response read so far.
     pub wire_len: u64,
+    /// The part of `body_len` counted by [`ResponseParser::skip`] rather than fed.
+    pub skipped: u64,
     /// Set when the head carried a `Server` header and `want_server` was on.
     pub server: Option<String>,
     want_server: bool,
@@ -155,6 +163,7 @@ impl ResponseParser {
             head: Head::default(),
             body_len: 0,
             wire_len: 0,
+            skipped: 0,
             server: None,
             want_server: false,
         }
@@ -168,6 +177,7 @@ impl ResponseParser {
         self.head = Head::default();
         self.body_len = 0;
         self.wire_len = 0;
+        self.skipped = 0;
         self.server = None;
         self.want_server = want_server;
     }
@@ -248,6 +258,48 @@ impl ResponseParser {
             }
             State::Body(Body::Chunked(_)) => self.feed_chunked(rest),
         }
+    }
+
+    /// How many of the next bytes on the connection are body bytes that need not be looked at
+    /// (see [`ResponseParser::skip`]): the rest of a Content-Length body, everything up to the
+    /// close for a close-delimited one (`u64::MAX`), the rest of a chunk's data when at least
+    /// [`MIN_CHUNK_SKIP`] of it is left. 0 while the head, a chunk's framing or a smaller chunk
+    /// is next: those bytes are read and parsed.
+    pub fn skippable(&self) -> u64 {
+        match self.state {
+            State::Body(Body::Length(remaining)) => remaining,
+            State::Body(Body::UntilClose) => u64::MAX,
+            State::Body(Body::Chunked(Chunk::Data(rem))) if rem >= MIN_CHUNK_SKIP => rem,
+            _ => 0,
+        }
+    }
+
+    /// Counts `n` body bytes that were taken off the connection without being read (at most
+    /// [`ResponseParser::skippable`]), exactly as feeding them would have.
+    pub fn skip(&mut self, n: u64) -> Result<Feed, ParseError> {
+        if n > self.skippable() {
+            return Err(ParseError::Malformed);
+        }
+        self.wire_len += n;
+        self.body_len += n;
+        self.skipped += n;
+        match &mut self.state {
+            State::Body(Body::Length(remaining)) => {
+                *remaining -= n;
+                if *remaining == 0 {
+                    self.state = State::Done;
+                    return Ok(Feed::Done);
+                }
+            }
+            State::Body(Body::Chunked(Chunk::Data(rem))) => {
+                *rem -= n;
+                if *rem == 0 {
+                    self.state = State::Body(Body::Chunked(Chunk::DataCr));
+                }
+            }
+            _ => {}
+        }
+        Ok(Feed::More)
     }
 
     /// The server closed the connection: completes a close-delimited body.
@@ -639,6 +691,58 @@ mod tests {
         assert_eq!(p.eof(), Feed::Done);
         assert_eq!(p.body_len, 7);
         assert!(!p.head.keep_alive);
+    }
+
+    #[test]
+    fn skipping_a_length_body_counts_what_feeding_it_would() {
+        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n";
+        let mut fed = ResponseParser::new(false);
+        assert_eq!(fed.skippable(), 0, "nothing to skip before the head");
+        let mut first = head.to_vec();
+        first.extend_from_slice(&[b'x'; 1000]);
+        assert_eq!(fed.feed(&first), Ok(Feed::More));
+        assert_eq!(fed.skippable(), 99_000, "the rest of the body, no more");
+        assert_eq!(fed.skip(99_001), Err(ParseError::Malformed));
+        assert_eq!(fed.skip(40_000), Ok(Feed::More));
+        assert_eq!(fed.skippable(), 59_000);
+        assert_eq!(fed.skip(59_000), Ok(Feed::Done));
+        assert_eq!(fed.skippable(), 0);
+
+        let mut read = ResponseParser::new(false);
+        let mut all = head.to_vec();
+        all.extend_from_slice(&[b'x'; 100_000]);
+        assert_eq!(read.feed(&all), Ok(Feed::Done));
+        assert_eq!((fed.body_len, fed.wire_len), (read.body_len, read.wire_len));
+        assert_eq!((fed.skipped, read.skipped), (99_000, 0));
+        fed.reset(false);
+        assert_eq!(fed.skipped, 0);
+    }
+
+    #[test]
+    fn only_large_chunks_are_skipped_and_their_framing_is_still_parsed() {
+        let mut p = ResponseParser::new(false);
+        let big = 3 * MIN_CHUNK_SKIP + 7;
+        let head = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{big:x}\r\nab");
+        assert_eq!(p.feed(head.as_bytes()), Ok(Feed::More));
+        assert_eq!(p.skippable(), big - 2);
+        assert_eq!(p.skip(big - 2), Ok(Feed::More));
+        assert_eq!(p.skippable(), 0, "the CRLF after the chunk is read");
+        // A small chunk is read, not skipped, even when it is all that is left.
+        assert_eq!(p.feed(b"\r\n5\r\nhe"), Ok(Feed::More));
+        assert_eq!(p.skippable(), 0);
+        assert_eq!(p.feed(b"llo\r\n0\r\n\r\n"), Ok(Feed::Done));
+        assert_eq!(p.body_len, big + 5);
+        assert_eq!(p.skipped, big - 2);
+    }
+
+    #[test]
+    fn a_close_delimited_body_is_skipped_up_to_the_close() {
+        let mut p = ResponseParser::new(false);
+        assert_eq!(p.feed(b"HTTP/1.0 200 OK\r\n\r\nab"), Ok(Feed::More));
+        assert_eq!(p.skippable(), u64::MAX);
+        assert_eq!(p.skip(1 << 20), Ok(Feed::More));
+        assert_eq!(p.eof(), Feed::Done);
+        assert_eq!(p.body_len, 2 + (1 << 20));
     }
 
     #[test]

@@ -118,11 +118,41 @@ pub fn recv(fd: RawFd, buf: &mut [u8], stamped: bool) -> Recv {
             }
         };
     }
+    recv_stamped(fd, buf.as_mut_ptr(), buf.len(), 0)
+}
+
+/// Takes up to `len` bytes off a non-blocking TCP socket without copying them anywhere, and
+/// says how many it took: `MSG_TRUNC` on a TCP socket (Linux 2.4 and later, see tcp(7)) drops
+/// the data in the kernel and returns its length. Never more than `len` is taken, so the bytes
+/// after it (the next response on the connection) stay to be read. With `stamped`, the
+/// receive stamp of the newest data taken comes back as from [`recv`].
+///
+/// No buffer is passed: should a kernel ignore the flag and try to copy, the call fails with
+/// `EFAULT` (a [`Recv::Failed`]) and takes nothing, rather than writing anywhere.
+/// [`discard_works`] says whether this kernel drops the data as it should.
+#[inline]
+pub fn discard(fd: RawFd, len: usize, stamped: bool) -> Recv {
+    if !stamped {
+        return loop {
+            // SAFETY: no buffer is given; with MSG_TRUNC the TCP receive path writes nothing.
+            let n = unsafe { libc::recv(fd, std::ptr::null_mut(), len, libc::MSG_TRUNC) };
+            match classify(n) {
+                Some(r) => break r,
+                None => continue,
+            }
+        };
+    }
+    recv_stamped(fd, std::ptr::null_mut(), len, libc::MSG_TRUNC)
+}
+
+/// `recvmsg` into `len` bytes at `base` (null with `MSG_TRUNC`), with the receive stamp.
+#[inline]
+fn recv_stamped(fd: RawFd, base: *mut u8, len: usize, flags: libc::c_int) -> Recv {
     let mut control = ControlBuf([0; 64]);
     loop {
         let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
+            iov_base: base.cast(),
+            iov_len: len,
         };
         // SAFETY: an all-zero msghdr is a valid empty header; its pointers are set below to
         // `iov` and `control`, which outlive the call.
@@ -131,8 +161,10 @@ pub fn recv(fd: RawFd, buf: &mut [u8], stamped: bool) -> Recv {
         msg.msg_iovlen = 1;
         msg.msg_control = control.0.as_mut_ptr().cast();
         msg.msg_controllen = control.0.len() as _;
-        // SAFETY: `msg` describes buffers valid for writes of the lengths it gives.
-        let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+        // SAFETY: `msg` describes a control buffer valid for writes of its length, and either
+        // a data buffer valid for writes of `len` bytes (the caller's) or, with MSG_TRUNC on a
+        // TCP socket, none that is written to.
+        let n = unsafe { libc::recvmsg(fd, &mut msg, flags) };
         match classify(n) {
             Some(Recv::Data { len, .. }) => {
                 return Recv::Data {
@@ -143,6 +175,46 @@ pub fn recv(fd: RawFd, buf: &mut [u8], stamped: bool) -> Recv {
             Some(r) => return r,
             None => continue,
         }
+    }
+}
+
+/// Whether [`discard`] drops bytes on this kernel as tcp(7) says, exactly as many as asked
+/// and no more: tried once per process on a loopback connection, stamped and not. Where it
+/// does not, bodies are read into the buffer like everything else.
+pub fn discard_works() -> bool {
+    static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WORKS.get_or_init(|| probe_discard().unwrap_or(false))
+}
+
+fn probe_discard() -> Option<bool> {
+    use std::io::Write as _;
+    let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).ok()?;
+    let ours = std::net::TcpStream::connect(listener.local_addr().ok()?).ok()?;
+    let (mut peer, _) = listener.accept().ok()?;
+    ours.set_nonblocking(true).ok()?;
+    let fd = ours.as_raw_fd();
+    peer.write_all(b"0123456789").ok()?;
+    let deadline = Instant::now() + Duration::from_millis(200);
+    let mut took = 0;
+    let mut buf = [0u8; 16];
+    for (want, stamped) in [(3, false), (4, true)] {
+        loop {
+            match discard(fd, want, stamped) {
+                Recv::Data { len, .. } if len == want => break,
+                // Loopback delivers within the write; a partial count is a kernel that does
+                // not do what is asked.
+                Recv::Again if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                _ => return Some(false),
+            }
+        }
+        took += want;
+    }
+    // What is left must be exactly the bytes after the ones dropped.
+    match recv(fd, &mut buf, false) {
+        Recv::Data { len, .. } => Some(buf[..len] == b"0123456789"[took..]),
+        _ => Some(false),
     }
 }
 
@@ -288,5 +360,82 @@ mod tests {
             }
         );
         assert_eq!(recv(client.as_raw_fd(), &mut buf, true), Recv::Eof);
+    }
+
+    #[test]
+    fn discard_takes_exactly_what_is_asked_and_says_when_it_arrived() {
+        assert!(discard_works(), "this kernel drops TCP data with MSG_TRUNC");
+        let _keeper = StampKeeper::start().expect("this host stamps received packets");
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        client.set_nonblocking(true).unwrap();
+        enable_rx_stamps(client.as_raw_fd()).unwrap();
+        let fd = client.as_raw_fd();
+
+        assert_eq!(discard(fd, 100, true), Recv::Again);
+        let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let sent = Instant::now();
+        // From a thread of its own: what does not fit the socket buffers waits for the reads.
+        let writer = std::thread::spawn({
+            let body = body.clone();
+            move || {
+                server.write_all(&body).unwrap();
+                server.write_all(b"NEXT").unwrap();
+                server
+            }
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        let deadline = Instant::now() + Duration::from_secs(10);
+
+        // Stamped and not, in pieces that end inside packets, up to the end of the body.
+        let mut dropped = 0;
+        let mut stamped = 0;
+        while dropped < body.len() {
+            let want = (body.len() - dropped).min(70_001);
+            let with_stamp = dropped % 2 == 0;
+            match discard(fd, want, with_stamp) {
+                Recv::Data { len, stamp } => {
+                    assert!(len <= want, "took {len} of {want}");
+                    if let Some(st) = stamp {
+                        let (read_at, real_at) = (Instant::now(), realtime_now());
+                        let arrived = arrival(st, read_at, real_at, sent);
+                        if dropped == 0 {
+                            // The first packets came with the write, 50 ms before this read
+                            // (later ones, once the receive window opened again).
+                            assert!(
+                                arrived - sent < Duration::from_millis(25),
+                                "stamped {:?} after the write, read {:?} after it",
+                                arrived - sent,
+                                read_at - sent
+                            );
+                        }
+                        stamped += 1;
+                    }
+                    dropped += len;
+                }
+                Recv::Again if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                r => panic!("after {dropped} bytes: {r:?}"),
+            }
+        }
+        assert_eq!(dropped, body.len());
+        let server = writer.join().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(stamped > 0, "a stamped discard returns the stamp");
+        let mut buf = [0u8; 16];
+        assert_eq!(
+            recv(fd, &mut buf, false),
+            Recv::Data {
+                len: 4,
+                stamp: None
+            },
+            "the bytes after the discarded ones are all still there"
+        );
+        assert_eq!(&buf[..4], b"NEXT");
+        drop(server);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(discard(fd, 100, true), Recv::Eof);
     }
 }

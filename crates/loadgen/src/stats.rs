@@ -342,6 +342,9 @@ pub struct Recorder {
     pub total_bytes: u64,
     /// Body bytes read.
     pub body_bytes: u64,
+    /// The part of `body_bytes` (and of `total_bytes`) that the kernel dropped without copying
+    /// it to the generator ([`crate::sock::discard`]): counted, never looked at.
+    pub dropped_bytes: u64,
     /// Request bytes written.
     pub sent_bytes: u64,
     /// Requests that ended, by any outcome but a connect failure (ab's `done`).
@@ -372,6 +375,7 @@ impl Recorder {
             keep_alive_requests: 0,
             total_bytes: 0,
             body_bytes: 0,
+            dropped_bytes: 0,
             sent_bytes: 0,
             completed: 0,
             read_delay: new_histogram(),
@@ -414,6 +418,7 @@ impl Recorder {
         self.keep_alive_requests += o.keep_alive_requests;
         self.total_bytes += o.total_bytes;
         self.body_bytes += o.body_bytes;
+        self.dropped_bytes += o.dropped_bytes;
         self.sent_bytes += o.sent_bytes;
         self.completed += o.completed;
         let _ = self.read_delay.add(&o.read_delay);

@@ -18,7 +18,15 @@
 //! - `/stall-once?after=N`: when the server's request count reaches N, every response waits
 //!   until one second after that moment (a server that stops once, like a GC pause);
 //! - `/slow?ms=N`: the `/cl` response, each one after waiting N milliseconds;
-//! - `/garbage`: "NOT HTTP\r\n\r\n" and close.
+//! - `/garbage`: "NOT HTTP\r\n\r\n" and close;
+//! - `/twice?len=N`: on a kept-alive connection, answers every other request with two
+//!   responses of N body bytes in one write (the second one for the request still to come) and
+//!   the requests between with nothing;
+//! - `/short`: Content-Length [`SHORT_DECLARED`], [`SHORT_SENT`] bytes of body, then a clean
+//!   close (FIN);
+//! - `/tail?ms=M`: [`TAIL_LEN`] bytes of body with Content-Length, the last [`TAIL_LAST`] of
+//!   them M milliseconds after the others;
+//! - `/big-chunked`: [`big_chunk_sizes`] as chunks, large and small ones mixed.
 //!
 //! The server runs on its own multi-thread runtime and thread; dropping [`TestServer`] stops
 //! it and closes every connection it holds.
@@ -41,6 +49,33 @@ pub const BIG_LEN: u64 = 100 * 1024 * 1024;
 pub const STALL_HOLD: Duration = Duration::from_secs(5);
 /// How long `/stall-once` stops the server.
 pub const STALL_ONCE: Duration = Duration::from_secs(1);
+
+/// Body length `/short` announces, and what it sends before closing.
+pub const SHORT_DECLARED: u64 = 2 * 1024 * 1024;
+pub const SHORT_SENT: u64 = 700_001;
+/// Body length of `/tail`, and how many of its last bytes come late.
+pub const TAIL_LEN: u64 = 300_007;
+pub const TAIL_LAST: u64 = 1_000;
+
+/// The chunk sizes of `/big-chunked`, in order: chunks larger than a read buffer (which the
+/// generator skips), small ones (which it reads), sizes on either side of 64 KiB.
+pub fn big_chunk_sizes() -> Vec<u64> {
+    [
+        1,
+        300_000,
+        70_000,
+        5,
+        1 << 20,
+        65_536,
+        65_535,
+        17,
+        2_000_003,
+    ]
+    .into_iter()
+    .cycle()
+    .take(27)
+    .collect()
+}
 
 static BIG_CHUNK: [u8; 64 * 1024] = [b'x'; 64 * 1024];
 
@@ -253,7 +288,12 @@ async fn send(s: &mut TcpStream, c: &Counters, data: &[u8]) -> std::io::Result<(
 
 /// Writes the [`BIG_LEN`]-byte body of `/big` and `/big-close` from the small static buffer.
 async fn send_big_body(s: &mut TcpStream, c: &Counters) -> std::io::Result<()> {
-    let mut left = BIG_LEN;
+    send_filler(s, c, BIG_LEN).await
+}
+
+/// Writes `len` filler bytes from the small static buffer.
+async fn send_filler(s: &mut TcpStream, c: &Counters, len: u64) -> std::io::Result<()> {
+    let mut left = len;
     while left > 0 {
         let n = left.min(BIG_CHUNK.len() as u64) as usize;
         send(s, c, &BIG_CHUNK[..n]).await?;
@@ -299,6 +339,8 @@ fn conn_header(keep: bool) -> &'static str {
 async fn serve(mut s: TcpStream, c: &Counters) -> std::io::Result<()> {
     let _ = s.set_nodelay(true);
     let mut buf = Vec::with_capacity(1024);
+    // `/twice` sent the response to this connection's next request already.
+    let mut answered_ahead = false;
     while let Some(req) = read_request(&mut s, &mut buf).await? {
         let nth = c.requests.fetch_add(1, SeqCst) + 1;
         let keep = req.keep_alive;
@@ -420,6 +462,55 @@ async fn serve(mut s: TcpStream, c: &Counters) -> std::io::Result<()> {
                 }
                 let _ = s.shutdown().await;
                 return Ok(());
+            }
+            "/twice" => {
+                if answered_ahead {
+                    answered_ahead = false;
+                } else {
+                    let len = query_number(&req.query, "len").unwrap_or(13) as usize;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {len}\r\n{}\r\n",
+                        conn_header(keep)
+                    );
+                    // Body bytes taken for the second head, or the reverse, would not parse.
+                    let one = [head.as_bytes(), &vec![b'1'; len]].concat();
+                    let two = [head.as_bytes(), &vec![b'2'; len]].concat();
+                    send(&mut s, c, &[one, two].concat()).await?;
+                    answered_ahead = true;
+                }
+            }
+            "/short" => {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {SHORT_DECLARED}\r\n\r\n"
+                );
+                send(&mut s, c, head.as_bytes()).await?;
+                send_filler(&mut s, c, SHORT_SENT).await?;
+                let _ = s.shutdown().await;
+                return Ok(());
+            }
+            "/tail" => {
+                let ms = query_number(&req.query, "ms").unwrap_or(1);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {TAIL_LEN}\r\n{}\r\n",
+                    conn_header(keep)
+                );
+                send(&mut s, c, head.as_bytes()).await?;
+                send_filler(&mut s, c, TAIL_LEN - TAIL_LAST).await?;
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                send_filler(&mut s, c, TAIL_LAST).await?;
+            }
+            "/big-chunked" => {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nTransfer-Encoding: chunked\r\n{}\r\n",
+                    conn_header(keep)
+                );
+                send(&mut s, c, head.as_bytes()).await?;
+                for size in big_chunk_sizes() {
+                    send(&mut s, c, format!("{size:x}\r\n").as_bytes()).await?;
+                    send_filler(&mut s, c, size).await?;
+                    send(&mut s, c, b"\r\n").await?;
+                }
+                send(&mut s, c, b"0\r\n\r\n").await?;
             }
             "/garbage" => {
                 send(&mut s, c, b"NOT HTTP\r\n\r\n").await?;
