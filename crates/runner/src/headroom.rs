@@ -31,6 +31,10 @@ pub struct Reading {
     /// The generator's CPU time over the measured part, as a share of its worker threads'
     /// cores (1.0: every thread busy all the time).
     pub generator: f64,
+    /// Responses waited longer for the generator to read them than the server took to send
+    /// them ([`loadgen::Note::GeneratorBound`]): the generator fell behind, whatever its CPU
+    /// time says (the kernel's work for its sockets is not all counted there).
+    pub lagging: bool,
     /// The server's CPU time over the measured part, in cores; `None` when Docker gave none.
     pub server_cores: Option<f64>,
     /// The share the server had (`None`: its whole cpuset).
@@ -53,12 +57,18 @@ pub struct Reading {
 /// down. Its requests/s per core are taken over the CPU it used instead (see
 /// `report::stats::Metric::RequestsPerServerCore`).
 pub fn next_share(r: &Reading, min_share: f64) -> Option<f64> {
-    if r.generator < TARGET {
+    if r.generator < TARGET && !r.lagging {
         return None;
     }
+    // A lagging generator was saturated, however much CPU it was seen to use.
+    let generator = if r.lagging {
+        r.generator.max(1.0)
+    } else {
+        r.generator
+    };
     let current = r.share.unwrap_or(r.cpuset_cores);
     let used = r.server_cores.unwrap_or(current).min(current);
-    let next = (used * AIM / r.generator).min(current * 0.7).max(min_share);
+    let next = (used * AIM / generator).min(current * 0.7).max(min_share);
     // Whole thousandths of a core.
     let next = (next * 1000.0).round() / 1000.0;
     (next < current).then_some(next)
@@ -71,6 +81,7 @@ mod tests {
     fn reading(generator: f64, server_cores: Option<f64>, share: Option<f64>) -> Reading {
         Reading {
             generator,
+            lagging: false,
             server_cores,
             share,
             cpuset_cores: 1.0,
@@ -105,6 +116,14 @@ mod tests {
             next_share(&reading(1.0, Some(0.7), Some(0.5)), 0.05),
             Some(0.3)
         );
+    }
+
+    #[test]
+    fn a_generator_that_fell_behind_is_saturated_whatever_its_cpu_time() {
+        let mut r = reading(0.5, Some(0.5), None);
+        assert_eq!(next_share(&r, 0.05), None);
+        r.lagging = true;
+        assert_eq!(next_share(&r, 0.05), Some(0.3));
     }
 
     #[test]
