@@ -621,6 +621,7 @@ fn worker_thread(
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, NAP_TIMER_SLACK_NS, 0, 0, 0) };
     }
     w.run();
+    w.count_unfinished();
     w.tally.publish(&w.sh);
     (w.rec, w.tally.last_done)
 }
@@ -748,6 +749,22 @@ impl Worker {
         }
     }
 
+    /// When the measurement window has closed, the measured requests still waiting for their
+    /// response, each with how long it had waited since its intended send time (constant-rate
+    /// runs only).
+    fn count_unfinished(&mut self) {
+        let (Some(end), Some(h)) = (self.end, self.rec.unfinished.as_mut()) else {
+            return;
+        };
+        for c in &self.conns {
+            if !matches!(c.state, State::Writing | State::Reading) || !c.req.measured {
+                continue;
+            }
+            let since = c.req.intended.unwrap_or(c.req.start);
+            h.saturating_record(end.saturating_duration_since(since).as_micros() as u64);
+        }
+    }
+
     /// Starts the slot's next request, or parks it until its constant-rate send time.
     fn next_request(&mut self, idx: usize, now: Instant) {
         if self.sh.stop.load(Relaxed) {
@@ -773,6 +790,9 @@ impl Worker {
         let measured = now >= self.measure_start;
         if measured && (self.end.is_some_and(|e| now >= e) || !self.sh.take_ticket()) {
             return self.finish(idx);
+        }
+        if measured {
+            self.rec.started += 1;
         }
         let c = &mut self.conns[idx];
         c.req = Request::new(now, intended, measured, self.sh.server.get().is_none());

@@ -346,6 +346,14 @@ pub struct Recorder {
     pub sent_bytes: u64,
     /// Requests that ended, by any outcome but a connect failure (ab's `done`).
     pub completed: u64,
+    /// Requests begun in the measured window, whatever became of them: what the generator sent
+    /// (at a constant rate, whether it kept its schedule).
+    pub started: u64,
+    /// Constant-rate runs bounded by a duration: how long each measured request still
+    /// unanswered when the window closed had waited by then since its intended send time, µs.
+    /// Their latency is at least that; leaving them out would hide a server that stops
+    /// answering near the end of the window.
+    pub unfinished: Option<Histogram<u64>>,
     /// How long each recorded response had been complete on this host before the generator
     /// read it, µs (stamped responses only): the generator's own delay, not the server's. Its
     /// count is [`Recorder::stamped`].
@@ -374,6 +382,8 @@ impl Recorder {
             body_bytes: 0,
             sent_bytes: 0,
             completed: 0,
+            started: 0,
+            unfinished: corrected.then(new_histogram),
             read_delay: new_histogram(),
             naps: 0,
         }
@@ -416,6 +426,10 @@ impl Recorder {
         self.body_bytes += o.body_bytes;
         self.sent_bytes += o.sent_bytes;
         self.completed += o.completed;
+        self.started += o.started;
+        if let (Some(a), Some(b)) = (self.unfinished.as_mut(), o.unfinished.as_ref()) {
+            let _ = a.add(b);
+        }
         let _ = self.read_delay.add(&o.read_delay);
         self.naps += o.naps;
     }
