@@ -23,6 +23,7 @@
 //! do; [`kinds_for`] finds them.
 
 pub mod cancel;
+pub mod capacity;
 pub mod events;
 mod images;
 mod pipeline;

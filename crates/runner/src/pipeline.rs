@@ -1,5 +1,8 @@
 //! The run itself: check, claim the results file, start and verify every server, measure every
-//! document round by round, record after each load, and leave nothing behind.
+//! document round by round, search each one's capacity when asked ([`capacity`]), record after
+//! each load, and leave nothing behind.
+
+mod capacity;
 
 use crate::cancel::{Cancel, Cleanup};
 use crate::events::{Event, Observer};
@@ -40,6 +43,9 @@ pub struct RunOptions {
     pub cleanup: Cleanup,
     /// How long a server may take from container creation to answering.
     pub ready_deadline: Duration,
+    /// Search each server's capacity at this latency target after the loads, with the bounds
+    /// of the scenario's `[capacity]` or their defaults (the command line's `--capacity`).
+    pub capacity: Option<scenario::CapacityTarget>,
 }
 
 impl Default for RunOptions {
@@ -60,6 +66,7 @@ impl RunOptions {
             cancel: Cancel::new(),
             cleanup: Cleanup::new(),
             ready_deadline: Duration::from_secs(20),
+            capacity: None,
         }
     }
 }
@@ -274,6 +281,7 @@ pub async fn run(
         host,
         servers: Vec::new(),
         loads: Vec::new(),
+        capacity: Vec::new(),
     };
     // Claimed before any work: a file that exists or cannot be written stops the run here.
     let file = RecordFile::create(&out, &record)?;
@@ -304,6 +312,11 @@ pub async fn run(
                 run_id: &run_id,
                 observer: observer.as_ref(),
                 observer_arc: &observer,
+                capacity: match (opts.capacity, &plan.capacity) {
+                    (Some(t), Some(c)) => Some(c.clone().with_target(t)),
+                    (Some(t), None) => Some(scenario::CapacitySpec::new(t)),
+                    (None, c) => c.clone(),
+                },
             };
             let r = {
                 let work = ctx.execute(&mut record, &mut results);
@@ -434,6 +447,8 @@ struct Ctx<'a> {
     run_id: &'a str,
     observer: &'a dyn Observer,
     observer_arc: &'a Arc<dyn Observer>,
+    /// The capacity search to make after the loads, if any.
+    capacity: Option<scenario::CapacitySpec>,
 }
 
 /// A server that was started and verified.
@@ -600,6 +615,10 @@ impl Ctx<'_> {
                     results.save(record, self.observer);
                 }
             }
+        }
+        if let Some(spec) = &self.capacity {
+            self.search_capacity(spec, record, results, &live, &docs)
+                .await?;
         }
         for l in live {
             let _ = l.guard.remove().await;
