@@ -101,9 +101,9 @@ pub struct CapacityStep {
     pub connections_capped: bool,
     /// The measured window, seconds.
     pub window_s: f64,
-    /// Requests sent in the window.
+    /// Requests begun in the window (the `generator_failures` among them never left it).
     pub started: u64,
-    /// Responses received in the window.
+    /// Requests that ended in the window, with a response or a failure.
     pub answered: u64,
     /// Requests still unanswered when the window closed (they count in the latency at how
     /// long they had waited by then).
@@ -125,10 +125,11 @@ pub struct CapacityStep {
 }
 
 impl CapacityStep {
-    /// Requests sent per second of the window.
+    /// Requests sent per second of the window: begun, and not stopped by the generator's own
+    /// limits before they left.
     pub fn achieved(&self) -> f64 {
         if self.window_s > 0.0 {
-            self.started as f64 / self.window_s
+            self.started.saturating_sub(self.generator_failures) as f64 / self.window_s
         } else {
             0.0
         }
