@@ -736,7 +736,19 @@ impl Worker {
                 self.timers.pop();
                 if let State::Waiting(intended) = self.conns[idx].state {
                     match intended {
-                        Some(t) => self.begin(idx, now, Some(t)),
+                        Some(t) => {
+                            self.begin(idx, now, Some(t));
+                            // Its connection was waiting for it: how late it left is the
+                            // generator's own lateness.
+                            if self.conns[idx].req.measured
+                                && self.conns[idx].state != State::Finished
+                            {
+                                if let Some(h) = self.rec.send_lag.as_mut() {
+                                    let lag = now.saturating_duration_since(t);
+                                    h.saturating_record(lag.as_micros() as u64);
+                                }
+                            }
+                        }
                         None => self.next_request(idx, now),
                     }
                     now = Instant::now();

@@ -72,6 +72,11 @@ pub struct LoadReport {
     /// send time (a lower bound of its latency). Absent when there were none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unfinished: Option<TimerReport>,
+    /// Constant-rate runs: how late the requests whose connection was free left after their
+    /// intended send time, the generator's own lateness (absent in other runs and in records
+    /// made before it was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag: Option<TimerReport>,
     pub stopped_early: Option<StopReason>,
     /// Recorded responses timed by the kernel's receive stamps; the others (all of them in
     /// records made before stamps existed) were timed when the generator read them.
@@ -263,6 +268,11 @@ impl LoadReport {
                 .map(|h| TimerReport::new(moments_of(h), h, None)),
             unfinished: r
                 .unfinished
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(|h| TimerReport::new(moments_of(h), h, None)),
+            send_lag: r
+                .send_lag
                 .as_ref()
                 .filter(|h| !h.is_empty())
                 .map(|h| TimerReport::new(moments_of(h), h, None)),

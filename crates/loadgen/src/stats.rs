@@ -354,6 +354,10 @@ pub struct Recorder {
     /// Their latency is at least that; leaving them out would hide a server that stops
     /// answering near the end of the window.
     pub unfinished: Option<Histogram<u64>>,
+    /// Constant-rate runs: how late each measured request left after its intended send time
+    /// when its connection was free and waiting for it, µs: the generator's own lateness
+    /// (requests that had to wait for a connection the server still held are not in it).
+    pub send_lag: Option<Histogram<u64>>,
     /// How long each recorded response had been complete on this host before the generator
     /// read it, µs (stamped responses only): the generator's own delay, not the server's. Its
     /// count is [`Recorder::stamped`].
@@ -384,6 +388,7 @@ impl Recorder {
             completed: 0,
             started: 0,
             unfinished: corrected.then(new_histogram),
+            send_lag: corrected.then(new_histogram),
             read_delay: new_histogram(),
             naps: 0,
         }
@@ -428,6 +433,9 @@ impl Recorder {
         self.completed += o.completed;
         self.started += o.started;
         if let (Some(a), Some(b)) = (self.unfinished.as_mut(), o.unfinished.as_ref()) {
+            let _ = a.add(b);
+        }
+        if let (Some(a), Some(b)) = (self.send_lag.as_mut(), o.send_lag.as_ref()) {
             let _ = a.add(b);
         }
         let _ = self.read_delay.add(&o.read_delay);

@@ -236,3 +236,56 @@ fn a_server_that_keeps_up_leaves_only_the_last_moments_requests_unanswered() {
     // At most one request per connection can be in flight when the window closes.
     assert!(unfinished <= 4, "{unfinished} unfinished");
 }
+
+#[test]
+fn the_generators_own_lateness_is_kept_apart_from_waiting_for_a_connection() {
+    // One connection to a server that takes 10 ms per request, asked for 200 requests/s: the
+    // connection is busy when each send time comes, so requests leave late because the server
+    // holds it, and none of that is the generator's own lateness.
+    let s = TestServer::start();
+    let cfg = rate_config(&s.url("/slow?ms=10"), 200.0, 1, Duration::from_secs(1));
+    let m = run_within(Duration::from_secs(15), cfg);
+    let corrected = m.rec.corrected.as_ref().expect("corrected histogram");
+    let lag = m
+        .rec
+        .send_lag
+        .as_ref()
+        .expect("a --rate run measures its send lag");
+    println!(
+        "{} complete, corrected p50 {:.1} ms; {} requests left on a free connection",
+        m.complete(),
+        ms(corrected.value_at_quantile(0.5)),
+        lag.len()
+    );
+    assert!(
+        corrected.value_at_quantile(0.5) > 100_000,
+        "the queue shows"
+    );
+    assert!(
+        lag.len() <= 2,
+        "{} requests counted as the generator's lateness",
+        lag.len()
+    );
+
+    // With connections to spare, every request leaves from a free connection, on time.
+    let cfg = rate_config(&s.url("/cl"), 200.0, 8, Duration::from_secs(1));
+    let m = run_within(Duration::from_secs(15), cfg);
+    let lag = m.rec.send_lag.as_ref().expect("send lag");
+    println!(
+        "{} started, {} left on a free connection, p50 lag {} µs",
+        m.rec.started,
+        lag.len(),
+        lag.value_at_quantile(0.5)
+    );
+    assert!(
+        lag.len() + 2 >= m.rec.started,
+        "{} of {}",
+        lag.len(),
+        m.rec.started
+    );
+    let report = loadgen::json::LoadReport::from_measurement(&m);
+    assert_eq!(
+        report.send_lag.as_ref().map(|t| t.moments.count),
+        Some(lag.len())
+    );
+}
