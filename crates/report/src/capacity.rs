@@ -116,6 +116,11 @@ pub struct CapacityStep {
     /// The percentile held, µs, from each request's intended send time; `None` when nothing
     /// was sent.
     pub latency_us: Option<u64>,
+    /// The same percentile of how late the requests whose connection was free left after
+    /// their intended send time, µs: the generator's own lateness, which is in `latency_us`
+    /// too. `None` when no request left that way.
+    #[serde(default)]
+    pub generator_lag_us: Option<u64>,
     /// The generator's CPU time over the window, as a share of its threads' (1.0: every
     /// thread busy all the time).
     pub client_cpu_share: f64,
@@ -160,9 +165,10 @@ pub enum StepVerdict {
     Latency,
     /// Too many requests failed.
     Errors,
-    /// The generator did not keep its schedule, with the server within the target, or while
-    /// it ran out of its own CPU, descriptors, ports or connections: the rate says nothing
-    /// about the server.
+    /// The generator did not keep its schedule with the server within the target, or the
+    /// server missed the target while the generator was itself late by more than half of it
+    /// or sent too little for want of its own CPU, descriptors, ports or connections: the rate
+    /// says nothing about the server.
     Generator,
 }
 
@@ -271,6 +277,13 @@ pub fn verdict_text(step: &CapacityStep, c: &CapacityCriteria) -> String {
         ),
         StepVerdict::Generator => {
             let mut why = Vec::new();
+            if let Some(lag) = step.generator_lag_us.filter(|l| 2 * l > c.target_us) {
+                why.push(format!(
+                    "itself {} ms late at {} with connections free",
+                    f(lag as f64 / 1e3, 2),
+                    c.percentile_name()
+                ));
+            }
             if step.client_cpu_share >= crate::record::CLIENT_BOUND_SHARE {
                 why.push("using its whole CPU".to_string());
             }
@@ -680,6 +693,7 @@ mod tests {
             errors: 0,
             generator_failures: 0,
             latency_us: Some(3_000),
+            generator_lag_us: Some(100),
             client_cpu_share: 0.2,
             verdict,
             wall_s: 2.5,
@@ -726,6 +740,13 @@ mod tests {
         assert_eq!(
             verdict_text(&behind, &c),
             "generator sent 91% of the rate, using its whole CPU"
+        );
+        let mut late = step(1000.0, StepVerdict::Generator);
+        late.latency_us = Some(40_000);
+        late.generator_lag_us = Some(7_500);
+        assert_eq!(
+            verdict_text(&late, &c),
+            "generator sent 100% of the rate, itself 7.50 ms late at p99 with connections free"
         );
     }
 

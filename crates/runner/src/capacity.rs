@@ -140,6 +140,10 @@ pub fn step_from_report(
         errors: r.failed + r.non_2xx + r.failures.write,
         generator_failures: r.failures.generator,
         latency_us: r.corrected_percentile_counting_unfinished(permille)?,
+        generator_lag_us: r
+            .send_lag
+            .as_ref()
+            .and_then(|t| t.percentile(f64::from(permille) / 10.0)),
         client_cpu_share: if r.elapsed_s > 0.0 {
             r.client_cpu_s / (r.elapsed_s * threads)
         } else {
@@ -162,9 +166,10 @@ fn server_passed(s: &CapacityStep, c: &CapacityCriteria) -> bool {
 /// - The server met the target and the generator kept its schedule: **pass**.
 /// - The server met the target but the generator sent too little: **generator** (what the
 ///   server would do at the rate asked is unknown).
-/// - The server missed the target while the generator sent too little and ran short of its
-///   own means (its whole CPU, its descriptors or ports, its allowed connections): also
-///   **generator**, as the generator's lateness is in the latency.
+/// - The server missed the target while the generator was itself late, by more than half the
+///   target at the percentile, sending requests whose connection was free; or while it sent
+///   too little and ran short of its own means (its whole CPU, its descriptors or ports, its
+///   allowed connections): also **generator**, as its lateness is in the latency.
 /// - Otherwise the server missed: **latency** or **errors**. A generator that sent too little
 ///   with means to spare was waiting for connections the server kept busy.
 pub fn judge(s: &CapacityStep, c: &CapacityCriteria) -> StepVerdict {
@@ -172,6 +177,7 @@ pub fn judge(s: &CapacityStep, c: &CapacityCriteria) -> StepVerdict {
     let short = s.client_cpu_share >= report::record::CLIENT_BOUND_SHARE
         || s.generator_failures > 0
         || s.connections_capped;
+    let late = s.generator_lag_us.is_some_and(|l| 2 * l > c.target_us);
     if server_passed(s, c) {
         return if kept {
             StepVerdict::Pass
@@ -179,7 +185,7 @@ pub fn judge(s: &CapacityStep, c: &CapacityCriteria) -> StepVerdict {
             StepVerdict::Generator
         };
     }
-    if !kept && short {
+    if late || (!kept && short) {
         StepVerdict::Generator
     } else if s.latency_us.is_none_or(|l| l > c.target_us) {
         StepVerdict::Latency
@@ -367,6 +373,7 @@ mod tests {
             errors: 0,
             generator_failures: 0,
             latency_us: Some(if rate <= knee { 2_000 } else { 200_000 }),
+            generator_lag_us: Some(50),
             client_cpu_share: if sent < rate { 1.0 } else { 0.5 },
             verdict: StepVerdict::Pass,
             wall_s: STEP.as_secs_f64(),
@@ -561,6 +568,7 @@ mod tests {
             errors: 0,
             generator_failures: 0,
             latency_us: Some(4_000),
+            generator_lag_us: Some(80),
             client_cpu_share: 0.3,
             verdict: StepVerdict::Pass,
             wall_s: 2.5,
@@ -629,9 +637,23 @@ mod tests {
             ..queued
         };
         assert_eq!(judge(&capped, &c), StepVerdict::Generator);
-        // On its whole CPU but on schedule, a pass is a pass.
+        // Sending on time but late by itself, 6 ms at p99 of a 10 ms target: the server's
+        // miss cannot be told from the generator's.
+        let late = CapacityStep {
+            latency_us: Some(14_000),
+            generator_lag_us: Some(6_000),
+            ..s.clone()
+        };
+        assert_eq!(judge(&late, &c), StepVerdict::Generator);
+        let a_little_late = CapacityStep {
+            generator_lag_us: Some(5_000),
+            ..late
+        };
+        assert_eq!(judge(&a_little_late, &c), StepVerdict::Latency);
+        // Late, or on its whole CPU, but within the target and on schedule: a pass is a pass.
         let busy = CapacityStep {
             client_cpu_share: 0.97,
+            generator_lag_us: Some(6_000),
             ..s
         };
         assert_eq!(judge(&busy, &c), StepVerdict::Pass);

@@ -586,7 +586,9 @@ impl Ctx<'_> {
                         url_path: &doc.url_path,
                         load: &spec.load,
                     });
-                    let m = self.measure(&l.guard, &spec.load, &doc.url_path).await;
+                    let m = self
+                        .measure(&l.guard, &spec.load, &doc.url_path, true)
+                        .await;
                     if let Some(death) = self.find_death(l, &live, &during).await? {
                         self.report_deaths(record, results, death);
                         break;
@@ -865,19 +867,25 @@ impl Ctx<'_> {
         Some(kept)
     }
 
-    /// One load against one document; `None` when the run was stopped during it.
+    /// One load against one document, with the server's resource use when `usage` (Docker's
+    /// statistics cost a second or so per load); `None` when the run was stopped during it.
     async fn measure(
         &self,
         guard: &ContainerGuard,
         load: &LoadSpec,
         url_path: &str,
+        usage: bool,
     ) -> Result<Option<(LoadReport, Option<Usage>)>, RunError> {
         let url = format!("http://127.0.0.1:{}{}", guard.port(), url_path);
         let target = Target::parse(&url).map_err(|e| RunError::Step(format!("{url}: {e}")))?;
         let mut cfg = LoadConfig::new(target, load.clone());
         cfg.cpus = Some(self.plan.cpus.loadgen.clone());
         cfg.threads = self.plan.cpus.loadgen.len().max(1);
-        let sampler = self.orch.sample_stats(guard).await.ok();
+        let sampler = if usage {
+            self.orch.sample_stats(guard).await.ok()
+        } else {
+            None
+        };
         let stop = self.opts.cancel.stop_flag().clone();
         let observer = Arc::clone(self.observer_arc);
         let planned = load.requests;

@@ -221,6 +221,7 @@ pub fn capacity_step(rate: f64, latency_us: u64, verdict: StepVerdict) -> Capaci
         errors: 0,
         generator_failures: 0,
         latency_us: Some(latency_us),
+        generator_lag_us: Some(120),
         client_cpu_share: if behind { 0.97 } else { 0.4 },
         verdict,
         wall_s: 2.5,
