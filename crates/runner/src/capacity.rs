@@ -13,8 +13,10 @@
 //!   that failed, until the failing one is within [`PRECISION`] above the passing one: the
 //!   passing rate is the capacity.
 //! - When the first rate fails it halves instead, down to [`MIN_RATE`].
-//! - A step at which the generator could not keep its schedule ends the search: nothing above
-//!   it can be measured, so the result is "at least" the best rate the server passed at.
+//! - A step at which the generator could not keep its schedule says nothing of the server at
+//!   that rate, and no higher rate can be measured: once any rate has passed, the search ends
+//!   there with "at least" the best rate the server passed at; before, it halves as after a
+//!   failure.
 //!
 //! A step ([`judge`]) passes when the percentile of the latency from each request's intended
 //! send time, counting the requests still unanswered at the end of the window at how long they
@@ -212,6 +214,8 @@ pub struct Search {
     /// The highest rate that passed and the lowest that failed.
     passed: Option<f64>,
     failed: Option<f64>,
+    /// The lowest rate whose schedule the generator could not keep.
+    beyond_generator: Option<f64>,
     spent: Duration,
     steps: Vec<CapacityStep>,
     /// Set when a step ended the search (a generator limit).
@@ -231,6 +235,7 @@ impl Search {
             criteria,
             passed: None,
             failed: None,
+            beyond_generator: None,
             spent: Duration::ZERO,
             steps: Vec::new(),
             ended: None,
@@ -243,19 +248,26 @@ impl Search {
         if let Some(r) = &self.ended {
             return Next::Done(r.clone());
         }
+        // Below the lowest rate that failed or that the generator could not keep.
+        let ceiling = match (self.failed, self.beyond_generator) {
+            (Some(f), Some(g)) => Some(f.min(g)),
+            (f, g) => f.or(g),
+        };
         let rate = match (self.steps.is_empty(), self.passed, self.failed) {
             (true, _, _) => self.start,
             (false, Some(p), None) => p * GROWTH,
-            (false, None, Some(f)) => f / GROWTH,
             (false, Some(p), Some(f)) => {
                 if f - p <= self.criteria.precision * p {
                     return self.done(StopReason::Converged);
                 }
                 (p + f) / 2.0
             }
-            // Every judged step moves one bound, or ends the search.
-            (false, None, None) => unreachable!("a step was recorded without a verdict"),
+            // Nothing passed yet: every step so far failed or outran the generator.
+            (false, None, _) => ceiling.expect("every step moves a bound") / GROWTH,
         };
+        if self.beyond_generator.is_some_and(|g| rate >= g) {
+            return self.done(StopReason::GeneratorLimit);
+        }
         if rate < MIN_RATE {
             return self.done(StopReason::MinimumRate);
         }
@@ -279,14 +291,19 @@ impl Search {
                 self.failed = Some(self.failed.map_or(step.rate, |f| f.min(step.rate)));
             }
             StepVerdict::Generator => {
-                // Nothing above this rate can be measured. If the server met the target at
+                // Nothing from this rate up can be measured. If the server met the target at
                 // what the generator did send, that rate passed.
-                let reached = server_passed(&step, &self.criteria).then(|| step.achieved());
-                let best = match (self.passed, reached) {
-                    (Some(p), Some(r)) => Some(p.max(r)),
-                    (p, r) => p.or(r),
-                };
-                self.ended = Some(self.result(best, StopReason::GeneratorLimit));
+                if server_passed(&step, &self.criteria) {
+                    let r = step.achieved();
+                    self.passed = Some(self.passed.map_or(r, |p| p.max(r)));
+                }
+                self.beyond_generator = Some(
+                    self.beyond_generator
+                        .map_or(step.rate, |g| g.min(step.rate)),
+                );
+                if self.passed.is_some() {
+                    self.ended = Some(self.result(self.passed, StopReason::GeneratorLimit));
+                }
             }
         }
         self.steps.push(step);
@@ -359,7 +376,8 @@ mod tests {
     }
 
     /// A step as a model server measures it: below `knee` requests/s the p99 is 2 ms, above it
-    /// queueing makes it 200 ms; the generator sends up to `generator_max`.
+    /// queueing makes it 200 ms; the generator sends up to `generator_max`, on its whole CPU,
+    /// falling behind its schedule by as much (which the latency shows too).
     fn model(rate: f64, knee: f64, generator_max: f64) -> CapacityStep {
         let sent = rate.min(generator_max);
         let mut s = CapacityStep {
@@ -372,7 +390,11 @@ mod tests {
             unanswered: 0,
             errors: 0,
             generator_failures: 0,
-            latency_us: Some(if rate <= knee { 2_000 } else { 200_000 }),
+            latency_us: Some(if rate <= knee && sent == rate {
+                2_000
+            } else {
+                200_000
+            }),
             generator_lag_us: Some(50),
             client_cpu_share: if sent < rate { 1.0 } else { 0.5 },
             verdict: StepVerdict::Pass,
@@ -470,6 +492,7 @@ mod tests {
         // The generator sent 6,800 of the 8,000 asked, and the server met the target at them.
         let mut step = model(8000.0, 1e9, 6800.0);
         step.client_cpu_share = 0.5;
+        step.latency_us = Some(2_000);
         step.verdict = judge(&step, &c);
         assert_eq!(step.verdict, StepVerdict::Generator);
         s.record(step);
@@ -479,6 +502,36 @@ mod tests {
         assert_eq!((r.kind, r.rate), (CapacityKind::AtLeast, Some(6800.0)));
         // Asking again gives the same answer.
         assert_eq!(s.next(|_| STEP), Next::Done(r));
+    }
+
+    #[test]
+    fn a_first_rate_the_generator_cannot_keep_halves_until_it_can() {
+        // The generator keeps up to 3,000 requests/s; the server would pass up to 50,000.
+        let (r, steps) = run(16_000.0, 50_000.0, 3000.0);
+        assert_eq!(rates(&steps), [16_000.0, 8000.0, 4000.0, 2000.0]);
+        assert_eq!(
+            steps.iter().map(|s| s.verdict).collect::<Vec<_>>(),
+            [
+                StepVerdict::Generator,
+                StepVerdict::Generator,
+                StepVerdict::Generator,
+                StepVerdict::Pass
+            ]
+        );
+        // Doubling again would reach a rate the generator could not keep.
+        assert_eq!(
+            (r.kind, r.stop),
+            (CapacityKind::AtLeast, StopReason::GeneratorLimit)
+        );
+        assert_eq!(r.rate, Some(2000.0));
+        // A failure below the generator's limit is the server's, and the search goes on.
+        let (r, _) = run(16_000.0, 1200.0, 3000.0);
+        assert_eq!(
+            (r.kind, r.stop),
+            (CapacityKind::Found, StopReason::Converged)
+        );
+        let found = r.rate.unwrap();
+        assert!((1200.0 / 1.05..=1200.0).contains(&found), "{found}");
     }
 
     #[test]
