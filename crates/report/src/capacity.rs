@@ -207,7 +207,8 @@ pub enum CapacityKind {
 pub enum StopReason {
     /// The passing and failing rates closed in to within the precision.
     Converged,
-    /// The generator could not keep the schedule of the next rate.
+    /// The rates left to try were ones the generator could not keep: it stopped below such a
+    /// rate with no failure of the server's in between.
     GeneratorLimit,
     /// It took its `max_steps`.
     MaxSteps,

@@ -14,9 +14,9 @@
 //!   passing rate is the capacity.
 //! - When the first rate fails it halves instead, down to [`MIN_RATE`].
 //! - A step at which the generator could not keep its schedule says nothing of the server at
-//!   that rate, and no higher rate can be measured: once any rate has passed, the search ends
-//!   there with "at least" the best rate the server passed at; before, it halves as after a
-//!   failure.
+//!   that rate, and no higher rate can be measured: it bounds the search from above as a
+//!   failure does, but what the search then closes in on is the generator's limit, so the
+//!   result is "at least" the best rate the server passed at (a generator limit).
 //!
 //! A step ([`judge`]) passes when the percentile of the latency from each request's intended
 //! send time, counting the requests still unanswered at the end of the window at how long they
@@ -218,7 +218,7 @@ pub struct Search {
     beyond_generator: Option<f64>,
     spent: Duration,
     steps: Vec<CapacityStep>,
-    /// Set when a step ended the search (a generator limit).
+    /// Set once the search is over.
     ended: Option<CapacityResult>,
 }
 
@@ -248,26 +248,19 @@ impl Search {
         if let Some(r) = &self.ended {
             return Next::Done(r.clone());
         }
-        // Below the lowest rate that failed or that the generator could not keep.
-        let ceiling = match (self.failed, self.beyond_generator) {
-            (Some(f), Some(g)) => Some(f.min(g)),
-            (f, g) => f.or(g),
-        };
-        let rate = match (self.steps.is_empty(), self.passed, self.failed) {
+        let rate = match (self.steps.is_empty(), self.passed, self.upper()) {
             (true, _, _) => self.start,
             (false, Some(p), None) => p * GROWTH,
-            (false, Some(p), Some(f)) => {
-                if f - p <= self.criteria.precision * p {
+            (false, Some(p), Some(u)) => {
+                if u - p <= self.criteria.precision * p {
                     return self.done(StopReason::Converged);
                 }
-                (p + f) / 2.0
+                (p + u) / 2.0
             }
-            // Nothing passed yet: every step so far failed or outran the generator.
-            (false, None, _) => ceiling.expect("every step moves a bound") / GROWTH,
+            (false, None, Some(u)) => u / GROWTH,
+            // Every judged step moves a bound.
+            (false, None, None) => unreachable!("a step was recorded without a verdict"),
         };
-        if self.beyond_generator.is_some_and(|g| rate >= g) {
-            return self.done(StopReason::GeneratorLimit);
-        }
         if rate < MIN_RATE {
             return self.done(StopReason::MinimumRate);
         }
@@ -301,9 +294,6 @@ impl Search {
                     self.beyond_generator
                         .map_or(step.rate, |g| g.min(step.rate)),
                 );
-                if self.passed.is_some() {
-                    self.ended = Some(self.result(self.passed, StopReason::GeneratorLimit));
-                }
             }
         }
         self.steps.push(step);
@@ -318,24 +308,39 @@ impl Search {
         self.steps
     }
 
-    fn done(&mut self, stop: StopReason) -> Next {
-        let r = self.result(self.passed, stop);
-        self.ended = Some(r.clone());
-        Next::Done(r)
+    /// The lowest rate that failed or that the generator could not keep.
+    fn upper(&self) -> Option<f64> {
+        match (self.failed, self.beyond_generator) {
+            (Some(f), Some(g)) => Some(f.min(g)),
+            (f, g) => f.or(g),
+        }
     }
 
-    fn result(&self, rate: Option<f64>, stop: StopReason) -> CapacityResult {
-        let kind = match (rate, stop) {
+    /// The search's end. A rate passed below a rate the generator could not keep, with no
+    /// failure of the server's in between, is only a lower bound: its reason is the generator,
+    /// however the search came to stop.
+    fn done(&mut self, stop: StopReason) -> Next {
+        let generator_bound = self
+            .beyond_generator
+            .is_some_and(|g| self.failed.is_none_or(|f| g < f));
+        let stop = match stop {
+            StopReason::MinimumRate => stop,
+            _ if generator_bound && self.passed.is_some() => StopReason::GeneratorLimit,
+            _ => stop,
+        };
+        let kind = match (self.passed, stop) {
             (None, _) => CapacityKind::NonePassed,
             (Some(_), StopReason::Converged) => CapacityKind::Found,
             (Some(_), _) => CapacityKind::AtLeast,
         };
-        CapacityResult {
+        let r = CapacityResult {
             kind,
-            rate,
+            rate: self.passed,
             failed_at: self.failed,
             stop,
-        }
+        };
+        self.ended = Some(r.clone());
+        Next::Done(r)
     }
 }
 
@@ -472,14 +477,27 @@ mod tests {
 
     #[test]
     fn a_generator_that_cannot_keep_up_makes_the_result_a_lower_bound() {
-        // The server would pass up to 50,000 requests/s; the generator sends 12,000 at most.
-        let (r, steps) = run(3000.0, 50_000.0, 12_000.0);
-        assert_eq!(rates(&steps), [3000.0, 6000.0, 12_000.0, 24_000.0]);
+        // The server would pass up to 50,000 requests/s; the generator sends 10,000 at most.
+        // The search closes in on the generator's limit, from below.
+        let (r, steps) = run(2500.0, 50_000.0, 10_000.0);
+        assert_eq!(rates(&steps)[..4], [2500.0, 5000.0, 10_000.0, 20_000.0]);
         assert_eq!(steps[3].verdict, StepVerdict::Generator);
         assert_eq!(r.kind, CapacityKind::AtLeast);
         assert_eq!(r.stop, StopReason::GeneratorLimit);
-        assert_eq!(r.rate, Some(12_000.0));
+        assert_eq!(r.rate, Some(10_000.0));
         assert_eq!(r.failed_at, None);
+        // Where the generator's limit lies between two doublings, the bound rises to it.
+        let (r, steps) = run(2500.0, 50_000.0, 7000.0);
+        assert_eq!(
+            (r.kind, r.stop),
+            (CapacityKind::AtLeast, StopReason::GeneratorLimit)
+        );
+        let bound = r.rate.unwrap();
+        assert!(
+            (7000.0 / 1.05..=7000.0).contains(&bound),
+            "{bound}: {:?}",
+            rates(&steps)
+        );
     }
 
     #[test]
@@ -496,10 +514,23 @@ mod tests {
         step.verdict = judge(&step, &c);
         assert_eq!(step.verdict, StepVerdict::Generator);
         s.record(step);
+        // 6,800 passed; 8,000 is beyond the generator: halfway between them next.
+        assert_eq!(s.next(|_| STEP), Next::Measure(7400.0));
+        s.record(model(7400.0, 1e9, 6800.0));
+        // 7,100 is within 5% of 6,800 and the generator cannot keep 7,400.
+        assert_eq!(s.next(|_| STEP), Next::Measure(7100.0));
+        s.record(model(7100.0, 1e9, 6800.0));
         let Next::Done(r) = s.next(|_| STEP) else {
-            panic!("a generator limit ends the search")
+            panic!("the search has closed in")
         };
-        assert_eq!((r.kind, r.rate), (CapacityKind::AtLeast, Some(6800.0)));
+        assert_eq!(
+            (r.kind, r.rate, r.stop),
+            (
+                CapacityKind::AtLeast,
+                Some(6800.0),
+                StopReason::GeneratorLimit
+            )
+        );
         // Asking again gives the same answer.
         assert_eq!(s.next(|_| STEP), Next::Done(r));
     }
@@ -508,9 +539,9 @@ mod tests {
     fn a_first_rate_the_generator_cannot_keep_halves_until_it_can() {
         // The generator keeps up to 3,000 requests/s; the server would pass up to 50,000.
         let (r, steps) = run(16_000.0, 50_000.0, 3000.0);
-        assert_eq!(rates(&steps), [16_000.0, 8000.0, 4000.0, 2000.0]);
+        assert_eq!(rates(&steps)[..4], [16_000.0, 8000.0, 4000.0, 2000.0]);
         assert_eq!(
-            steps.iter().map(|s| s.verdict).collect::<Vec<_>>(),
+            steps[..4].iter().map(|s| s.verdict).collect::<Vec<_>>(),
             [
                 StepVerdict::Generator,
                 StepVerdict::Generator,
@@ -518,12 +549,17 @@ mod tests {
                 StepVerdict::Pass
             ]
         );
-        // Doubling again would reach a rate the generator could not keep.
+        // Then it closes in on the generator's limit from below.
         assert_eq!(
             (r.kind, r.stop),
             (CapacityKind::AtLeast, StopReason::GeneratorLimit)
         );
-        assert_eq!(r.rate, Some(2000.0));
+        let bound = r.rate.unwrap();
+        assert!(
+            (3000.0 / 1.05..=3000.0).contains(&bound),
+            "{bound}: {:?}",
+            rates(&steps)
+        );
         // A failure below the generator's limit is the server's, and the search goes on.
         let (r, _) = run(16_000.0, 1200.0, 3000.0);
         assert_eq!(
