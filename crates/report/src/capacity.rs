@@ -117,10 +117,15 @@ pub struct CapacityStep {
     /// was sent.
     pub latency_us: Option<u64>,
     /// The same percentile of how late the requests whose connection was free left after
-    /// their intended send time, µs: the generator's own lateness, which is in `latency_us`
-    /// too. `None` when no request left that way.
+    /// their intended send time, µs: the generator's own lateness in sending, which is in
+    /// `latency_us` too. `None` when no request left that way.
     #[serde(default)]
-    pub generator_lag_us: Option<u64>,
+    pub send_lag_us: Option<u64>,
+    /// The same percentile of how long responses had arrived before the generator read them,
+    /// µs: its own lateness in reading, which keeps connections busy and so delays the
+    /// requests after them. `None` without the kernel's receive stamps.
+    #[serde(default)]
+    pub read_delay_us: Option<u64>,
     /// The generator's CPU time over the window, as a share of its threads' (1.0: every
     /// thread busy all the time).
     pub client_cpu_share: f64,
@@ -166,9 +171,9 @@ pub enum StepVerdict {
     /// Too many requests failed.
     Errors,
     /// The generator did not keep its schedule with the server within the target, or the
-    /// server missed the target while the generator was itself late by more than half of it
-    /// or sent too little for want of its own CPU, descriptors, ports or connections: the rate
-    /// says nothing about the server.
+    /// server missed the target while the generator was itself late, sending or reading, by
+    /// more than half of it, or sent too little for want of its own CPU, descriptors, ports
+    /// or connections: the rate says nothing about the server.
     Generator,
 }
 
@@ -278,10 +283,18 @@ pub fn verdict_text(step: &CapacityStep, c: &CapacityCriteria) -> String {
         ),
         StepVerdict::Generator => {
             let mut why = Vec::new();
-            if let Some(lag) = step.generator_lag_us.filter(|l| 2 * l > c.target_us) {
+            let late = |v: Option<u64>| v.filter(|l| 2 * l > c.target_us);
+            if let Some(lag) = late(step.send_lag_us) {
                 why.push(format!(
-                    "itself {} ms late at {} with connections free",
+                    "itself {} ms late sending at {}",
                     f(lag as f64 / 1e3, 2),
+                    c.percentile_name()
+                ));
+            }
+            if let Some(d) = late(step.read_delay_us) {
+                why.push(format!(
+                    "{} ms late reading at {}",
+                    f(d as f64 / 1e3, 2),
                     c.percentile_name()
                 ));
             }
@@ -694,7 +707,8 @@ mod tests {
             errors: 0,
             generator_failures: 0,
             latency_us: Some(3_000),
-            generator_lag_us: Some(100),
+            send_lag_us: Some(100),
+            read_delay_us: Some(40),
             client_cpu_share: 0.2,
             verdict,
             wall_s: 2.5,
@@ -744,10 +758,15 @@ mod tests {
         );
         let mut late = step(1000.0, StepVerdict::Generator);
         late.latency_us = Some(40_000);
-        late.generator_lag_us = Some(7_500);
+        late.send_lag_us = Some(7_500);
         assert_eq!(
             verdict_text(&late, &c),
-            "generator sent 100% of the rate, itself 7.50 ms late at p99 with connections free"
+            "generator sent 100% of the rate, itself 7.50 ms late sending at p99"
+        );
+        late.read_delay_us = Some(12_000);
+        assert_eq!(
+            verdict_text(&late, &c),
+            "generator sent 100% of the rate, itself 7.50 ms late sending at p99, 12.00 ms late reading at p99"
         );
     }
 

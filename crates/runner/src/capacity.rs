@@ -142,8 +142,12 @@ pub fn step_from_report(
         errors: r.failed + r.non_2xx + r.failures.write,
         generator_failures: r.failures.generator,
         latency_us: r.corrected_percentile_counting_unfinished(permille)?,
-        generator_lag_us: r
+        send_lag_us: r
             .send_lag
+            .as_ref()
+            .and_then(|t| t.percentile(f64::from(permille) / 10.0)),
+        read_delay_us: r
+            .read_delay
             .as_ref()
             .and_then(|t| t.percentile(f64::from(permille) / 10.0)),
         client_cpu_share: if r.elapsed_s > 0.0 {
@@ -169,9 +173,12 @@ fn server_passed(s: &CapacityStep, c: &CapacityCriteria) -> bool {
 /// - The server met the target but the generator sent too little: **generator** (what the
 ///   server would do at the rate asked is unknown).
 /// - The server missed the target while the generator was itself late, by more than half the
-///   target at the percentile, sending requests whose connection was free; or while it sent
-///   too little and ran short of its own means (its whole CPU, its descriptors or ports, its
-///   allowed connections): also **generator**, as its lateness is in the latency.
+///   target at the percentile, in sending requests whose connection was free or in reading
+///   responses that had arrived (which keeps connections busy, and so delays the requests
+///   after them); or while it sent too little and ran short of its own means (its whole CPU,
+///   its descriptors or ports, its allowed connections): also **generator**, as its lateness
+///   is in the latency. On a machine it shares, the generator can be late with little CPU
+///   used: the CPU it was not given is not counted.
 /// - Otherwise the server missed: **latency** or **errors**. A generator that sent too little
 ///   with means to spare was waiting for connections the server kept busy.
 pub fn judge(s: &CapacityStep, c: &CapacityCriteria) -> StepVerdict {
@@ -179,7 +186,9 @@ pub fn judge(s: &CapacityStep, c: &CapacityCriteria) -> StepVerdict {
     let short = s.client_cpu_share >= report::record::CLIENT_BOUND_SHARE
         || s.generator_failures > 0
         || s.connections_capped;
-    let late = s.generator_lag_us.is_some_and(|l| 2 * l > c.target_us);
+    let late = [s.send_lag_us, s.read_delay_us]
+        .iter()
+        .any(|v| v.is_some_and(|l| 2 * l > c.target_us));
     if server_passed(s, c) {
         return if kept {
             StepVerdict::Pass
@@ -400,7 +409,8 @@ mod tests {
             } else {
                 200_000
             }),
-            generator_lag_us: Some(50),
+            send_lag_us: Some(50),
+            read_delay_us: Some(30),
             client_cpu_share: if sent < rate { 1.0 } else { 0.5 },
             verdict: StepVerdict::Pass,
             wall_s: STEP.as_secs_f64(),
@@ -657,7 +667,8 @@ mod tests {
             errors: 0,
             generator_failures: 0,
             latency_us: Some(4_000),
-            generator_lag_us: Some(80),
+            send_lag_us: Some(80),
+            read_delay_us: Some(40),
             client_cpu_share: 0.3,
             verdict: StepVerdict::Pass,
             wall_s: 2.5,
@@ -730,19 +741,27 @@ mod tests {
         // miss cannot be told from the generator's.
         let late = CapacityStep {
             latency_us: Some(14_000),
-            generator_lag_us: Some(6_000),
+            send_lag_us: Some(6_000),
             ..s.clone()
         };
         assert_eq!(judge(&late, &c), StepVerdict::Generator);
         let a_little_late = CapacityStep {
-            generator_lag_us: Some(5_000),
-            ..late
+            send_lag_us: Some(5_000),
+            ..late.clone()
         };
         assert_eq!(judge(&a_little_late, &c), StepVerdict::Latency);
+        // Late reading responses that had arrived: the connections it kept busy delayed the
+        // requests after them.
+        let slow_reader = CapacityStep {
+            send_lag_us: None,
+            read_delay_us: Some(9_000),
+            ..late
+        };
+        assert_eq!(judge(&slow_reader, &c), StepVerdict::Generator);
         // Late, or on its whole CPU, but within the target and on schedule: a pass is a pass.
         let busy = CapacityStep {
             client_cpu_share: 0.97,
-            generator_lag_us: Some(6_000),
+            send_lag_us: Some(6_000),
             ..s
         };
         assert_eq!(judge(&busy, &c), StepVerdict::Pass);
