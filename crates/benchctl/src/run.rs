@@ -47,6 +47,16 @@ pub struct RunArgs {
     /// Folder of templates overriding the built-in ones.
     #[arg(long)]
     templates: Option<PathBuf>,
+    /// After the loads, search each server's capacity at this latency target: the highest
+    /// constant rate whose percentile stays within it (p50, p90, p99 or p99.9), e.g.
+    /// --capacity p99=10ms. Overrides the target of the scenario's [capacity], keeping its
+    /// bounds.
+    #[arg(long, value_name = "PERCENTILE=LATENCY", value_parser = capacity_target)]
+    capacity: Option<scenario::CapacityTarget>,
+}
+
+fn capacity_target(text: &str) -> Result<scenario::CapacityTarget, String> {
+    scenario::CapacityTarget::parse(text)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -107,6 +117,7 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
             HeadroomArg::Off => Headroom::Off,
             HeadroomArg::Auto => Headroom::Auto,
         },
+        capacity: a.capacity,
         ..RunOptions::new()
     };
     let observer = Arc::new(Printer::default());
@@ -279,6 +290,37 @@ impl Observer for Printer {
                 "           {server:<10} {url_path:<16} the generator used {:.0}% of its cores{}: again with {server} capped at {next} of a core",
                 generator * 100.0,
                 share.map_or_else(String::new, |s| format!(" ({server} at {s} of a core)"))
+            ),
+            Event::CapacityStarting {
+                server,
+                url_path,
+                criteria,
+                start,
+            } => eprintln!(
+                "capacity   {server:<10} {url_path:<16} {}, from {start:.0} req/s",
+                criteria.target_text()
+            ),
+            Event::CapacityStep {
+                server,
+                url_path,
+                number,
+                step,
+                criteria,
+            } => eprintln!(
+                "capacity   {server:<10} {url_path:<16} step {number}: {:>8.0} req/s asked, {:>8.0} sent, {} {}: {}",
+                step.rate,
+                step.achieved(),
+                criteria.percentile_name(),
+                step.latency_us
+                    .map_or_else(|| "-".to_string(), |us| format!("{:.2} ms", us as f64 / 1e3)),
+                report::capacity::verdict_text(step, criteria)
+            ),
+            Event::CapacityDone { record } => eprintln!(
+                "capacity   {:<10} {:<16} {} req/s: {}",
+                record.server,
+                record.url_path,
+                report::capacity::rate_text(&record.result),
+                record.result.text()
             ),
             Event::RecordNotWritten { path, error } => eprintln!(
                 "benchctl: warning: cannot write the results record {} ({error}); the run goes on with every measurement kept",

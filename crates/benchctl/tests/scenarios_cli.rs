@@ -1,10 +1,11 @@
 //! Scenario checking through the built binary, no Docker needed: `benchctl validate` accepts
 //! every file in `scenarios/`; each broken file in `tests/fixtures/broken/` (unknown key, wrong
 //! type, Varnish without a backend, a backend that is not a server, concurrency above requests,
-//! a bad size, a TOML syntax error) makes both `benchctl run FILE` and `benchctl validate FILE`
-//! exit with status 2 and print `FILE:LINE:COL: error:` at the line and column its `# expect:`
-//! comment names, while `run` writes no results file and starts no container (checked by the
-//! `benchctl.pid` label when a Docker daemon answers). `benchctl run -o EXISTING` exits 2 and
+//! a bad size, a TOML syntax error, a capacity percentile it cannot use) makes both
+//! `benchctl run FILE` and `benchctl validate FILE` exit with status 2 and print
+//! `FILE:LINE:COL: error:` at the line and column its `# expect:` comment names, while `run`
+//! writes no results file and starts no container (checked by the `benchctl.pid` label when a
+//! Docker daemon answers). `benchctl run -o EXISTING` exits 2 and
 //! leaves that file byte for byte as it was.
 //!
 //! Every child process runs under a deadline and is killed (and the test failed) past it.
@@ -308,4 +309,44 @@ fn an_unusable_results_file_or_run_count_is_refused_before_anything_starts() {
     assert_eq!(f.code, Some(2), "{}", f.describe());
     assert!(f.stderr.contains("'0'"), "{}", f.describe());
     assert_no_container(&f, "run --runs 0");
+}
+
+#[test]
+fn a_bad_capacity_target_is_refused_before_anything_starts() {
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let out = out_dir.path().join("run.json");
+    let out_arg = out.to_str().expect("UTF-8 path");
+    for (value, why) in [
+        (
+            "p99=abc",
+            "`abc` is not a latency (write it as 10ms, 500us or 1.5s)",
+        ),
+        (
+            "p101=1ms",
+            "`p101` is not a percentile a capacity search can hold a server to (use p50, p90, p99 or p99.9)",
+        ),
+        (
+            "10ms",
+            "`10ms` is not a latency target (write PERCENTILE=LATENCY, e.g. p99=10ms)",
+        ),
+    ] {
+        let f = benchctl(&[
+            "run",
+            "scenarios/quick.toml",
+            "--capacity",
+            value,
+            "-o",
+            out_arg,
+        ]);
+        assert_eq!(f.code, Some(2), "--capacity {value}\n{}", f.describe());
+        assert!(
+            f.stderr.contains(&format!(
+                "invalid value '{value}' for '--capacity <PERCENTILE=LATENCY>': {why}"
+            )),
+            "--capacity {value}\n{}",
+            f.describe()
+        );
+        assert!(!out.exists(), "--capacity {value} wrote {}", out.display());
+        assert_no_container(&f, &format!("--capacity {value}"));
+    }
 }

@@ -676,6 +676,7 @@ fn worker_thread(
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, NAP_TIMER_SLACK_NS, 0, 0, 0) };
     }
     w.run();
+    w.count_unfinished();
     w.tally.publish(&w.sh);
     (w.rec, w.tally.last_done)
 }
@@ -790,7 +791,19 @@ impl Worker {
                 self.timers.pop();
                 if let State::Waiting(intended) = self.conns[idx].state {
                     match intended {
-                        Some(t) => self.begin(idx, now, Some(t)),
+                        Some(t) => {
+                            self.begin(idx, now, Some(t));
+                            // Its connection was waiting for it: how late it left is the
+                            // generator's own lateness.
+                            if self.conns[idx].req.measured
+                                && self.conns[idx].state != State::Finished
+                            {
+                                if let Some(h) = self.rec.send_lag.as_mut() {
+                                    let lag = now.saturating_duration_since(t);
+                                    h.saturating_record(lag.as_micros() as u64);
+                                }
+                            }
+                        }
                         None => self.next_request(idx, now),
                     }
                     now = Instant::now();
@@ -800,6 +813,22 @@ impl Worker {
                 self.expire(now);
                 next_watch = now + tick;
             }
+        }
+    }
+
+    /// When the measurement window has closed, the measured requests still waiting for their
+    /// response, each with how long it had waited since its intended send time (constant-rate
+    /// runs only).
+    fn count_unfinished(&mut self) {
+        let (Some(end), Some(h)) = (self.end, self.rec.unfinished.as_mut()) else {
+            return;
+        };
+        for c in &self.conns {
+            if !matches!(c.state, State::Writing | State::Reading) || !c.req.measured {
+                continue;
+            }
+            let since = c.req.intended.unwrap_or(c.req.start);
+            h.saturating_record(end.saturating_duration_since(since).as_micros() as u64);
         }
     }
 
@@ -828,6 +857,9 @@ impl Worker {
         let measured = now >= self.measure_start;
         if measured && (self.end.is_some_and(|e| now >= e) || !self.sh.take_ticket()) {
             return self.finish(idx);
+        }
+        if measured {
+            self.rec.started += 1;
         }
         let c = &mut self.conns[idx];
         c.req = Request::new(now, intended, measured, self.sh.server.get().is_none());

@@ -43,6 +43,10 @@ pub struct LoadReport {
     pub elapsed_s: f64,
     /// ab's "Complete requests".
     pub complete: u64,
+    /// Requests begun in the measured window, answered or not (absent from records made before
+    /// it was counted).
+    #[serde(default)]
+    pub started: u64,
     /// ab's "Failed requests" (every failure kind but write errors).
     pub failed: u64,
     pub failures: Failures,
@@ -63,6 +67,16 @@ pub struct LoadReport {
     pub timers: Timers<TimerReport>,
     /// Total latency from each request's intended send time (constant-rate runs only).
     pub corrected_total: Option<TimerReport>,
+    /// Constant-rate runs bounded by a duration: the requests still unanswered when the
+    /// measurement window closed, each with how long it had waited by then since its intended
+    /// send time (a lower bound of its latency). Absent when there were none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished: Option<TimerReport>,
+    /// Constant-rate runs: how late the requests whose connection was free left after their
+    /// intended send time, the generator's own lateness (absent in other runs and in records
+    /// made before it was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag: Option<TimerReport>,
     pub stopped_early: Option<StopReason>,
     /// Recorded responses timed by the kernel's receive stamps; the others (all of them in
     /// records made before stamps existed) were timed when the generator read them.
@@ -232,6 +246,7 @@ impl LoadReport {
             settings: m.settings.clone(),
             elapsed_s: secs,
             complete: m.complete(),
+            started: r.started,
             failed: m.failed(),
             failures: r.failures,
             non_2xx: r.non_2xx,
@@ -251,6 +266,16 @@ impl LoadReport {
                 .corrected
                 .as_ref()
                 .map(|h| TimerReport::new(moments_of(h), h, None)),
+            unfinished: r
+                .unfinished
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(|h| TimerReport::new(moments_of(h), h, None)),
+            send_lag: r
+                .send_lag
+                .as_ref()
+                .filter(|h| !h.is_empty())
+                .map(|h| TimerReport::new(moments_of(h), h, None)),
             stopped_early: m.stopped_early,
             stamped: r.stamped(),
             read_delay: (r.stamped() > 0)
@@ -268,6 +293,35 @@ impl LoadReport {
     /// Decodes one timer's histogram back into an HdrHistogram.
     pub fn histogram(&self, t: Timer) -> Result<Histogram<u64>, HistogramDecodeError> {
         self.timer(t).decode_histogram()
+    }
+
+    /// The `pm`-per-mille latency from each request's intended send time (constant-rate runs)
+    /// over every request measured, µs, with ab's index rule: the answered ones at their
+    /// latency, the ones still unanswered when the window closed at how long they had waited
+    /// by then (a lower bound), so a server that stops answering cannot hide behind the end of
+    /// the window. `None` without a corrected timer or without any request.
+    pub fn corrected_percentile_counting_unfinished(
+        &self,
+        pm: u32,
+    ) -> Result<Option<u64>, HistogramDecodeError> {
+        let Some(corrected) = &self.corrected_total else {
+            return Ok(None);
+        };
+        let mut h = corrected.decode_histogram()?;
+        if let Some(u) = &self.unfinished {
+            // Every histogram of a run has the same bounds, so adding cannot fail.
+            let _ = h.add(u.decode_histogram()?);
+        }
+        let n = h.len();
+        if n == 0 {
+            return Ok(None);
+        }
+        let m = moments_of(&h);
+        Ok(Some(if pm >= 1000 {
+            m.max
+        } else {
+            nth_value(&h, &m, pick_index(n, pm))
+        }))
     }
 
     /// Decodes the coordinated-omission-corrected histogram, when the run had one.

@@ -349,6 +349,18 @@ pub struct Recorder {
     pub sent_bytes: u64,
     /// Requests that ended, by any outcome but a connect failure (ab's `done`).
     pub completed: u64,
+    /// Requests begun in the measured window, whatever became of them: what the generator sent
+    /// (at a constant rate, whether it kept its schedule).
+    pub started: u64,
+    /// Constant-rate runs bounded by a duration: how long each measured request still
+    /// unanswered when the window closed had waited by then since its intended send time, µs.
+    /// Their latency is at least that; leaving them out would hide a server that stops
+    /// answering near the end of the window.
+    pub unfinished: Option<Histogram<u64>>,
+    /// Constant-rate runs: how late each measured request left after its intended send time
+    /// when its connection was free and waiting for it, µs: the generator's own lateness
+    /// (requests that had to wait for a connection the server still held are not in it).
+    pub send_lag: Option<Histogram<u64>>,
     /// How long each recorded response had been complete on this host before the generator
     /// read it, µs (stamped responses only): the generator's own delay, not the server's. Its
     /// count is [`Recorder::stamped`].
@@ -378,6 +390,9 @@ impl Recorder {
             dropped_bytes: 0,
             sent_bytes: 0,
             completed: 0,
+            started: 0,
+            unfinished: corrected.then(new_histogram),
+            send_lag: corrected.then(new_histogram),
             read_delay: new_histogram(),
             naps: 0,
         }
@@ -421,6 +436,13 @@ impl Recorder {
         self.dropped_bytes += o.dropped_bytes;
         self.sent_bytes += o.sent_bytes;
         self.completed += o.completed;
+        self.started += o.started;
+        if let (Some(a), Some(b)) = (self.unfinished.as_mut(), o.unfinished.as_ref()) {
+            let _ = a.add(b);
+        }
+        if let (Some(a), Some(b)) = (self.send_lag.as_mut(), o.send_lag.as_ref()) {
+            let _ = a.add(b);
+        }
         let _ = self.read_delay.add(&o.read_delay);
         self.naps += o.naps;
     }

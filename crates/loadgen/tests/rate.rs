@@ -168,3 +168,124 @@ fn requests_leave_at_their_send_time_not_at_the_next_millisecond() {
         c50 - u50
     );
 }
+
+#[test]
+fn requests_unanswered_when_the_window_closes_count_with_their_wait() {
+    // A server that reads every request and never answers: not one response comes back within
+    // the window, and each request sent is still waiting when it closes. They count, at how
+    // long they had waited, so the corrected percentiles see the server's silence.
+    let s = TestServer::start();
+    let mut cfg = rate_config(&s.url("/stall"), 100.0, 150, Duration::from_secs(1));
+    cfg.load.timeout = Duration::from_secs(10);
+    let m = run_within(Duration::from_secs(15), cfg);
+    let unfinished = m
+        .rec
+        .unfinished
+        .as_ref()
+        .expect("a duration-bounded --rate run counts unfinished requests");
+    println!(
+        "{} started, {} complete, {} unfinished (waited {:.1} to {:.1} ms)",
+        m.rec.started,
+        m.complete(),
+        unfinished.len(),
+        ms(unfinished.min()),
+        ms(unfinished.max())
+    );
+    assert_eq!(m.complete(), 0);
+    assert!(
+        (80..=110).contains(&m.rec.started),
+        "100 requests/s for 1 s started {}",
+        m.rec.started
+    );
+    assert_eq!(
+        unfinished.len(),
+        m.rec.started,
+        "every request sent is unanswered"
+    );
+    assert!(
+        unfinished.max() >= 900_000 && unfinished.max() <= 1_100_000,
+        "the first request waited {:.1} ms by the end of a 1 s window",
+        ms(unfinished.max())
+    );
+    let report = loadgen::json::LoadReport::from_measurement(&m);
+    assert_eq!(report.started, m.rec.started);
+    let p99 = report
+        .corrected_percentile_counting_unfinished(990)
+        .expect("histograms decode")
+        .expect("requests were measured");
+    assert!(
+        p99 >= 900_000,
+        "p99 counting the unanswered: {:.1} ms",
+        ms(p99)
+    );
+}
+
+#[test]
+fn a_server_that_keeps_up_leaves_only_the_last_moments_requests_unanswered() {
+    let s = TestServer::start();
+    let cfg = rate_config(&s.url("/cl"), 400.0, 4, Duration::from_secs(1));
+    let m = run_within(Duration::from_secs(15), cfg);
+    let unfinished = m.rec.unfinished.as_ref().map_or(0, |h| h.len());
+    println!(
+        "{} started, {} complete, {unfinished} unfinished",
+        m.rec.started,
+        m.complete()
+    );
+    assert_eq!(m.failed(), 0, "failures: {:?}", m.rec.failures);
+    assert_eq!(m.rec.started, m.complete() + unfinished);
+    // At most one request per connection can be in flight when the window closes.
+    assert!(unfinished <= 4, "{unfinished} unfinished");
+}
+
+#[test]
+fn the_generators_own_lateness_is_kept_apart_from_waiting_for_a_connection() {
+    // One connection to a server that takes 10 ms per request, asked for 200 requests/s: the
+    // connection is busy when each send time comes, so requests leave late because the server
+    // holds it, and none of that is the generator's own lateness.
+    let s = TestServer::start();
+    let cfg = rate_config(&s.url("/slow?ms=10"), 200.0, 1, Duration::from_secs(1));
+    let m = run_within(Duration::from_secs(15), cfg);
+    let corrected = m.rec.corrected.as_ref().expect("corrected histogram");
+    let lag = m
+        .rec
+        .send_lag
+        .as_ref()
+        .expect("a --rate run measures its send lag");
+    println!(
+        "{} complete, corrected p50 {:.1} ms; {} requests left on a free connection",
+        m.complete(),
+        ms(corrected.value_at_quantile(0.5)),
+        lag.len()
+    );
+    assert!(
+        corrected.value_at_quantile(0.5) > 100_000,
+        "the queue shows"
+    );
+    assert!(
+        lag.len() <= 2,
+        "{} requests counted as the generator's lateness",
+        lag.len()
+    );
+
+    // With connections to spare, every request leaves from a free connection, on time.
+    let cfg = rate_config(&s.url("/cl"), 200.0, 8, Duration::from_secs(1));
+    let m = run_within(Duration::from_secs(15), cfg);
+    let lag = m.rec.send_lag.as_ref().expect("send lag");
+    println!(
+        "{} started, {} left on a free connection, p50 lag {} µs",
+        m.rec.started,
+        lag.len(),
+        lag.value_at_quantile(0.5)
+    );
+    assert!(
+        lag.len() + 2 >= m.rec.started,
+        "{} of {}",
+        lag.len(),
+        m.rec.started
+    );
+    let report = loadgen::json::LoadReport::from_measurement(&m);
+    assert_eq!(
+        report.send_lag.as_ref().map(|t| t.moments.count),
+        Some(lag.len())
+    );
+}

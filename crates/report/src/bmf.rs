@@ -7,7 +7,10 @@
 //! `latency` measure, converted to the nanoseconds that measure is defined in; every other
 //! metric goes out under its own slug (see [`Metric::slug`]), which Bencher creates on first
 //! use. The value is the median over rounds; the bounds are the 95% interval when there is more
-//! than one round.
+//! than one round. A capacity search goes out as `capacity-<percentile>-<target>` (e.g.
+//! `capacity-p99-10ms`, so that searches for different targets are different measures),
+//! requests/s, bounded by the failing rate when the search found the capacity, with no upper
+//! bound when it is a lower bound, 0 when no rate passed.
 
 use crate::record::RunRecord;
 use crate::stats::{self, Metric};
@@ -55,6 +58,24 @@ pub fn to_bmf(record: &RunRecord) -> Bmf {
                 },
             );
         }
+    }
+    for c in &record.capacity {
+        let name = format!("{}/{}/{}", record.scenario.name, c.server, c.document);
+        let r = &c.result;
+        let measure = format!(
+            "capacity-{}-{}",
+            c.criteria.percentile_name(),
+            crate::capacity::describe_us(c.criteria.target_us)
+        );
+        let found = r.kind == crate::capacity::CapacityKind::Found;
+        out.entry(name).or_default().insert(
+            measure,
+            BmfMetric {
+                value: r.value(),
+                lower_value: r.rate,
+                upper_value: if found { r.failed_at } else { None },
+            },
+        );
     }
     out
 }

@@ -139,6 +139,20 @@ pub fn compare(baseline: &RunRecord, current: &RunRecord, threshold: f64) -> Com
         });
     }
     holm_adjust(&mut groups, threshold);
+    // Capacity: one search per side, never tested, so after the adjustment.
+    for (server, document, m) in crate::capacity::compare(baseline, current, threshold) {
+        match groups
+            .iter_mut()
+            .find(|g| g.server == server && g.document == document)
+        {
+            Some(g) => g.metrics.push(m),
+            None => groups.push(GroupComparison {
+                server,
+                document,
+                metrics: vec![m],
+            }),
+        }
+    }
     let missing_in_current = base
         .iter()
         .map(key)

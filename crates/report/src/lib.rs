@@ -12,6 +12,7 @@
 
 pub mod ab;
 pub mod bmf;
+pub mod capacity;
 pub mod charts;
 pub mod compare;
 pub mod error;
@@ -20,6 +21,7 @@ pub mod record;
 pub mod render;
 pub mod stats;
 
+pub use capacity::{CapacityRecord, CapacityResult, CapacityStep};
 pub use compare::{compare, Comparison, Verdict, DEFAULT_THRESHOLD};
 pub use error::ReportError;
 pub use record::{

@@ -17,7 +17,11 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Layout version of [`RunRecord`]; bumped on any change an older reader would misread.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// 2 added `capacity` (the capacity searches). A record of version 1 is read as one with no
+/// searches; a reader of version 1 refuses a record of version 2 by its version rather than
+/// by a field it does not know.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Everything one `benchctl run` produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,6 +44,10 @@ pub struct RunRecord {
     pub servers: Vec<ServerRecord>,
     /// In the order they were measured: round by round, servers interleaved within a round.
     pub loads: Vec<LoadRecord>,
+    /// Capacity searches at a latency target, after the loads: per server and document, in the
+    /// order they ran (absent when the run made none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity: Vec<crate::capacity::CapacityRecord>,
 }
 
 /// How the run ended.
@@ -563,7 +571,7 @@ impl RunRecord {
                 figure(&format!("loads[{i}].server_usage.cpu_s"), u.cpu_s)?;
             }
         }
-        Ok(())
+        crate::capacity::check_figures(self)
     }
 }
 

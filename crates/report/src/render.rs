@@ -41,7 +41,7 @@ impl FromStr for Format {
 }
 
 /// Template file names, each with its embedded text.
-pub const TEMPLATES: [(&str, &str); 6] = [
+pub const TEMPLATES: [(&str, &str); 9] = [
     (
         "report.txt.tera",
         include_str!("../templates/report.txt.tera"),
@@ -63,6 +63,18 @@ pub const TEMPLATES: [(&str, &str); 6] = [
         include_str!("../templates/compare.md.tera"),
     ),
     (AB_TEMPLATE, include_str!("../templates/ab.txt.tera")),
+    (
+        "capacity.txt.tera",
+        include_str!("../templates/capacity.txt.tera"),
+    ),
+    (
+        "capacity.md.tera",
+        include_str!("../templates/capacity.md.tera"),
+    ),
+    (
+        "capacity.html.tera",
+        include_str!("../templates/capacity.html.tera"),
+    ),
 ];
 
 /// ab's own layout of one load, which the text report embeds per server and `benchctl load`
@@ -208,6 +220,7 @@ impl Renderer {
                 ab_blocks,
                 notes,
                 charts,
+                capacity: crate::capacity::context(record, doc),
             });
         }
         Ok(ReportContext {
@@ -420,6 +433,8 @@ struct DocumentContext {
     ab_blocks: Vec<AbBlock>,
     notes: Vec<String>,
     charts: Option<DocCharts>,
+    /// The capacity head-to-head, when the run searched this document.
+    capacity: Option<crate::capacity::CapacityContext>,
 }
 
 #[derive(Serialize)]
@@ -545,29 +560,29 @@ fn head_to_head_table(rows: &[Row], capped: bool) -> TextTable {
 
 /// A column of a text table.
 #[derive(Clone, Copy)]
-struct Column {
-    header: &'static str,
+pub(crate) struct Column<'a> {
+    header: &'a str,
     right: bool,
     /// Pad the column to its widest cell (false for a last column, which is never padded).
     pad: bool,
 }
 
-impl Column {
-    const fn left(header: &'static str) -> Column {
+impl<'a> Column<'a> {
+    pub(crate) const fn left(header: &'a str) -> Column<'a> {
         Column {
             header,
             right: false,
             pad: true,
         }
     }
-    const fn right(header: &'static str) -> Column {
+    pub(crate) const fn right(header: &'a str) -> Column<'a> {
         Column {
             header,
             right: true,
             pad: true,
         }
     }
-    const fn last(header: &'static str) -> Column {
+    pub(crate) const fn last(header: &'a str) -> Column<'a> {
         Column {
             header,
             right: false,
@@ -592,14 +607,14 @@ struct TextRow {
 }
 
 #[derive(Serialize)]
-struct TextTable {
+pub(crate) struct TextTable {
     header: Vec<Cell>,
     rows: Vec<TextRow>,
 }
 
 impl TextTable {
     /// `rows`: each row's cells in column order and its extra text.
-    fn new(columns: &[Column], rows: Vec<(Vec<String>, String)>) -> TextTable {
+    pub(crate) fn new(columns: &[Column<'_>], rows: Vec<(Vec<String>, String)>) -> TextTable {
         let widths: Vec<usize> = columns
             .iter()
             .enumerate()
@@ -960,7 +975,7 @@ const COMPARISON: [Column; 8] = [
 
 fn comparison_context(cmp: &Comparison) -> ComparisonContext {
     let decimals = |m: Metric| match m {
-        Metric::Failures => 0,
+        Metric::Failures | Metric::Capacity => 0,
         Metric::ServerCpuSPer10k => 3,
         Metric::ServerPeakMemoryMb => 1,
         _ => 2,

@@ -45,6 +45,9 @@ pub enum Metric {
     ServerCpuSPer10k,
     /// Highest server memory use, MB (10^6 bytes).
     ServerPeakMemoryMb,
+    /// The highest constant rate within a latency target, requests/s: from a capacity search
+    /// ([`crate::capacity`]), not from the loads, so not among [`Metric::ALL`].
+    Capacity,
 }
 
 impl Metric {
@@ -71,6 +74,7 @@ impl Metric {
             Metric::Failures => "failed requests",
             Metric::ServerCpuSPer10k => "server CPU-s per 10k requests",
             Metric::ServerPeakMemoryMb => "server peak memory (MB)",
+            Metric::Capacity => "capacity (requests/s)",
         }
     }
 
@@ -85,6 +89,7 @@ impl Metric {
             Metric::Failures => "failures",
             Metric::ServerCpuSPer10k => "server-cpu-s-per-10k",
             Metric::ServerPeakMemoryMb => "server-peak-memory-mb",
+            Metric::Capacity => "capacity",
         }
     }
 
@@ -92,7 +97,10 @@ impl Metric {
     pub fn higher_is_better(self) -> bool {
         matches!(
             self,
-            Metric::RequestsPerSecond | Metric::RequestsPerServerCore | Metric::TransferRateKBps
+            Metric::RequestsPerSecond
+                | Metric::RequestsPerServerCore
+                | Metric::TransferRateKBps
+                | Metric::Capacity
         )
     }
 
@@ -136,6 +144,7 @@ impl Metric {
                 (r.complete > 0).then(|| u.cpu_s * 10_000.0 / r.complete as f64)
             }
             Metric::ServerPeakMemoryMb => l.server_usage.map(|u| u.peak_memory_bytes as f64 / 1e6),
+            Metric::Capacity => None,
         }
     }
 }

@@ -231,3 +231,125 @@ fn bmf_export_names_benchmarks_and_uses_bencher_measures() {
     let tp = &one["hello/nginx/hello"]["throughput"];
     assert!(tp.get("value").is_some() && tp.get("lower_value").is_none());
 }
+
+fn capacity_of<'a>(
+    cmp: &'a report::Comparison,
+    server: &str,
+) -> &'a report::compare::MetricComparison {
+    cmp.groups
+        .iter()
+        .find(|g| g.server == server && g.document == "hello")
+        .and_then(|g| g.metrics.iter().find(|m| m.metric == Metric::Capacity))
+        .unwrap_or_else(|| panic!("no capacity comparison for {server}"))
+}
+
+#[test]
+fn capacity_is_a_metric_where_higher_is_better() {
+    let base = common::with_capacity(common::fixture(3, None));
+    let same = compare(&base, &base.clone(), DEFAULT_THRESHOLD);
+    assert!(!same.has_regression());
+    let m = capacity_of(&same, "apache");
+    assert_eq!((m.verdict, m.change), (Verdict::Same, 0.0));
+    assert_eq!(m.note.as_deref(), Some("p99 <= 10ms; one search each"));
+
+    // Apache's capacity fell by a fifth: worse, and the comparison fails.
+    let mut cur = base.clone();
+    cur.capacity[0].result.rate = Some(1500.0);
+    let cmp = compare(&base, &cur, DEFAULT_THRESHOLD);
+    let m = capacity_of(&cmp, "apache");
+    assert_eq!(m.verdict, Verdict::Worse);
+    assert!((m.change + 0.2).abs() < 1e-12, "{}", m.change);
+    assert!(cmp.has_regression());
+    let text = render_comparison(&cmp, Format::Text, None).unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("apache") && l.contains("capacity (requests/s)"))
+        .unwrap();
+    assert!(
+        row.contains("1875")
+            && row.contains("1500")
+            && row.contains("-20.0%")
+            && row.contains("WORSE"),
+        "{row}"
+    );
+
+    // Up by a fifth: better.
+    cur.capacity[0].result.rate = Some(2250.0);
+    let m = capacity_of(&compare(&base, &cur, DEFAULT_THRESHOLD), "apache").clone();
+    assert_eq!(m.verdict, Verdict::Better);
+
+    // Nothing passed any more: a capacity of 0, worse.
+    cur.capacity[0].result = report::CapacityResult {
+        kind: report::capacity::CapacityKind::NonePassed,
+        rate: None,
+        failed_at: Some(500.0),
+        stop: report::capacity::StopReason::MinimumRate,
+    };
+    let m = capacity_of(&compare(&base, &cur, DEFAULT_THRESHOLD), "apache").clone();
+    assert_eq!((m.verdict, m.current.median), (Verdict::Worse, 0.0));
+}
+
+#[test]
+fn a_lower_bound_is_never_judged_worse_nor_beaten_and_other_targets_are_not_compared() {
+    let base = common::with_capacity(common::fixture(3, None));
+    // nginx's is a lower bound (the generator's limit): a lower one now says nothing of nginx.
+    let mut cur = base.clone();
+    cur.capacity[1].result.rate = Some(9000.0);
+    let cmp = compare(&base, &cur, DEFAULT_THRESHOLD);
+    let m = capacity_of(&cmp, "nginx");
+    assert_eq!(m.verdict, Verdict::Same);
+    assert_eq!(
+        m.note.as_deref(),
+        Some("p99 <= 10ms; now only a lower bound")
+    );
+    assert!(!cmp.has_regression());
+    // Found now, above the baseline's lower bound: not called better.
+    cur.capacity[1].result = report::CapacityResult {
+        kind: report::capacity::CapacityKind::Found,
+        rate: Some(15000.0),
+        failed_at: Some(15500.0),
+        stop: report::capacity::StopReason::Converged,
+    };
+    let m = capacity_of(&compare(&base, &cur, DEFAULT_THRESHOLD), "nginx").clone();
+    assert_eq!(m.verdict, Verdict::Same);
+    assert_eq!(
+        m.note.as_deref(),
+        Some("p99 <= 10ms; the baseline was only a lower bound")
+    );
+    // Another target measures something else.
+    let mut other = base.clone();
+    other.capacity[0].criteria.target_us = 5_000;
+    other.capacity[0].result.rate = Some(900.0);
+    let cmp = compare(&base, &other, DEFAULT_THRESHOLD);
+    let m = capacity_of(&cmp, "apache");
+    assert_eq!(m.verdict, Verdict::Same);
+    assert_eq!(
+        m.note.as_deref(),
+        Some("not compared: the targets differ (p99 <= 10ms then, p99 <= 5ms now)")
+    );
+    // A run without searches against one with them: nothing to compare, nothing missing.
+    let cmp = compare(&base, &common::fixture(3, None), DEFAULT_THRESHOLD);
+    assert!(cmp
+        .groups
+        .iter()
+        .all(|g| g.metrics.iter().all(|m| m.metric != Metric::Capacity)));
+}
+
+#[test]
+fn bmf_export_carries_capacity_per_target() {
+    let rec = common::with_capacity(common::fixture(3, None));
+    let json: serde_json::Value = serde_json::from_str(&bmf::to_bmf_json(&rec)).unwrap();
+    let apache = &json["hello/apache/hello"]["capacity-p99-10ms"];
+    assert_eq!(apache["value"].as_f64(), Some(1875.0));
+    assert_eq!(apache["lower_value"].as_f64(), Some(1875.0));
+    assert_eq!(apache["upper_value"].as_f64(), Some(1937.5));
+    // A lower bound has no upper one.
+    let nginx = &json["hello/nginx/hello"]["capacity-p99-10ms"];
+    assert_eq!(nginx["value"].as_f64(), Some(12800.0));
+    assert!(nginx.get("upper_value").is_none());
+    // The other measures are still there.
+    assert!(json["hello/apache/hello"].get("throughput").is_some());
+    assert!(json["hello/apache/robots.txt"]
+        .get("capacity-p99-10ms")
+        .is_none());
+}

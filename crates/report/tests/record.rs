@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 fn schema() -> serde_json::Value {
     let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/schema/run-record.v1.json");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/schema/run-record.v2.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -71,7 +71,8 @@ fn serialized_records_validate_against_the_checked_in_schema() {
         },
     ];
     load.stopped_early = Some(loadgen::StopReason::TimeLimit);
-    for rec in [common::fixture(3, None), partial, limited] {
+    let searched = common::with_capacity(common::fixture(1, None));
+    for rec in [common::fixture(3, None), partial, limited, searched] {
         let value = serde_json::to_value(&rec).unwrap();
         let errors: Vec<String> = validator
             .iter_errors(&value)
@@ -87,7 +88,7 @@ fn the_schema_rejects_what_the_reader_rejects() {
     let good = serde_json::to_value(common::fixture(1, None)).unwrap();
     assert!(validator.is_valid(&good));
     for (pointer, bad) in [
-        ("/schema_version", serde_json::json!(2)),
+        ("/schema_version", serde_json::json!(3)),
         ("/status", serde_json::json!({"state": "failed"})),
         ("/scenario/sha256", serde_json::json!("not-a-hash")),
         ("/loads/0/round", serde_json::json!(-1)),
@@ -97,6 +98,52 @@ fn the_schema_rejects_what_the_reader_rejects() {
         *v.pointer_mut(pointer).unwrap() = bad;
         assert!(!validator.is_valid(&v), "{pointer} should be rejected");
     }
+}
+
+#[test]
+fn the_schema_holds_capacity_searches_to_what_a_search_records() {
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let good = serde_json::to_value(common::with_capacity(common::fixture(1, None))).unwrap();
+    assert!(validator.is_valid(&good));
+    for (pointer, bad) in [
+        ("/capacity/0/criteria/percentile", serde_json::json!(101)),
+        ("/capacity/0/steps/0/verdict", serde_json::json!("maybe")),
+        ("/capacity/0/result/kind", serde_json::json!("unknown")),
+        ("/capacity/0/steps/0/rate", serde_json::json!(-1.0)),
+    ] {
+        let mut v = good.clone();
+        *v.pointer_mut(pointer).unwrap() = bad;
+        assert!(!validator.is_valid(&v), "{pointer} should be rejected");
+    }
+}
+
+#[test]
+fn a_capacity_search_round_trips_and_a_record_of_version_1_still_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let rec = common::with_capacity(common::fixture(1, None));
+    rec.write_atomic(&path).unwrap();
+    assert_eq!(RunRecord::load(&path).unwrap(), rec);
+    // Written before capacity searches existed: no `capacity`, schema version 1.
+    let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quick-3-runs.json");
+    let back = RunRecord::load(&old).unwrap();
+    assert_eq!(back.schema_version, 1);
+    assert!(back.capacity.is_empty());
+    // A record without searches is written without the field.
+    let json = String::from_utf8(common::fixture(1, None).to_json().unwrap()).unwrap();
+    assert!(!json.contains("\"capacity\""));
+}
+
+#[test]
+fn a_capacity_result_that_contradicts_itself_is_refused() {
+    let mut rec = common::with_capacity(common::fixture(1, None));
+    rec.capacity[0].result.rate = None;
+    let msg = load_err(&String::from_utf8(rec.to_json().unwrap()).unwrap());
+    assert!(msg.contains("capacity[0].result.kind"), "{msg}");
+    let mut rec = common::with_capacity(common::fixture(1, None));
+    rec.capacity[1].steps[0].answered = rec.capacity[1].steps[0].started + 1;
+    let msg = load_err(&String::from_utf8(rec.to_json().unwrap()).unwrap());
+    assert!(msg.contains("capacity[1].steps[0].answered"), "{msg}");
 }
 
 #[test]
@@ -139,7 +186,7 @@ fn a_record_missing_a_field_names_the_field() {
 #[test]
 fn a_newer_schema_asks_for_a_newer_benchctl() {
     let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
-    v["schema_version"] = serde_json::json!(2);
+    v["schema_version"] = serde_json::json!(3);
     // Newer files may have fields this reader does not know: the version is what to report.
     v["new_field"] = serde_json::json!(true);
     let dir = tempfile::tempdir().unwrap();
@@ -148,13 +195,13 @@ fn a_newer_schema_asks_for_a_newer_benchctl() {
     assert!(matches!(
         err,
         ReportError::NewerVersion {
-            found: 2,
-            supported: 1,
+            found: 3,
+            supported: 2,
             ..
         }
     ));
     let msg = err.to_string();
-    assert!(msg.contains("schema version 2"), "{msg}");
+    assert!(msg.contains("schema version 3"), "{msg}");
     assert!(msg.contains("upgrade benchctl"), "{msg}");
 
     let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();

@@ -195,3 +195,67 @@ fn formats_parse_from_cli_words() {
     let err = "pdf".parse::<Format>().unwrap_err().to_string();
     assert!(err.contains("expected text, markdown or html"));
 }
+
+#[test]
+fn text_report_with_capacity() {
+    let rec = common::with_capacity(common::fixture(3, None));
+    insta::assert_snapshot!(render(&rec, Format::Text, None).unwrap());
+}
+
+#[test]
+fn markdown_report_with_capacity() {
+    let rec = common::with_capacity(common::fixture(3, None));
+    insta::assert_snapshot!(render(&rec, Format::Markdown, None).unwrap());
+}
+
+#[test]
+fn every_format_shows_the_capacity_head_to_head_where_there_was_a_search() {
+    let rec = common::with_capacity(common::fixture(3, None));
+    let [text, md, html] = all_formats(&rec);
+    // Only the searched document has the table.
+    assert_eq!(text.matches("Capacity at p99 <= 10ms: hello").count(), 1);
+    assert!(!text.contains("Capacity at p99 <= 10ms: robots.txt"));
+    let row = |t: &str, server: &str| {
+        t.lines()
+            .find(|l| l.starts_with(server) && (l.contains("found") || l.contains("at least")))
+            .unwrap_or_else(|| panic!("no capacity row for {server} in\n{t}"))
+            .to_string()
+    };
+    let apache = row(&text, "apache ");
+    assert!(
+        apache.contains("1875") && apache.contains("1.00x") && apache.contains("8.90"),
+        "{apache}"
+    );
+    assert!(apache.contains("found, fails at 1938"), "{apache}");
+    let nginx = row(&text, "nginx ");
+    assert!(
+        nginx.contains(">= 12800") && nginx.contains(">= 6.83x"),
+        "{nginx}"
+    );
+    assert!(nginx.ends_with("at least: generator limit"), "{nginx}");
+    // Every step, with why it was judged so.
+    assert!(
+        text.contains("p99 48.00 ms > 10ms, 3 unanswered at the end"),
+        "{text}"
+    );
+    assert!(text.contains("generator sent 80% of the rate, using its whole CPU"));
+    assert!(md.contains("### Capacity at p99 &lt;= 10ms"));
+    assert!(
+        md.contains(
+            "| nginx | &gt;= 12800 | &gt;= 6.83x | 2.60 | 5 | 12.5 | at least: generator limit |"
+        ),
+        "{md}"
+    );
+    assert!(
+        html.contains("<h3>Capacity at p99 &lt;= 10ms</h3>"),
+        "the HTML page escapes"
+    );
+    assert!(html.contains("data-table=\"capacity-steps\""));
+    // A run without searches shows none of it.
+    let [text, md, html] = all_formats(&common::fixture(3, None));
+    assert!(
+        !text.contains("Capacity at")
+            && !md.contains("Capacity at")
+            && !html.contains("Capacity at")
+    );
+}

@@ -2,6 +2,7 @@
 //! prints lines and a progress bar; a test may collect them).
 
 use loadgen::LoadSpec;
+use report::capacity::{CapacityCriteria, CapacityRecord, CapacityStep};
 use report::LoadRecord;
 use std::path::Path;
 
@@ -76,6 +77,25 @@ pub enum Event<'a> {
         rounds: u32,
         record: &'a LoadRecord,
     },
+    /// A capacity search begins on one server and document.
+    CapacityStarting {
+        server: &'a str,
+        url_path: &'a str,
+        criteria: &'a CapacityCriteria,
+        /// The first rate it tries, requests/s.
+        start: f64,
+    },
+    /// A step of a capacity search was measured and judged.
+    CapacityStep {
+        server: &'a str,
+        url_path: &'a str,
+        /// 1-based.
+        number: usize,
+        step: &'a CapacityStep,
+        criteria: &'a CapacityCriteria,
+    },
+    /// A capacity search ended and was recorded.
+    CapacityDone { record: &'a CapacityRecord },
     /// The results record could not be written where asked; the run goes on, keeps every
     /// measurement, and tries again after each load and elsewhere at the end. Sent once.
     RecordNotWritten { path: &'a Path, error: &'a str },

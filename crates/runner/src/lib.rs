@@ -1,7 +1,8 @@
 //! The run pipeline as a library: [`run`] takes a validated [`scenario::Plan`], builds and
 //! starts every server through the orchestrator, verifies each serves the exact bytes,
-//! measures every document round by round with the load generator, and keeps the results
-//! record on disk after every load. The command line maps its arguments onto [`RunOptions`]
+//! measures every document round by round with the load generator, searches each server's
+//! capacity at a latency target when asked ([`capacity`]), and keeps the results record on
+//! disk after every load. The command line maps its arguments onto [`RunOptions`]
 //! and prints what an [`Observer`] hears; tests call [`run`] in-process.
 //!
 //! What a run promises, whatever happens:
@@ -23,6 +24,7 @@
 //! do; [`kinds_for`] finds them.
 
 pub mod cancel;
+pub mod capacity;
 pub mod events;
 pub mod headroom;
 mod images;

@@ -1,5 +1,8 @@
 //! The run itself: check, claim the results file, start and verify every server, measure every
-//! document round by round, record after each load, and leave nothing behind.
+//! document round by round, search each one's capacity when asked ([`capacity`]), record after
+//! each load, and leave nothing behind.
+
+mod capacity;
 
 use crate::cancel::{Cancel, Cleanup};
 use crate::events::{Event, Observer};
@@ -43,6 +46,9 @@ pub struct RunOptions {
     pub ready_deadline: Duration,
     /// Measure again with a smaller CPU share a server that left the generator no headroom.
     pub headroom: Headroom,
+    /// Search each server's capacity at this latency target after the loads, with the bounds
+    /// of the scenario's `[capacity]` or their defaults (the command line's `--capacity`).
+    pub capacity: Option<scenario::CapacityTarget>,
 }
 
 impl Default for RunOptions {
@@ -64,6 +70,7 @@ impl RunOptions {
             cleanup: Cleanup::new(),
             ready_deadline: Duration::from_secs(20),
             headroom: Headroom::Off,
+            capacity: None,
         }
     }
 }
@@ -284,6 +291,7 @@ pub async fn run(
         host,
         servers: Vec::new(),
         loads: Vec::new(),
+        capacity: Vec::new(),
     };
     // Claimed before any work: a file that exists or cannot be written stops the run here.
     let file = RecordFile::create(&out, &record)?;
@@ -314,6 +322,11 @@ pub async fn run(
                 run_id: &run_id,
                 observer: observer.as_ref(),
                 observer_arc: &observer,
+                capacity: match (opts.capacity, &plan.capacity) {
+                    (Some(t), Some(c)) => Some(c.clone().with_target(t)),
+                    (Some(t), None) => Some(scenario::CapacitySpec::new(t)),
+                    (None, c) => c.clone(),
+                },
             };
             let r = {
                 let work = ctx.execute(&mut record, &mut results);
@@ -461,6 +474,8 @@ struct Ctx<'a> {
     run_id: &'a str,
     observer: &'a dyn Observer,
     observer_arc: &'a Arc<dyn Observer>,
+    /// The capacity search to make after the loads, if any.
+    capacity: Option<scenario::CapacitySpec>,
 }
 
 /// A server that was started and verified.
@@ -612,7 +627,9 @@ impl Ctx<'_> {
                         self.apply_share(l, share, &mut applied)
                             .await
                             .map_err(|e| RunError::Step(format!("{}: {e:#}", server.name)))?;
-                        let m = self.measure(&l.guard, &spec.load, &doc.url_path).await;
+                        let m = self
+                            .measure(&l.guard, &spec.load, &doc.url_path, true)
+                            .await;
                         if let Some(death) = self.find_death(l, &live, &during).await? {
                             self.report_deaths(record, results, death);
                             break None;
@@ -670,6 +687,19 @@ impl Ctx<'_> {
                     results.save(record, self.observer);
                 }
             }
+        }
+        if let Some(spec) = &self.capacity {
+            // Capacity is searched at the scenario's share: headroom's lower shares were for
+            // the loads whose generator could not keep up.
+            for l in &live {
+                self.apply_share(l, plan.cpus.server_share, &mut applied)
+                    .await
+                    .map_err(|e| {
+                        RunError::Step(format!("{}: {e:#}", plan.servers[l.index].name))
+                    })?;
+            }
+            self.search_capacity(spec, record, results, &live, &docs)
+                .await?;
         }
         for l in live {
             let _ = l.guard.remove().await;
@@ -982,19 +1012,25 @@ impl Ctx<'_> {
         Some((kept, file))
     }
 
-    /// One load against one document; `None` when the run was stopped during it.
+    /// One load against one document, with the server's resource use when `usage` (Docker's
+    /// statistics cost a second or so per load); `None` when the run was stopped during it.
     async fn measure(
         &self,
         guard: &ContainerGuard,
         load: &LoadSpec,
         url_path: &str,
+        usage: bool,
     ) -> Result<Option<Measured>, RunError> {
         let url = format!("http://127.0.0.1:{}{}", guard.port(), url_path);
         let target = Target::parse(&url).map_err(|e| RunError::Step(format!("{url}: {e}")))?;
         let mut cfg = LoadConfig::new(target, load.clone());
         cfg.cpus = Some(self.plan.cpus.loadgen.clone());
         cfg.threads = self.plan.cpus.loadgen.len().max(1);
-        let sampler = self.orch.sample_stats(guard).await.ok();
+        let sampler = if usage {
+            self.orch.sample_stats(guard).await.ok()
+        } else {
+            None
+        };
         let stop = self.opts.cancel.stop_flag().clone();
         let observer = Arc::clone(self.observer_arc);
         let planned = load.requests;

@@ -4,6 +4,7 @@
 //!
 //! Knows nothing of Docker or sockets; the orchestrator and load generator only read the Plan.
 
+pub mod capacity;
 pub mod documents;
 mod error;
 pub mod kinds;
@@ -13,6 +14,7 @@ mod raw;
 pub mod units;
 mod validate;
 
+pub use capacity::{CapacitySpec, CapacityTarget, Percentile};
 pub use documents::{materialize, MaterializeError, MaterializedDoc};
 pub use error::{Diagnostic, ScenarioError};
 pub use kinds::{Kind, Kinds};

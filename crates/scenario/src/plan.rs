@@ -31,6 +31,9 @@ pub struct Plan {
     pub servers: Vec<ServerSpec>,
     /// In file order.
     pub documents: Vec<DocumentSpec>,
+    /// A search, after the loads, for the highest rate each server keeps within a latency
+    /// target (`[capacity]`); `None` when the scenario asks for none.
+    pub capacity: Option<crate::capacity::CapacitySpec>,
 }
 
 /// CPUs for the two sides, disjoint so that the load generator never competes with a server.

@@ -32,6 +32,31 @@ pub(crate) struct RawScenario {
     /// `[[document]]` tables, one per URL measured.
     #[serde(default)]
     pub document: Vec<Spanned<RawDocument>>,
+    /// `[capacity]`: a search for the highest rate each server keeps within a latency target.
+    pub capacity: Option<Spanned<RawCapacity>>,
+}
+
+/// `[capacity]`: one latency target (exactly one of the percentile keys) and the search's
+/// bounds.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCapacity {
+    /// Latency limits, e.g. `"10ms"`; exactly one of them.
+    pub p50: Option<Spanned<String>>,
+    pub p90: Option<Spanned<String>>,
+    pub p99: Option<Spanned<String>>,
+    #[serde(rename = "p99.9")]
+    pub p99_9: Option<Spanned<String>>,
+    /// Each step's measured window (default `"2s"`).
+    pub step: Option<Spanned<String>>,
+    /// Load before each step's window, not counted (default `"500ms"`).
+    pub warmup: Option<Spanned<String>>,
+    /// Most steps per server and document (default 12).
+    pub max_steps: Option<Spanned<i64>>,
+    /// Most time per server and document (default `"40s"`).
+    pub budget: Option<Spanned<String>>,
+    /// First rate tried, requests/s (default: half the closed-loop requests/s).
+    pub start: Option<Spanned<f64>>,
 }
 
 /// `[cpus]`.
@@ -166,6 +191,7 @@ pub(crate) mod keys {
         "load",
         "server",
         "document",
+        "capacity",
     ];
     pub const CPUS: &[&str] = &["servers", "loadgen", "server_share"];
     pub const LOAD: &[&str] = &[
@@ -185,6 +211,17 @@ pub(crate) mod keys {
     /// The keys every server has; the others are its kind's options.
     pub const SERVER: &[&str] = crate::manifest::SERVER_KEYS;
     pub const DOCUMENT: &[&str] = &["name", "path", "generate", "size", "file", "load"];
+    pub const CAPACITY: &[&str] = &[
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "step",
+        "warmup",
+        "max_steps",
+        "budget",
+        "start",
+    ];
 }
 
 /// The message serde gives for an unknown key, with what to do about it.
@@ -237,6 +274,12 @@ pub(crate) fn unknown_keys(src: &str) -> Vec<(std::ops::Range<usize>, String)> {
             "cpus" => keys::CPUS,
             "load" => keys::LOAD,
             "document" => keys::DOCUMENT,
+            "capacity" => {
+                if let DeValue::Table(t) = v.get_ref() {
+                    capacity_keys(t, &mut out);
+                }
+                continue;
+            }
             _ => continue,
         };
         for t in tables(v.get_ref()) {
@@ -251,6 +294,35 @@ pub(crate) fn unknown_keys(src: &str) -> Vec<(std::ops::Range<usize>, String)> {
         }
     }
     out
+}
+
+/// The keys of `[capacity]`: a key that names a percentile it cannot use, or `p99.9` written
+/// without quotes (which TOML reads as a table `p99` holding a key `9`), is said to be so.
+fn capacity_keys(table: &toml::de::DeTable<'_>, out: &mut Vec<(std::ops::Range<usize>, String)>) {
+    for (k, v) in table.iter() {
+        let key: &str = k.get_ref().as_ref();
+        if keys::CAPACITY.contains(&key) {
+            if key.starts_with('p') && matches!(v.get_ref(), toml::de::DeValue::Table(_)) {
+                out.push((
+                    k.span(),
+                    format!("`{key}` holds a table, not a latency (to name p99.9, quote it: \"p99.9\" = \"5ms\"; unquoted, TOML reads the dot as a table)"),
+                ));
+            }
+            continue;
+        }
+        let looks_like_percentile = key
+            .strip_prefix(['p', 'P'])
+            .is_some_and(|n| !n.is_empty() && n.parse::<f64>().is_ok());
+        let message = if looks_like_percentile {
+            format!(
+                "{} (or correct its spelling)",
+                crate::capacity::not_a_percentile(key)
+            )
+        } else {
+            unknown_key_message(key, keys::CAPACITY)
+        };
+        out.push((k.span(), message));
+    }
 }
 
 #[cfg(test)]
@@ -282,6 +354,7 @@ mod tests {
             ours(keys::DOCUMENT)
         );
         assert_eq!(serde_fields::<RawScenario>("name = \"a\""), ours(keys::TOP));
+        assert_eq!(serde_fields::<RawCapacity>(""), ours(keys::CAPACITY));
     }
 
     #[test]

@@ -76,6 +76,10 @@ pub(crate) fn validate(
     let documents = check_documents(&mut d, &raw, &roots, &default_load);
     let largest = documents.iter().map(|doc| doc.length).max().unwrap_or(0);
     let (servers, foreign) = check_servers(&mut d, src, &raw, kinds, &base_dir, largest);
+    let capacity = raw
+        .capacity
+        .as_ref()
+        .and_then(|c| crate::capacity::check(&mut d, c));
 
     if raw.server.is_empty() {
         d.error(
@@ -111,6 +115,7 @@ pub(crate) fn validate(
         cpus,
         servers,
         documents,
+        capacity,
     })
 }
 

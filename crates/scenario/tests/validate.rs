@@ -526,3 +526,46 @@ fn validation_time_grows_linearly_with_the_documents() {
         "2,000 documents: {small:?}; 20,000: {large:?}"
     );
 }
+
+#[test]
+fn a_capacity_table_asks_for_a_search_with_its_defaults_or_its_own_bounds() {
+    let plan = parse_str(MINIMAL, Path::new("minimal.toml")).unwrap();
+    assert_eq!(plan.capacity, None, "no [capacity], no search");
+
+    let src = format!("{MINIMAL}\n[capacity]\np99 = \"10ms\"\n");
+    let c = parse_str(&src, Path::new("c.toml"))
+        .unwrap()
+        .capacity
+        .unwrap();
+    assert_eq!(c.target.percentile, scenario::Percentile::P99);
+    assert_eq!(c.target.latency, Duration::from_millis(10));
+    assert_eq!(c.step, scenario::capacity::DEFAULT_STEP);
+    assert_eq!(c.warmup, scenario::capacity::DEFAULT_WARMUP);
+    assert_eq!(c.max_steps, scenario::capacity::DEFAULT_MAX_STEPS);
+    assert_eq!(c.budget, scenario::capacity::DEFAULT_BUDGET);
+    assert_eq!(c.start, None);
+
+    let src = format!(
+        "{MINIMAL}\n[capacity]\n\"p99.9\" = \"2.5ms\"\nstep = \"1s\"\nwarmup = \"0s\"\nmax_steps = 6\nbudget = \"20s\"\nstart = 800\n"
+    );
+    let c = parse_str(&src, Path::new("c.toml"))
+        .unwrap()
+        .capacity
+        .unwrap();
+    assert_eq!(c.target.percentile, scenario::Percentile::P999);
+    assert_eq!(c.target.latency, Duration::from_micros(2500));
+    assert_eq!(
+        (c.step, c.warmup, c.max_steps, c.budget, c.start),
+        (
+            Duration::from_secs(1),
+            Duration::ZERO,
+            6,
+            Duration::from_secs(20),
+            Some(800.0)
+        )
+    );
+    // The command line's --capacity replaces the target and keeps the bounds.
+    let t: scenario::CapacityTarget = "p50=1ms".parse().unwrap();
+    let c = c.with_target(t);
+    assert_eq!((c.target, c.max_steps), (t, 6));
+}

@@ -6,6 +6,7 @@
 
 use loadgen::json::LoadReport;
 use loadgen::stats::{Measurement, Recorder, RunSettings, Sample, ServerInfo};
+use report::capacity::*;
 use report::record::*;
 use std::time::Duration;
 
@@ -202,5 +203,94 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
         },
         servers,
         loads,
+        capacity: Vec::new(),
     }
+}
+
+/// One step of a capacity search, as the runner records it: `latency_us` for the p99,
+/// `verdict` as judged.
+pub fn capacity_step(rate: f64, latency_us: u64, verdict: StepVerdict) -> CapacityStep {
+    let behind = verdict == StepVerdict::Generator;
+    let started = if behind { rate * 1.6 } else { rate * 2.0 } as u64;
+    CapacityStep {
+        rate,
+        connections: (4.0 * rate * 0.01).ceil() as u32 + 8,
+        connections_capped: false,
+        window_s: 2.0,
+        started,
+        answered: started - 3,
+        unanswered: 3,
+        errors: 0,
+        generator_failures: 0,
+        latency_us: Some(latency_us),
+        send_lag_us: Some(120),
+        read_delay_us: Some(60),
+        client_cpu_share: if behind { 0.97 } else { 0.4 },
+        verdict,
+        wall_s: 2.5,
+    }
+}
+
+/// The fixture with a capacity search at p99 <= 10ms on its first document: apache found at
+/// 1,875 requests/s (1,969 failed), nginx beyond what the generator could send (at least
+/// 8,000).
+pub fn with_capacity(mut rec: RunRecord) -> RunRecord {
+    use StepVerdict::*;
+    let criteria = CapacityCriteria {
+        percentile: 99.0,
+        target_us: 10_000,
+        max_error_share: 0.001,
+        min_schedule_share: 0.99,
+        step_s: 2.0,
+        warmup_s: 0.5,
+        max_steps: 12,
+        budget_s: 40.0,
+        precision: 0.05,
+    };
+    let apache = CapacityRecord {
+        server: "apache".into(),
+        document: "hello".into(),
+        url_path: "/hello.html".into(),
+        criteria: criteria.clone(),
+        start: 500.0,
+        start_from: StartFrom::ClosedLoop,
+        steps: vec![
+            capacity_step(500.0, 2_100, Pass),
+            capacity_step(1000.0, 2_900, Pass),
+            capacity_step(2000.0, 48_000, Latency),
+            capacity_step(1500.0, 4_400, Pass),
+            capacity_step(1750.0, 6_100, Pass),
+            capacity_step(1875.0, 8_900, Pass),
+            capacity_step(1937.5, 15_300, Latency),
+        ],
+        result: CapacityResult {
+            kind: CapacityKind::Found,
+            rate: Some(1875.0),
+            failed_at: Some(1937.5),
+            stop: StopReason::Converged,
+        },
+    };
+    let nginx = CapacityRecord {
+        server: "nginx".into(),
+        document: "hello".into(),
+        url_path: "/hello.html".into(),
+        criteria,
+        start: 1000.0,
+        start_from: StartFrom::ClosedLoop,
+        steps: vec![
+            capacity_step(1000.0, 800, Pass),
+            capacity_step(2000.0, 900, Pass),
+            capacity_step(4000.0, 1_100, Pass),
+            capacity_step(8000.0, 1_900, Pass),
+            capacity_step(16000.0, 2_600, Generator),
+        ],
+        result: CapacityResult {
+            kind: CapacityKind::AtLeast,
+            rate: Some(12800.0),
+            failed_at: None,
+            stop: StopReason::GeneratorLimit,
+        },
+    };
+    rec.capacity = vec![apache, nginx];
+    rec
 }

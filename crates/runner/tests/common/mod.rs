@@ -124,6 +124,13 @@ impl Observer for Recorder {
                 next,
                 ..
             } => format!("headroom {server} {url_path} {next}"),
+            Event::CapacityStarting {
+                server, url_path, ..
+            } => format!("capacity {server} {url_path}"),
+            Event::CapacityStep { server, step, .. } => format!("step {server} {:.0}", step.rate),
+            Event::CapacityDone { record } => {
+                format!("capacity done {} {}", record.server, record.url_path)
+            }
             Event::RecordNotWritten { error, .. } => format!("not written: {error}"),
         };
         self.lines.lock().unwrap().push(line);
