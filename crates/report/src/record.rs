@@ -236,10 +236,18 @@ pub struct LoadRecord {
 pub const CLIENT_BOUND_SHARE: f64 = 0.9;
 
 /// Whether the load generator, not the server, set a load's pace: it used at least
-/// [`CLIENT_BOUND_SHARE`] of a core per worker thread while measuring.
+/// [`CLIENT_BOUND_SHARE`] of a core per worker thread while measuring, or responses waited
+/// longer for it to read them than the server took to send them
+/// ([`loadgen::Note::GeneratorBound`]; its CPU time leaves out part of the kernel's work for
+/// its sockets, so it can fall behind before its CPU time says so).
 pub fn is_client_bound(load: &LoadReport) -> bool {
     let threads = load.settings.threads.max(1) as f64;
-    load.elapsed_s > 0.0 && load.client_cpu_s / load.elapsed_s >= CLIENT_BOUND_SHARE * threads
+    let busy =
+        load.elapsed_s > 0.0 && load.client_cpu_s / load.elapsed_s >= CLIENT_BOUND_SHARE * threads;
+    busy || load
+        .notes
+        .iter()
+        .any(|n| matches!(n, loadgen::Note::GeneratorBound { .. }))
 }
 
 /// The shortest measured part of a load whose figures are worth reading: below it, start-up,

@@ -752,7 +752,7 @@ fn notes(g: &GroupStats) -> Vec<String> {
     }
     if g.client_bound {
         out.push(format!(
-            "{}: client-bound: the load generator used a full core per thread, so {}",
+            "{}: client-bound: the load generator used a full core per thread or fell behind reading the responses, so {}",
             g.server,
             if g.rx_stamps {
                 "requests/s may measure the client rather than the server (the latencies, timed by the kernel's receive stamps, leave the generator's delay out)"

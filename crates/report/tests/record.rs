@@ -272,3 +272,19 @@ fn negative_or_inconsistent_figures_are_refused_by_name() {
     let msg = load_err(&v.to_string());
     assert!(msg.contains("is below an earlier one"), "{msg}");
 }
+
+#[test]
+fn a_load_is_client_bound_by_its_generators_cpu_or_by_responses_waiting_to_be_read() {
+    let mut load = common::fixture(1, None).loads[0].load.clone();
+    load.client_cpu_s = 0.5 * load.elapsed_s;
+    load.notes.clear();
+    assert!(!report::record::is_client_bound(&load));
+    load.notes.push(loadgen::Note::GeneratorBound {
+        read_delay_mean_us: 23_640.0,
+        total_mean_us: 2_290.0,
+    });
+    assert!(report::record::is_client_bound(&load));
+    load.notes.clear();
+    load.client_cpu_s = 0.95 * load.elapsed_s;
+    assert!(report::record::is_client_bound(&load));
+}
