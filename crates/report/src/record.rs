@@ -244,8 +244,13 @@ pub fn is_client_bound(load: &LoadReport) -> bool {
     let threads = load.settings.threads.max(1) as f64;
     let busy =
         load.elapsed_s > 0.0 && load.client_cpu_s / load.elapsed_s >= CLIENT_BOUND_SHARE * threads;
-    busy || load
-        .notes
+    busy || fell_behind(load)
+}
+
+/// Whether responses waited longer for the generator to read them than the server took to send
+/// them ([`loadgen::Note::GeneratorBound`]).
+pub fn fell_behind(load: &LoadReport) -> bool {
+    load.notes
         .iter()
         .any(|n| matches!(n, loadgen::Note::GeneratorBound { .. }))
 }

@@ -317,12 +317,7 @@ pub fn summarize_loads<'a>(
         url_path: loads[0].url_path.clone(),
         rounds: loads.len(),
         client_bound: loads.iter().any(|l| l.client_bound),
-        shares: loads.iter().filter_map(|l| l.server_share).fold(
-            None,
-            |acc: Option<(f64, f64)>, s| {
-                Some(acc.map_or((s, s), |(lo, hi)| (lo.min(s), hi.max(s))))
-            },
-        ),
+        shares: min_max(loads.iter().filter_map(|l| l.server_share)),
         share_used: {
             let used: Vec<f64> = loads
                 .iter()
@@ -337,14 +332,19 @@ pub fn summarize_loads<'a>(
             .iter()
             .all(|l| crate::record::is_too_short(&l.load))
             .then(|| loads.iter().map(|l| l.load.elapsed_s).fold(0.0, f64::max)),
-        repetitions: loads
-            .iter()
-            .filter_map(|l| l.load.settings.repetitions)
-            .fold(None, |acc: Option<(u64, u64)>, r| {
-                Some(acc.map_or((r, r), |(lo, hi)| (lo.min(r), hi.max(r))))
-            }),
+        repetitions: min_max(loads.iter().filter_map(|l| l.load.settings.repetitions)),
         rx_stamps: loads.iter().all(|l| l.load.settings.rx_stamps),
         metrics,
+    })
+}
+
+/// The smallest and largest of `values`; `None` when there are none.
+fn min_max<T: PartialOrd + Copy>(values: impl Iterator<Item = T>) -> Option<(T, T)> {
+    values.fold(None, |acc, v| {
+        Some(match acc {
+            None => (v, v),
+            Some((lo, hi)) => (if v < lo { v } else { lo }, if v > hi { v } else { hi }),
+        })
     })
 }
 

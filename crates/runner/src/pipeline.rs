@@ -732,10 +732,7 @@ impl Ctx<'_> {
         let secs = load.elapsed_s.max(1e-9);
         Reading {
             generator: load.client_cpu_s / secs / load.settings.threads.max(1) as f64,
-            lagging: load
-                .notes
-                .iter()
-                .any(|n| matches!(n, loadgen::Note::GeneratorBound { .. })),
+            lagging: report::record::fell_behind(load),
             server_cores: usage.map(|u| u.cpu_s / secs),
             share,
             cpuset_cores: self.plan.cpus.servers.len() as f64,
