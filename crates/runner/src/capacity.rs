@@ -102,6 +102,8 @@ pub fn connection_ceiling(threads: usize) -> u32 {
 /// The load of one step at `rate`: the document's own (keep-alive, HTTP version, method,
 /// timeout, how the generator waits), held at the rate for the step's window after its warm-up,
 /// with [`connections_for`] connections up to `ceiling`. Also whether the ceiling cut them.
+/// A step is bounded by time, so a document's `min_duration` (which repeats a load of a request
+/// count) has no part in it.
 pub fn step_load(
     base: &LoadSpec,
     spec: &CapacitySpec,
@@ -116,6 +118,7 @@ pub fn step_load(
         concurrency: connections,
         warmup: spec.warmup,
         rate: Some(rate),
+        min_duration: None,
         ..base.clone()
     };
     (load, wanted > ceiling)
@@ -774,6 +777,7 @@ mod tests {
             requests: Some(2000),
             concurrency: 20,
             keep_alive: true,
+            min_duration: Some(Duration::from_secs(3)),
             ..LoadSpec::default()
         };
         let (load, capped) = step_load(&base, &sp, 5000.0, 10_000);
@@ -784,6 +788,12 @@ mod tests {
             (load.requests, load.duration, load.warmup, load.rate),
             (None, Some(sp.step), sp.warmup, Some(5000.0))
         );
+        // The posts' `-n 1000` repeated for 3 s does not carry over to a step held for a time.
+        assert_eq!(load.min_duration, None);
+        let target = loadgen::Target::parse("http://127.0.0.1:8080/").unwrap();
+        loadgen::LoadConfig::new(target, load.clone())
+            .validate()
+            .expect("a step's load is one the generator takes");
         assert!(load.keep_alive && load.timeout == base.timeout);
         let (load, capped) = step_load(&base, &sp, 5000.0, 100);
         assert!(capped);
