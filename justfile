@@ -30,6 +30,14 @@ bench-large *ARGS:
     cargo build --release -p benchctl
     python3 bench/large_file.py "$@"
 
+# measure the seed posts again into results/reproductions/ (long; on a quiet machine)
+reproduce *ARGS:
+    bench/reproduce.sh "$@"
+
+# render docs/reproductions.md from results/reproductions/ (the published figures and the records)
+reproductions:
+    cargo run --quiet --release -p benchctl -- reproductions results/reproductions -o docs/reproductions.md
+
 # build every server image under docker/
 images *ARGS:
     ./x images build "$@"

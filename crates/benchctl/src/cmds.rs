@@ -326,6 +326,25 @@ pub fn report(a: ReportArgs) -> Result<ExitCode, Failure> {
 }
 
 #[derive(Args, Debug)]
+pub struct ReproductionsArgs {
+    /// The folder of published figures (published.toml) and the records measured again.
+    #[arg(default_value = "results/reproductions")]
+    dir: PathBuf,
+    /// Write to this file instead of standard output.
+    #[arg(long, short = 'o')]
+    out: Option<PathBuf>,
+}
+
+pub fn reproductions(a: ReproductionsArgs) -> Result<ExitCode, Failure> {
+    let r = report::reproductions::Reproductions::load(&a.dir).map_err(Failure::usage)?;
+    emit(
+        &report::reproductions::render_markdown(&r),
+        a.out.as_deref(),
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args, Debug)]
 pub struct CompareArgs {
     /// The reference run.
     baseline: PathBuf,

@@ -36,6 +36,8 @@ enum Command {
     Report(cmds::ReportArgs),
     /// Compare a run with a baseline; exit 1 on a regression.
     Compare(cmds::CompareArgs),
+    /// The seed posts' published figures beside the records measuring them again (Markdown).
+    Reproductions(cmds::ReproductionsArgs),
     /// Remove the containers and temporary folders of benchctl runs that are no longer running.
     Gc(cmds::GcArgs),
     /// List the server kinds: where each comes from, its options, what its container may do.
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => cmds::validate(args),
         Command::Report(args) => cmds::report(args),
         Command::Compare(args) => cmds::compare(args),
+        Command::Reproductions(args) => cmds::reproductions(args),
         Command::Servers(args) => cmds::servers(args),
         Command::Run(args) => block_on(run::main(args, on_signals)),
         Command::Images(args) => block_on(cmds::images(args)),

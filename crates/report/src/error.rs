@@ -51,6 +51,8 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{path}: {detail}")]
+    Published { path: PathBuf, detail: String },
     #[error("template {name}: {detail}")]
     Template { name: String, detail: String },
     #[error("unknown report format {0:?}: expected text, markdown or html")]

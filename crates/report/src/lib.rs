@@ -19,6 +19,7 @@ pub mod error;
 pub mod notes;
 pub mod record;
 pub mod render;
+pub mod reproductions;
 pub mod stats;
 
 pub use capacity::{CapacityRecord, CapacityResult, CapacityStep};

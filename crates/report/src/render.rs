@@ -328,7 +328,7 @@ fn short_id(id: &str) -> &str {
 // ---------------------------------------------------------------------------------------------
 // Number formatting: fixed decimals, so output never depends on float printing subtleties.
 
-fn f(v: f64, decimals: usize) -> String {
+pub(crate) fn f(v: f64, decimals: usize) -> String {
     if v.is_finite() {
         format!("{v:.decimals$}")
     } else {
@@ -659,7 +659,7 @@ impl TextTable {
 /// neither row was client-bound: "nginx served 1.66 times as many requests/s as apache". When
 /// either was, its requests/s were the load generator's, so the verdict leads with the servers'
 /// own CPU per request and names the requests/s ratio for what it is.
-fn summary_lines(groups: &[&GroupStats]) -> Vec<String> {
+pub(crate) fn summary_lines(groups: &[&GroupStats]) -> Vec<String> {
     let Some((first, rest)) = groups.split_first() else {
         return Vec::new();
     };
@@ -717,7 +717,7 @@ fn summary_lines(groups: &[&GroupStats]) -> Vec<String> {
 }
 
 /// A share range as the tables print it: "0.25", or "0.17-0.25" when rounds differed.
-fn share_text(shares: Option<(f64, f64)>) -> String {
+pub(crate) fn share_text(shares: Option<(f64, f64)>) -> String {
     match shares {
         None => "-".to_string(),
         Some((lo, hi)) if lo == hi => format!("{lo}"),
@@ -1090,7 +1090,7 @@ fn value_text(v: &tera::Value) -> String {
     }
 }
 
-fn md_escape(s: &str, prose: bool) -> String {
+pub(crate) fn md_escape(s: &str, prose: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
