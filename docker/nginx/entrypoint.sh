@@ -59,6 +59,21 @@ mkdir -p /run/benchctl /tmp/nginx 2>/dev/null || true
 for d in /run/benchctl /tmp/nginx; do
     [ -d "$d" ] && [ -w "$d" ] || { echo "benchctl/nginx: cannot write to $d as uid $(id -u); run with --tmpfs /run and --tmpfs /tmp (the root filesystem is read-only)" >&2; exit 73; }
 done
-sed -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$listen/g" /etc/nginx/bench.conf.template > /run/benchctl/nginx.conf
+# BENCH_TLS=1: HTTPS with the run's certificate, mounted read-only at /etc/benchctl/tls.
+ssl=""
+tls_conf=""
+case ${BENCH_TLS:-} in
+    ''|0) ;;
+    1)
+        for f in cert.pem key.pem; do
+            [ -r "/etc/benchctl/tls/$f" ] || { echo "benchctl/nginx: BENCH_TLS=1 but /etc/benchctl/tls/$f is missing or unreadable; mount the run's certificate folder there (read-only)" >&2; exit 66; }
+        done
+        ssl=" ssl"
+        tls_conf="ssl_certificate /etc/benchctl/tls/cert.pem; ssl_certificate_key /etc/benchctl/tls/key.pem; ssl_protocols TLSv1.2 TLSv1.3;"
+        ;;
+    *) echo "benchctl/nginx: BENCH_TLS must be 1 or 0, got '$BENCH_TLS'" >&2; exit 64 ;;
+esac
+sed -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$listen/g" -e "s/@BENCH_SSL@/$ssl/g" \
+    -e "s|@BENCH_TLS_CONF@|$tls_conf|g" /etc/nginx/bench.conf.template > /run/benchctl/nginx.conf
 # -e stderr: errors before the config is read go to stderr too, not to /var/log/nginx.
 exec nginx -e stderr -c /run/benchctl/nginx.conf

@@ -37,6 +37,10 @@ use std::time::{Duration, Instant};
 /// How long a `Drop` may wait for the daemon to remove its container.
 const DROP_REMOVE_BOUND: Duration = Duration::from_secs(20);
 
+/// Where a server's container finds the run's certificate (`cert.pem`) and key (`key.pem`),
+/// read-only, when it is to serve HTTPS (`BENCH_TLS=1`).
+pub const TLS_MOUNT: &str = "/etc/benchctl/tls";
+
 /// What to run: one server, listening on 127.0.0.1:`port`.
 #[derive(Debug, Clone, Default)]
 pub struct ContainerSpec {
@@ -58,6 +62,9 @@ pub struct ContainerSpec {
     pub cpu_share: Option<f64>,
     /// Folder of documents, mounted read-only at `/srv/www`.
     pub docroot: Option<PathBuf>,
+    /// Folder holding the run's certificate (`cert.pem`) and key (`key.pem`), mounted read-only
+    /// at [`TLS_MOUNT`]; with it the container gets `BENCH_TLS=1` and serves HTTPS.
+    pub tls_dir: Option<PathBuf>,
     /// The run this container belongs to; names it and labels it.
     pub run_id: String,
     /// Additional labels.
@@ -335,19 +342,27 @@ impl Orchestrator {
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         env.push(format!("BENCH_PORT={}", spec.port));
+        if spec.tls_dir.is_some() {
+            env.retain(|e| !e.starts_with("BENCH_TLS="));
+            env.push("BENCH_TLS=1".to_string());
+        }
 
-        let binds = match &spec.docroot {
-            Some(dir) => {
-                let abs = std::fs::canonicalize(dir).map_err(|e| {
-                    OrchestratorError::io(format!("document root {}", dir.display()), e)
-                })?;
-                let abs = abs.to_str().ok_or_else(|| {
-                    OrchestratorError::Invalid(format!("{}: path must be UTF-8", abs.display()))
-                })?;
-                Some(vec![format!("{abs}:/srv/www:ro")])
-            }
-            None => None,
+        let bind = |dir: &PathBuf, what: &str, at: &str| -> Result<String> {
+            let abs = std::fs::canonicalize(dir)
+                .map_err(|e| OrchestratorError::io(format!("{what} {}", dir.display()), e))?;
+            let abs = abs.to_str().ok_or_else(|| {
+                OrchestratorError::Invalid(format!("{}: path must be UTF-8", abs.display()))
+            })?;
+            Ok(format!("{abs}:{at}:ro"))
         };
+        let mut binds = Vec::new();
+        if let Some(dir) = &spec.docroot {
+            binds.push(bind(dir, "document root", "/srv/www")?);
+        }
+        if let Some(dir) = &spec.tls_dir {
+            binds.push(bind(dir, "certificate folder", TLS_MOUNT)?);
+        }
+        let binds = (!binds.is_empty()).then_some(binds);
 
         let memory = spec
             .memory_bytes

@@ -31,13 +31,14 @@ use std::time::Duration;
 
 pub use container::{
     remove_run_blocking, Confinement, ContainerGuard, ContainerSpec, Tmpfs, DEFAULT_PIDS_LIMIT,
+    TLS_MOUNT,
 };
 pub use error::{OrchestratorError, Result};
 pub use image::{
     context_hash, dockerfile_bases, BuildSource, BuiltImage, LABEL_SOURCE, SOURCE_IN_CONTEXT,
 };
 pub use owner::Owner;
-pub use probe::{ExpectedDoc, Verified};
+pub use probe::{ExpectedDoc, Scheme, Verified};
 pub use stats::{ContainerUsage, StatsSampler};
 
 /// Label every benchctl container carries; `gc` removes whatever has it.

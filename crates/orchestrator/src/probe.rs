@@ -46,6 +46,59 @@ pub struct Verified {
     pub via: Option<String>,
 }
 
+/// How a server is reached: plain HTTP, or HTTPS trusting only the run's own certificate (so
+/// verification also proves the server presents the certificate it was given).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Scheme {
+    #[default]
+    Http,
+    Https {
+        /// The run's certificate, PEM: the one root the client trusts.
+        cert_pem: Vec<u8>,
+    },
+}
+
+impl Scheme {
+    /// `"http"` or `"https"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https { .. } => "https",
+        }
+    }
+
+    /// An HTTP client for it: never through a proxy, nothing kept between requests, over TLS
+    /// trusting the run's certificate alone.
+    fn client(&self, timeout: Duration) -> Result<reqwest::Client> {
+        let mut b = reqwest::Client::builder()
+            .no_proxy()
+            .pool_max_idle_per_host(0)
+            .timeout(timeout);
+        if let Scheme::Https { cert_pem } = self {
+            let cert = reqwest::Certificate::from_pem(cert_pem).map_err(|e| {
+                OrchestratorError::Invalid(format!("the run's certificate is not PEM: {e}"))
+            })?;
+            b = b
+                .use_rustls_tls()
+                .tls_built_in_root_certs(false)
+                .add_root_certificate(cert)
+                .https_only(true);
+        }
+        b.build()
+            .map_err(|e| OrchestratorError::Invalid(format!("cannot make an HTTP client: {e}")))
+    }
+}
+
+/// One attempt over TLS: any HTTP response proves the server is up and speaks TLS with the
+/// run's certificate.
+async fn answers_https(client: &reqwest::Client, port: u16, path: &str) -> bool {
+    let url = format!("https://127.0.0.1:{port}{path}");
+    matches!(
+        tokio::time::timeout(ATTEMPT_TIMEOUT, client.get(url).send()).await,
+        Ok(Ok(_))
+    )
+}
+
 /// One attempt: connect, send a GET, and see whether the reply starts like HTTP.
 async fn answers_http(port: u16, path: &str) -> bool {
     let attempt = async {
@@ -76,10 +129,31 @@ impl Orchestrator {
         path: &str,
         deadline: Duration,
     ) -> Result<Duration> {
+        self.wait_ready_over(guard, &Scheme::Http, port, path, deadline)
+            .await
+    }
+
+    /// [`Orchestrator::wait_ready`] over `scheme`.
+    pub async fn wait_ready_over(
+        &self,
+        guard: &ContainerGuard,
+        scheme: &Scheme,
+        port: u16,
+        path: &str,
+        deadline: Duration,
+    ) -> Result<Duration> {
         let until = Instant::now() + deadline;
         let max_attempts = (deadline.as_millis() / POLL_INTERVAL.as_millis()).max(1) as u32 + 1;
+        let tls_client = match scheme {
+            Scheme::Http => None,
+            Scheme::Https { .. } => Some(scheme.client(ATTEMPT_TIMEOUT)?),
+        };
         for attempt in 0..max_attempts {
-            if answers_http(port, path).await {
+            let up = match &tls_client {
+                None => answers_http(port, path).await,
+                Some(c) => answers_https(c, port, path).await,
+            };
+            if up {
                 return Ok(guard.started_at().elapsed());
             }
             if attempt % STATE_EVERY == 0 {
@@ -152,12 +226,18 @@ impl Orchestrator {
     /// Fetches each document from 127.0.0.1:`port` and checks status 200, exact length and
     /// SHA-256. Returns the Server header of the first response.
     pub async fn verify(&self, port: u16, docs: &[ExpectedDoc]) -> Result<Verified> {
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .pool_max_idle_per_host(0)
-            .timeout(Duration::from_secs(120))
-            .build()
-            .map_err(|e| OrchestratorError::Invalid(format!("cannot make an HTTP client: {e}")))?;
+        self.verify_over(&Scheme::Http, port, docs).await
+    }
+
+    /// [`Orchestrator::verify`] over `scheme`: over HTTPS the server must also present the
+    /// run's certificate.
+    pub async fn verify_over(
+        &self,
+        scheme: &Scheme,
+        port: u16,
+        docs: &[ExpectedDoc],
+    ) -> Result<Verified> {
+        let client = scheme.client(Duration::from_secs(120))?;
         let mut verified = Verified::default();
         for (i, doc) in docs.iter().enumerate() {
             let fail = |what: String| OrchestratorError::Verify {
@@ -168,12 +248,12 @@ impl Orchestrator {
             if !doc.url_path.starts_with('/') {
                 return Err(fail("the path must start with '/'".to_string()));
             }
-            let url = format!("http://127.0.0.1:{port}{}", doc.url_path);
+            let url = format!("{}://127.0.0.1:{port}{}", scheme.name(), doc.url_path);
             let mut resp = client
                 .get(&url)
                 .send()
                 .await
-                .map_err(|e| fail(format!("request failed: {e}")))?;
+                .map_err(|e| fail(format!("request failed: {}", error_chain(&e))))?;
             if i == 0 {
                 let header = |name| {
                     resp.headers()
@@ -223,4 +303,17 @@ impl Orchestrator {
         }
         Ok(verified)
     }
+}
+
+/// An error with its causes: reqwest's own message alone ("error sending request") hides why,
+/// e.g. that the certificate was not the one expected.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cause = c.source();
+    }
+    s
 }

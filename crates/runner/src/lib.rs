@@ -31,6 +31,7 @@ mod images;
 mod pipeline;
 mod results;
 pub mod rundir;
+pub mod tls;
 
 pub use cancel::{Cancel, Cleanup};
 pub use events::{Event, Observer, Quiet};

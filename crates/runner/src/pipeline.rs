@@ -13,7 +13,7 @@ use loadgen::json::LoadReport;
 use loadgen::{LoadConfig, LoadSpec, StopReason, Target};
 use orchestrator::{
     BuildSource, BuiltImage, Confinement, ContainerGuard, ContainerSpec, ExpectedDoc, Orchestrator,
-    OrchestratorError, Tmpfs,
+    OrchestratorError, Scheme, Tmpfs,
 };
 use report::{
     HostFacts, LoadRecord, RecordFile, ReportError, RunRecord, RunStatus, ScenarioRecord,
@@ -310,8 +310,16 @@ pub async fn run(
 
     let outcome = match RunDir::create() {
         Err(e) => Err(format!("cannot make the run's private folder: {e}")),
-        Ok(run_dir) => {
+        Ok(run_dir) => 'run: {
             opts.cleanup.add_path(run_dir.path().to_path_buf());
+            let (scheme, tls_dir) = if plan.tls {
+                match crate::tls::RunCertificate::create(&run_dir.path().join("tls")) {
+                    Ok(c) => (Scheme::Https { cert_pem: c.ca_pem }, Some(c.dir)),
+                    Err(e) => break 'run Err(format!("{e}")),
+                }
+            } else {
+                (Scheme::Http, None)
+            };
             let ctx = Ctx {
                 orch: &orch,
                 plan,
@@ -327,6 +335,8 @@ pub async fn run(
                     (Some(t), None) => Some(scenario::CapacitySpec::new(t)),
                     (None, c) => c.clone(),
                 },
+                scheme,
+                tls_dir,
             };
             let r = {
                 let work = ctx.execute(&mut record, &mut results);
@@ -476,6 +486,10 @@ struct Ctx<'a> {
     observer_arc: &'a Arc<dyn Observer>,
     /// The capacity search to make after the loads, if any.
     capacity: Option<scenario::CapacitySpec>,
+    /// How servers are reached: HTTPS trusting the run's own authority when the scenario
+    /// says `tls = true`, with the folder of the certificate the servers get.
+    scheme: Scheme,
+    tls_dir: Option<PathBuf>,
 }
 
 /// A server that was started and verified.
@@ -802,6 +816,16 @@ impl Ctx<'_> {
         let spec = &self.plan.servers[i];
         let kind = spec.kind.as_str();
         let manifest = spec.manifest.as_ref();
+        if let (Scheme::Https { .. }, Some(m)) = (&self.scheme, manifest) {
+            if !m.tls {
+                return Err(NotStarted {
+                    image: None,
+                    reason: format!(
+                        "serves no HTTPS here: docker/{kind}/server.toml does not say tls = true, and the scenario says tls = true"
+                    ),
+                });
+            }
+        }
         let built = match &spec.image {
             ImageSource::Build { context } => {
                 self.observer.event(&Event::Building {
@@ -883,6 +907,7 @@ impl Ctx<'_> {
             cpu_share: self.plan.cpus.server_share,
             memory_bytes: Some(spec.memory),
             docroot: Some(self.run_dir.docroot()),
+            tls_dir: self.tls_dir.clone(),
             run_id: self.run_id.to_string(),
             labels: vec![("benchctl.kind".to_string(), kind.to_string())],
             cmd: None,
@@ -897,12 +922,12 @@ impl Ctx<'_> {
         let first = expected.first().map(|d| d.url_path.as_str()).unwrap_or("/");
         let ready = self
             .orch
-            .wait_ready(&guard, port, first, self.opts.ready_deadline)
+            .wait_ready_over(&guard, &self.scheme, port, first, self.opts.ready_deadline)
             .await
             .map_err(|e| unavailable(self.explain(&spec.name, "never became ready", &e)))?;
         let verified = self
             .orch
-            .verify(port, expected)
+            .verify_over(&self.scheme, port, expected)
             .await
             .map_err(|e| unavailable(self.explain(&spec.name, "verification failed", &e)))?;
         let total = guard.started_at().elapsed();
@@ -1018,7 +1043,12 @@ impl Ctx<'_> {
         url_path: &str,
         usage: bool,
     ) -> Result<Option<Measured>, RunError> {
-        let url = format!("http://127.0.0.1:{}{}", guard.port(), url_path);
+        let url = format!(
+            "{}://127.0.0.1:{}{}",
+            self.scheme.name(),
+            guard.port(),
+            url_path
+        );
         let target = Target::parse(&url).map_err(|e| RunError::Step(format!("{url}: {e}")))?;
         let mut cfg = LoadConfig::new(target, load.clone());
         cfg.cpus = Some(self.plan.cpus.loadgen.clone());

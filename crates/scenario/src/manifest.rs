@@ -64,6 +64,9 @@ pub struct Manifest {
     pub source: String,
     /// Which response header names the server's version in results.
     pub version_header: VersionHeader,
+    /// It serves HTTPS when started with `BENCH_TLS=1` and the run's certificate and key in
+    /// `/etc/benchctl/tls` (`[server] tls = true`).
+    pub tls: bool,
     pub container: ContainerNeeds,
     /// Scenario options of this kind and the environment variable each one sets.
     pub options: BTreeMap<String, OptionDecl>,
@@ -156,6 +159,8 @@ struct RawServer {
     name: Spanned<String>,
     source: Spanned<String>,
     version_header: Option<Spanned<String>>,
+    #[serde(default)]
+    tls: bool,
 }
 
 #[derive(Deserialize)]
@@ -492,6 +497,7 @@ impl Manifest {
             name: server.name.get_ref().trim().to_string(),
             source: server.source.get_ref().trim().to_string(),
             version_header,
+            tls: server.tls,
             container: ContainerNeeds {
                 user,
                 capabilities,

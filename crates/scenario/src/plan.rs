@@ -34,6 +34,9 @@ pub struct Plan {
     /// A search, after the loads, for the highest rate each server keeps within a latency
     /// target (`[capacity]`); `None` when the scenario asks for none.
     pub capacity: Option<crate::capacity::CapacitySpec>,
+    /// Every server serves HTTPS with a certificate made for the run (`tls = true`): an ECDSA
+    /// P-256 key, as servers are deployed with today.
+    pub tls: bool,
 }
 
 /// CPUs for the two sides, disjoint so that the load generator never competes with a server.

@@ -34,6 +34,8 @@ pub(crate) struct RawScenario {
     pub document: Vec<Spanned<RawDocument>>,
     /// `[capacity]`: a search for the highest rate each server keeps within a latency target.
     pub capacity: Option<Spanned<RawCapacity>>,
+    /// Every server serves HTTPS, with a certificate benchctl makes for the run.
+    pub tls: Option<bool>,
 }
 
 /// `[capacity]`: one latency target (exactly one of the percentile keys) and the search's
@@ -192,6 +194,7 @@ pub(crate) mod keys {
         "server",
         "document",
         "capacity",
+        "tls",
     ];
     pub const CPUS: &[&str] = &["servers", "loadgen", "server_share"];
     pub const LOAD: &[&str] = &[

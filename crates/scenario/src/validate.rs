@@ -116,6 +116,7 @@ pub(crate) fn validate(
         servers,
         documents,
         capacity,
+        tls: raw.tls.unwrap_or(false),
     })
 }
 

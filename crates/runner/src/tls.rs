@@ -1,0 +1,99 @@
+//! The run's certificate, for scenarios with `tls = true`: a certificate authority made for the
+//! run alone and a server certificate it signs for `localhost`, `127.0.0.1` and `::1`, both
+//! ECDSA P-256 with SHA-256. Servers get the certificate and key read-only; the client that
+//! checks them trusts that authority and nothing else, so a server presenting any other
+//! certificate fails verification. The key never leaves the run's private folder.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
+
+/// What a TLS run hands to its servers and to the client that checks them.
+#[derive(Debug, Clone)]
+pub struct RunCertificate {
+    /// Holds `cert.pem` (the server certificate) and `key.pem` (its key), mounted into each
+    /// server's container.
+    pub dir: PathBuf,
+    /// The run's certificate authority, PEM: the one root a client of the run trusts.
+    pub ca_pem: Vec<u8>,
+}
+
+/// The names the server certificate is valid for: every address a run reaches a server by.
+pub const NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+impl RunCertificate {
+    /// Makes the authority and the server certificate and writes them into `dir`, a new
+    /// folder. The folder and files are readable by every user (a server runs as its own
+    /// non-root user inside its container), so `dir` must lie inside the run's private folder.
+    pub fn create(dir: &Path) -> io::Result<RunCertificate> {
+        let err = |what: &str, e: rcgen::Error| {
+            io::Error::other(format!("cannot make the run's {what}: {e}"))
+        };
+        let ca_key = KeyPair::generate().map_err(|e| err("authority key", e))?;
+        let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(|e| err("authority", e))?;
+        ca.distinguished_name
+            .push(DnType::CommonName, "benchctl run authority");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
+        let ca = rcgen::CertifiedIssuer::self_signed(ca, ca_key)
+            .map_err(|e| err("authority", e))?;
+
+        let key = KeyPair::generate().map_err(|e| err("server key", e))?;
+        let names: Vec<String> = NAMES.iter().map(|n| n.to_string()).collect();
+        let mut leaf = CertificateParams::new(names).map_err(|e| err("server certificate", e))?;
+        leaf.distinguished_name.push(DnType::CommonName, "localhost");
+        let cert = leaf
+            .signed_by(&key, &ca)
+            .map_err(|e| err("server certificate", e))?;
+
+        fs::DirBuilder::new().mode(0o755).create(dir)?;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o755))?;
+        write_new(&dir.join("cert.pem"), cert.pem().as_bytes())?;
+        write_new(&dir.join("key.pem"), key.serialize_pem().as_bytes())?;
+        Ok(RunCertificate {
+            dir: dir.to_path_buf(),
+            ca_pem: ca.pem().into_bytes(),
+        })
+    }
+}
+
+/// Writes a new file readable by all (never through a link left in its place).
+fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    f.write_all(bytes)?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o644))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_certificate_names_every_address_and_is_readable_by_servers() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = RunCertificate::create(&tmp.path().join("tls")).unwrap();
+        let cert = fs::read_to_string(c.dir.join("cert.pem")).unwrap();
+        let key = fs::read_to_string(c.dir.join("key.pem")).unwrap();
+        assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"), "{cert}");
+        assert!(key.starts_with("-----BEGIN PRIVATE KEY-----"), "{key}");
+        assert!(String::from_utf8(c.ca_pem.clone())
+            .unwrap()
+            .starts_with("-----BEGIN CERTIFICATE-----"));
+        assert_ne!(c.ca_pem, cert.as_bytes(), "the server's is not the authority's");
+        for f in ["cert.pem", "key.pem"] {
+            let mode = fs::metadata(c.dir.join(f)).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o644, "{f}");
+        }
+        // Made once: a second run's certificate is never written over this one.
+        assert!(RunCertificate::create(&c.dir).is_err());
+    }
+}

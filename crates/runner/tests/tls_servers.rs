@@ -1,0 +1,117 @@
+//! Servers over TLS with the run's certificate: nginx's image serves HTTPS with the
+//! certificate it is given, verification passes trusting the run's authority and fails
+//! trusting any other, and a container told to serve TLS without a certificate says so.
+
+mod common;
+
+use orchestrator::{ContainerSpec, ExpectedDoc, Orchestrator, Scheme};
+use runner::tls::RunCertificate;
+use sha2::{Digest, Sha256};
+use std::time::Duration;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test]
+async fn nginx_serves_https_with_the_runs_certificate_and_no_other() {
+    if !common::daemon_or_skip("nginx_serves_https").await {
+        return;
+    }
+    let _one = common::exclusive();
+    let orch = Orchestrator::connect().await.unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let image = orch
+        .build_image(
+            "nginx",
+            &common::repo().join("docker/nginx"),
+            &logs.path().join("nginx.log"),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    // The run's private folder holds the documents and the certificate.
+    let run = tempfile::tempdir().unwrap();
+    let www = run.path().join("www");
+    std::fs::create_dir(&www).unwrap();
+    let body = b"<html>served over TLS</html>\n";
+    std::fs::write(www.join("index.html"), body).unwrap();
+    runner::rundir::open_to_servers(&www).unwrap();
+    let cert = RunCertificate::create(&run.path().join("tls")).unwrap();
+
+    let spec = ContainerSpec {
+        name: "nginx".to_string(),
+        image: image.tag.clone(),
+        port: free_port(),
+        docroot: Some(www.clone()),
+        tls_dir: Some(cert.dir.clone()),
+        run_id: format!("tls-test-{}", std::process::id()),
+        cpuset: Some("1".to_string()),
+        memory_bytes: Some(512 << 20),
+        ..Default::default()
+    };
+    let guard = orch.start(&spec).await.unwrap();
+    let trusted = Scheme::Https {
+        cert_pem: cert.ca_pem.clone(),
+    };
+    orch.wait_ready_over(&guard, &trusted, spec.port, "/", Duration::from_secs(15))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let doc = ExpectedDoc {
+        url_path: "/index.html".to_string(),
+        length: body.len() as u64,
+        sha256_hex: hex::encode(Sha256::digest(body)),
+    };
+    let verified = orch
+        .verify_over(&trusted, spec.port, std::slice::from_ref(&doc))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        verified
+            .server_header
+            .as_deref()
+            .is_some_and(|s| s.starts_with("nginx")),
+        "{verified:?}"
+    );
+
+    // Another run's authority: the server's certificate is not one it signed.
+    let other = RunCertificate::create(&run.path().join("other")).unwrap();
+    let e = orch
+        .verify_over(
+            &Scheme::Https {
+                cert_pem: other.ca_pem,
+            },
+            spec.port,
+            std::slice::from_ref(&doc),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("certificate"), "{e}");
+    // Plain HTTP to a TLS port is not mistaken for the server.
+    let e = orch
+        .verify(spec.port, std::slice::from_ref(&doc))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("/index.html"), "{e}");
+    guard.remove().await.unwrap();
+
+    // BENCH_TLS=1 without the certificate folder: the entrypoint says what is missing.
+    let mut bare = spec.clone();
+    bare.port = free_port();
+    bare.tls_dir = None;
+    bare.env = vec![("BENCH_TLS".to_string(), "1".to_string())];
+    let guard = orch.start(&bare).await.unwrap();
+    let e = orch
+        .wait_ready_over(&guard, &trusted, bare.port, "/", Duration::from_secs(15))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("/etc/benchctl/tls/cert.pem is missing"), "{e}");
+    guard.remove().await.unwrap();
+}
