@@ -57,7 +57,21 @@ fi
 # filesystem is read-only, /run is a tmpfs the user may create directories in.
 mkdir -p /run/benchctl/apache 2>/dev/null || true
 [ -d /run/benchctl/apache ] && [ -w /run/benchctl/apache ] || { echo "benchctl/apache: cannot write to /run/benchctl/apache as uid $(id -u); run with --tmpfs /run (the root filesystem is read-only)" >&2; exit 73; }
-sed -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$listen/g" /etc/apache2/bench.conf.template > /run/benchctl/apache.conf
+# BENCH_TLS=1: HTTPS with the run's certificate, mounted read-only at /etc/benchctl/tls.
+tls_conf="# plain HTTP"
+case ${BENCH_TLS:-} in
+    ''|0) ;;
+    1)
+        for f in cert.pem key.pem; do
+            [ -r "/etc/benchctl/tls/$f" ] || { echo "benchctl/apache: BENCH_TLS=1 but /etc/benchctl/tls/$f is missing or unreadable; mount the run's certificate folder there (read-only)" >&2; exit 66; }
+        done
+        # GNU sed reads \n in the replacement as a line break: one directive per line.
+        tls_conf='LoadModule ssl_module /usr/lib/apache2/modules/mod_ssl.so\nSSLEngine on\nSSLProtocol -all +TLSv1.2 +TLSv1.3\nSSLCertificateFile /etc/benchctl/tls/cert.pem\nSSLCertificateKeyFile /etc/benchctl/tls/key.pem'
+        ;;
+    *) echo "benchctl/apache: BENCH_TLS must be 1 or 0, got '$BENCH_TLS'" >&2; exit 64 ;;
+esac
+sed -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$listen/g" -e "s|@BENCH_TLS_CONF@|$tls_conf|g" \
+    /etc/apache2/bench.conf.template > /run/benchctl/apache.conf
 # A stale pid file from a previous start of the same container would make httpd refuse to start
 # (a tmpfs starts empty, but without one the directory outlives a restart).
 rm -f /run/benchctl/apache/httpd.pid

@@ -60,7 +60,25 @@ mkdir -p "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" 2>/dev/null || true
 for d in /run/benchctl "$XDG_CONFIG_HOME" "$XDG_DATA_HOME"; do
     [ -d "$d" ] && [ -w "$d" ] || { echo "benchctl/caddy: cannot write to $d as uid $(id -u); run with --tmpfs /run (the root filesystem is read-only)" >&2; exit 73; }
 done
+# BENCH_TLS=1: HTTPS with the run's certificate, mounted read-only at /etc/benchctl/tls.
+case ${BENCH_TLS:-} in
+    ''|0) tls=0 ;;
+    1)
+        tls=1
+        for f in cert.pem key.pem; do
+            [ -r "/etc/benchctl/tls/$f" ] || { echo "benchctl/caddy: BENCH_TLS=1 but /etc/benchctl/tls/$f is missing or unreadable; mount the run's certificate folder there (read-only)" >&2; exit 66; }
+        done
+        ;;
+    *) echo "benchctl/caddy: BENCH_TLS must be 1 or 0, got '$BENCH_TLS'" >&2; exit 64 ;;
+esac
+scheme=http
+tls_conf="# plain HTTP"
+if [ $tls = 1 ]; then
+    scheme=https
+    tls_conf="tls /etc/benchctl/tls/cert.pem /etc/benchctl/tls/key.pem"
+fi
 sed -e "s/@BENCH_HOST@/$host/g" -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$host:$BENCH_PORT/g" \
+    -e "s/@BENCH_SCHEME@/$scheme/g" -e "s|@BENCH_TLS_CONF@|$tls_conf|g" \
     /etc/caddy/bench.Caddyfile.template > /run/benchctl/Caddyfile
 # `caddy run` stays in the foreground (PID 1 gets docker's signals; SIGTERM stops it gracefully).
 exec caddy run --config /run/benchctl/Caddyfile --adapter caddyfile

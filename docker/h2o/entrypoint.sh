@@ -56,8 +56,24 @@ fi
 mkdir -p /run/benchctl 2>/dev/null || true
 [ -d /run/benchctl ] && [ -w /run/benchctl ] || { echo "benchctl/h2o: cannot write to /run/benchctl as uid $(id -u); run with --tmpfs /run (the root filesystem is read-only)" >&2; exit 73; }
 # One event-loop thread per CPU of the cpuset (nproc counts the CPUs this process may run on).
+# BENCH_TLS=1: HTTPS with the run's certificate, mounted read-only at /etc/benchctl/tls.
+case ${BENCH_TLS:-} in
+    ''|0) tls=0 ;;
+    1)
+        tls=1
+        for f in cert.pem key.pem; do
+            [ -r "/etc/benchctl/tls/$f" ] || { echo "benchctl/h2o: BENCH_TLS=1 but /etc/benchctl/tls/$f is missing or unreadable; mount the run's certificate folder there (read-only)" >&2; exit 66; }
+        done
+        ;;
+    *) echo "benchctl/h2o: BENCH_TLS must be 1 or 0, got '$BENCH_TLS'" >&2; exit 64 ;;
+esac
+tls_conf="# plain HTTP"
+if [ $tls = 1 ]; then
+    tls_conf="ssl: { certificate-file: /etc/benchctl/tls/cert.pem, key-file: /etc/benchctl/tls/key.pem }"
+fi
 sed -e "s/@BENCH_HOST@/$addr/g" -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$listen/g" \
-    -e "s/@WORKERS@/$(nproc)/g" /etc/h2o/bench.conf.template > /run/benchctl/h2o.conf
+    -e "s/@WORKERS@/$(nproc)/g" -e "s|@BENCH_TLS_CONF@|$tls_conf|g" \
+    /etc/h2o/bench.conf.template > /run/benchctl/h2o.conf
 # Without -m, h2o runs in its "worker" mode: one process in the foreground (PID 1 gets docker's
 # signals).
 exec h2o -c /run/benchctl/h2o.conf
