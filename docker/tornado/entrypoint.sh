@@ -55,4 +55,14 @@ export BENCH_ADDR="$addr"
 [ -d /srv/www ] || { echo "benchctl/tornado: /srv/www is missing; mount the documents there (read-only)" >&2; exit 66; }
 
 # -u: unbuffered, so error messages reach `docker logs` at once.
+# BENCH_TLS=1: HTTPS with the run's certificate, mounted read-only at /etc/benchctl/tls.
+case ${BENCH_TLS:-} in
+    ''|0) ;;
+    1)
+        for f in cert.pem key.pem; do
+            [ -r "/etc/benchctl/tls/$f" ] || { echo "benchctl/tornado: BENCH_TLS=1 but /etc/benchctl/tls/$f is missing or unreadable; mount the run's certificate folder there (read-only)" >&2; exit 66; }
+        done
+        ;;
+    *) echo "benchctl/tornado: BENCH_TLS must be 1 or 0, got '$BENCH_TLS'" >&2; exit 64 ;;
+esac
 exec python3 -u /usr/local/lib/benchctl/serve.py

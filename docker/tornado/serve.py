@@ -13,6 +13,7 @@ a directory without an index).
 import logging
 import os
 import signal
+import ssl
 import sys
 
 import tornado.httpserver
@@ -42,6 +43,10 @@ def log_errors_only(handler):
         )
 
 
+# Where the run's certificate and key are mounted when BENCH_TLS=1.
+TLS_DIR = "/etc/benchctl/tls"
+
+
 def main():
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -64,7 +69,13 @@ def main():
     # That address only, never all of them. Tornado's default listen backlog is 128; a burst of
     # ab -c 300 connects would overflow it, so use the same backlog as the other servers.
     sockets = tornado.netutil.bind_sockets(port, address=address, backlog=4096)
-    server = tornado.httpserver.HTTPServer(app, xheaders=False)
+    # BENCH_TLS=1 (checked by the entrypoint): HTTPS with the run's certificate and key.
+    ssl_options = None
+    if os.environ.get("BENCH_TLS") == "1":
+        ssl_options = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ssl_options.minimum_version = ssl.TLSVersion.TLSv1_2
+        ssl_options.load_cert_chain(TLS_DIR + "/cert.pem", TLS_DIR + "/key.pem")
+    server = tornado.httpserver.HTTPServer(app, xheaders=False, ssl_options=ssl_options)
     server.add_sockets(sockets)
 
     loop = tornado.ioloop.IOLoop.current()

@@ -38,6 +38,11 @@ async fn apache_serves_https_with_the_runs_certificate_and_no_other() {
     serves_https("apache").await;
 }
 
+#[tokio::test]
+async fn tornado_serves_https_with_the_runs_certificate_and_no_other() {
+    serves_https("tornado").await;
+}
+
 async fn serves_https(kind: &str) {
     if !common::daemon_or_skip(kind).await {
         return;
