@@ -60,7 +60,21 @@ mkdir -p /run/benchctl 2>/dev/null || true
 cpus=$(nproc)
 workers=0
 [ "$cpus" -le 1 ] || workers=$cpus
+# BENCH_TLS=1: HTTPS with the run's certificate, mounted read-only at /etc/benchctl/tls.
+tls_conf="# plain HTTP"
+case ${BENCH_TLS:-} in
+    ''|0) ;;
+    1)
+        for f in cert.pem key.pem; do
+            [ -r "/etc/benchctl/tls/$f" ] || { echo "benchctl/lighttpd: BENCH_TLS=1 but /etc/benchctl/tls/$f is missing or unreadable; mount the run's certificate folder there (read-only)" >&2; exit 66; }
+        done
+        # GNU sed reads \n in the replacement as a line break: one directive per line.
+        tls_conf='server.modules += ( "mod_openssl" )\nssl.engine = "enable"\nssl.pemfile = "/etc/benchctl/tls/cert.pem"\nssl.privkey = "/etc/benchctl/tls/key.pem"'
+        ;;
+    *) echo "benchctl/lighttpd: BENCH_TLS must be 1 or 0, got '$BENCH_TLS'" >&2; exit 64 ;;
+esac
 sed -e "s/@BENCH_HOST@/$host/g" -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$host:$BENCH_PORT/g" \
-    -e "s/@WORKERS@/$workers/g" /etc/lighttpd/bench.conf.template > /run/benchctl/lighttpd.conf
+    -e "s/@WORKERS@/$workers/g" -e "s|@BENCH_TLS_CONF@|$tls_conf|g" \
+    /etc/lighttpd/bench.conf.template > /run/benchctl/lighttpd.conf
 # -D: stay in the foreground (PID 1 gets docker's signals; SIGTERM stops lighttpd at once).
 exec lighttpd -D -f /run/benchctl/lighttpd.conf

@@ -43,6 +43,11 @@ async fn tornado_serves_https_with_the_runs_certificate_and_no_other() {
     serves_https("tornado").await;
 }
 
+#[tokio::test]
+async fn lighttpd_serves_https_with_the_runs_certificate_and_no_other() {
+    serves_https("lighttpd").await;
+}
+
 async fn serves_https(kind: &str) {
     if !common::daemon_or_skip(kind).await {
         return;
