@@ -197,6 +197,14 @@ pub fn servers(a: ServersArgs) -> Result<ExitCode, Failure> {
             }
             Ok(m) => {
                 say!("{}: {} ({})", k.name, m.name, m.source);
+                say!(
+                    "  {}",
+                    if m.tls {
+                        "serves HTTP or, in a scenario with tls = true, HTTPS"
+                    } else {
+                        "serves HTTP only: unavailable in a scenario with tls = true"
+                    }
+                );
                 let c = &m.container;
                 say!(
                     "  runs as {}, {} capabilit{}, pids {}, writes {}",

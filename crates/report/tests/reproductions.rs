@@ -125,7 +125,10 @@ fn published_figures_are_checked_with_their_position() {
     );
     let e = parse_published(&bad, &path).unwrap_err().to_string();
     assert!(e.starts_with("published.toml: line 24, column 23: "), "{e}");
-    assert!(e.contains("invalid type: string \"fast\", expected f64"), "{e}");
+    assert!(
+        e.contains("invalid type: string \"fast\", expected f64"),
+        "{e}"
+    );
 
     let stray = PUBLISHED.replace(
         "scenario = \"hello\"\nserver = \"nginx\"",

@@ -33,18 +33,20 @@ impl RunCertificate {
             io::Error::other(format!("cannot make the run's {what}: {e}"))
         };
         let ca_key = KeyPair::generate().map_err(|e| err("authority key", e))?;
-        let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(|e| err("authority", e))?;
+        let mut ca =
+            CertificateParams::new(Vec::<String>::new()).map_err(|e| err("authority", e))?;
         ca.distinguished_name
             .push(DnType::CommonName, "benchctl run authority");
         ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
         ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
-        let ca = rcgen::CertifiedIssuer::self_signed(ca, ca_key)
-            .map_err(|e| err("authority", e))?;
+        let ca =
+            rcgen::CertifiedIssuer::self_signed(ca, ca_key).map_err(|e| err("authority", e))?;
 
         let key = KeyPair::generate().map_err(|e| err("server key", e))?;
         let names: Vec<String> = NAMES.iter().map(|n| n.to_string()).collect();
         let mut leaf = CertificateParams::new(names).map_err(|e| err("server certificate", e))?;
-        leaf.distinguished_name.push(DnType::CommonName, "localhost");
+        leaf.distinguished_name
+            .push(DnType::CommonName, "localhost");
         let cert = leaf
             .signed_by(&key, &ca)
             .map_err(|e| err("server certificate", e))?;
@@ -88,7 +90,11 @@ mod tests {
         assert!(String::from_utf8(c.ca_pem.clone())
             .unwrap()
             .starts_with("-----BEGIN CERTIFICATE-----"));
-        assert_ne!(c.ca_pem, cert.as_bytes(), "the server's is not the authority's");
+        assert_ne!(
+            c.ca_pem,
+            cert.as_bytes(),
+            "the server's is not the authority's"
+        );
         for f in ["cert.pem", "key.pem"] {
             let mode = fs::metadata(c.dir.join(f)).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o644, "{f}");

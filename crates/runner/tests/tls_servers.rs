@@ -101,7 +101,10 @@ async fn serves_https(kind: &str) {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
-        verified.server_header.as_deref().is_some_and(|s| !s.is_empty()),
+        verified
+            .server_header
+            .as_deref()
+            .is_some_and(|s| !s.is_empty()),
         "{verified:?}"
     );
 

@@ -569,3 +569,31 @@ fn a_capacity_table_asks_for_a_search_with_its_defaults_or_its_own_bounds() {
     let c = c.with_target(t);
     assert_eq!((c.target, c.max_steps), (t, 6));
 }
+
+#[test]
+fn tls_is_off_unless_asked_and_the_kinds_say_whether_they_serve_it() {
+    let p = Path::new("minimal.toml");
+    assert!(!parse_str(MINIMAL, p).unwrap().tls);
+    let plan = parse_str(&format!("tls = true\n{MINIMAL}"), p).unwrap();
+    assert!(plan.tls);
+    let serves = |kind: &str| {
+        kinds()
+            .get(kind)
+            .and_then(|k| k.manifest.as_ref().ok())
+            .map(|m| m.tls)
+    };
+    for kind in ["nginx", "apache", "lighttpd", "caddy", "h2o", "tornado"] {
+        assert_eq!(serves(kind), Some(true), "{kind}");
+    }
+    for kind in ["varnish", "gatling", "cherokee"] {
+        assert_eq!(serves(kind), Some(false), "{kind}");
+    }
+    let e = parse_str(&format!("tls = \"yes\"\n{MINIMAL}"), p)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("minimal.toml:1:7: error: "), "{e}");
+    assert!(
+        e.contains("invalid type: string \"yes\", expected a boolean"),
+        "{e}"
+    );
+}
