@@ -282,7 +282,7 @@ fn loads_over_time_are_charted_and_an_unsteady_one_is_flagged_with_its_steady_st
     );
     assert_eq!(html.matches("<td>steady</td>").count(), 3);
     // Text and Markdown: the note and the flag, no series.
-    let note = "nginx: round 1 of 2 not steady: throughput rose 100% (353 to 705 requests/s) and median latency fell 50%";
+    let note = "nginx: round 1 of 2 not steady: throughput rose 100% (353 to 705 requests/s) and median latency fell 50% (2.54 to 1.27 ms)";
     assert!(text.contains(&format!("Note: {note}")), "{text}");
     assert!(text.contains("over the first 2 s (warm-up); steady from 2 s to 8 s; a warm-up of 2s"));
     assert!(md.contains(note), "{md}");
