@@ -78,6 +78,10 @@ pub struct LoadArgs {
     /// never naps, since a nap would count as server time.
     #[arg(long)]
     user_timestamps: bool,
+    /// Length of the intervals the load is counted in over time (the `timeline` of --json,
+    /// and the steady-state judgement), e.g. 1s or 250ms; at least 10ms.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    interval: String,
     /// Print the measurement as JSON instead of ab's text.
     #[arg(long)]
     json: bool,
@@ -137,6 +141,13 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
     };
     let mut c = LoadConfig::new(target, load);
     c.variable_length = a.variable_length;
+    c.interval = secs("--interval", &a.interval)?;
+    if c.interval < loadgen::timeline::MIN_INTERVAL {
+        return Err(usage(format!(
+            "--interval: {:?} is shorter than 10ms; intervals that short hold too few requests to say anything",
+            a.interval.trim()
+        )));
+    }
     if let Some(cpus) = &a.cpus {
         c.cpus = Some(parse_cpuset(cpus).map_err(|e| usage(format!("--cpus: {e}")))?);
     }

@@ -195,6 +195,14 @@ fn bad_input_is_a_one_line_error_with_status_2() {
             &["load", "--coalesce", "2s", &url],
             "longer than a second: a nap that long would stall",
         ),
+        (
+            &["load", "--interval", "5ms", &url],
+            "--interval: \"5ms\" is shorter than 10ms",
+        ),
+        (
+            &["load", "--interval", "often", &url],
+            "--interval: bad duration",
+        ),
     ];
     for (args, names) in cases {
         assert_usage_error(args, names);
@@ -370,6 +378,46 @@ fn json_output_parses_with_counters_percentiles_and_histogram() {
         "histogram max {} vs 100% {p100}",
         h.max()
     );
+}
+
+#[test]
+fn json_output_has_the_load_over_time() {
+    let s = TestServer::start();
+    let f = benchctl(
+        &[
+            "load",
+            "--json",
+            "-k",
+            "--rate",
+            "200",
+            "--duration",
+            "1s",
+            "-c",
+            "4",
+            "--interval",
+            "250ms",
+            &s.url("/cl"),
+        ],
+        SHORT,
+    );
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    let v = json_of(&f);
+    let t = &v["timeline"];
+    assert_eq!(t["interval_s"], 0.25, "{t}");
+    let intervals = t["intervals"].as_array().expect("intervals");
+    assert_eq!(intervals.len(), 4, "{t}");
+    let done: u64 = intervals
+        .iter()
+        .map(|i| i["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(v["complete"].as_u64(), Some(done));
+    // A constant-rate load keeps the latency from the intended send times per interval too.
+    let corrected: u64 = intervals
+        .iter()
+        .filter_map(|i| i["corrected"].as_str())
+        .map(|h| loadgen::json::decode_histogram(h).unwrap().len())
+        .sum();
+    assert_eq!(corrected, done);
 }
 
 #[test]

@@ -246,6 +246,8 @@ pub struct LoadConfig {
     pub variable_length: bool,
     /// Keep every request's timings for ab's exact tables (bounded runs only).
     pub keep_samples: bool,
+    /// Length of the intervals the load is counted in over time ([`crate::timeline`]).
+    pub interval: Duration,
 }
 
 impl LoadConfig {
@@ -259,6 +261,7 @@ impl LoadConfig {
             headers: Vec::new(),
             variable_length: false,
             keep_samples: true,
+            interval: crate::timeline::DEFAULT_INTERVAL,
         }
     }
 
@@ -305,6 +308,13 @@ impl LoadConfig {
         }
         if l.timeout.is_zero() {
             return bad("the request timeout must be longer than zero".into());
+        }
+        if self.interval < crate::timeline::MIN_INTERVAL {
+            return bad(format!(
+                "the interval must be at least {} ms, not {} µs: shorter ones hold too few requests",
+                crate::timeline::MIN_INTERVAL.as_millis(),
+                self.interval.as_micros()
+            ));
         }
         if self.threads == 0 {
             return bad("there must be at least 1 worker thread".into());

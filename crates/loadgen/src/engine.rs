@@ -41,6 +41,7 @@ use crate::sock::{self, Recv};
 use crate::stats::{
     FailureKind, Measurement, Note, Recorder, RunSettings, Sample, ServerInfo, StopReason,
 };
+use crate::timeline::Timeline;
 use crate::timer::Alarm;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -331,7 +332,7 @@ pub fn run_observed(
     for h in handles {
         let _ = h.join();
     }
-    let rec = merged.unwrap_or_else(|| Recorder::new(false, false));
+    let mut rec = merged.unwrap_or_else(|| Recorder::new(false, false));
     progress(rec.completed);
 
     let exhausted = sh.ports_exhausted.load(Relaxed);
@@ -378,6 +379,7 @@ pub fn run_observed(
     if let Some(note) = read_delay_note(&rec) {
         notes.push(note);
     }
+    notes.extend(crate::steady::settle(&mut rec, elapsed));
     let doc_len = sh.doc_len.load(Relaxed);
     Ok(Measurement {
         server: ServerInfo {
@@ -670,6 +672,7 @@ fn worker_thread(
         alarm,
         sh,
     };
+    w.rec.timeline = Some(Timeline::new(measure_start, w.sh.cfg.interval));
     if w.napper.enabled() {
         // Naps are tens of microseconds; the default 50 µs timer slack would double them.
         // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
@@ -1141,6 +1144,7 @@ impl Worker {
                 .intended
                 .map(|t| done.saturating_duration_since(t).as_micros() as u64);
             rec.record(sample, corrected);
+            rec.interval_response(done, &sample, corrected, c.parser.wire_len, length_failure);
             if req.stamped {
                 rec.read_delay.saturating_record(
                     req.read_at.saturating_duration_since(done).as_micros() as u64,
@@ -1208,6 +1212,7 @@ impl Worker {
             if !no_connection {
                 self.rec.completed += 1;
             }
+            self.rec.interval_failure(now, kind, !no_connection);
             self.tally.count(&self.sh, now);
         }
         if no_connection {

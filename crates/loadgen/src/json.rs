@@ -7,9 +7,10 @@ use crate::stats::{
     nth_value, Failures, Measurement, Moments, Note, RunSettings, ServerInfo, StopReason, Timer,
     Timers,
 };
+use crate::timeline::TimelineReport;
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
-use hdrhistogram::Histogram;
+use hdrhistogram::{Counter, Histogram};
 use serde::{Deserialize, Serialize};
 
 /// Version of this document's layout; bumped on any incompatible change.
@@ -94,6 +95,11 @@ pub struct LoadReport {
     /// kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
+    /// The load over time: per interval of the measured part, its requests, failures, bytes
+    /// and latency histograms ([`crate::timeline`]); absent from records made before it was
+    /// kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<TimelineReport>,
 }
 
 /// The percentiles every [`TimerReport`] lists, in per mille so that 99.9 is exact.
@@ -111,7 +117,7 @@ pub enum HistogramDecodeError {
 
 /// V2 deflate serialization, base64 (standard alphabet, padded): the encoding HdrHistogram's
 /// other implementations read, so results files can be checked with their tools too.
-pub fn encode_histogram(h: &Histogram<u64>) -> String {
+pub fn encode_histogram<T: Counter>(h: &Histogram<T>) -> String {
     let mut buf = Vec::new();
     // Writing into a Vec cannot fail, and u64 counts always fit the V2 format, so an error here
     // would be a bug in the serializer rather than a condition to report.
@@ -282,6 +288,7 @@ impl LoadReport {
                 .then(|| TimerReport::new(moments_of(&r.read_delay), &r.read_delay, None)),
             naps: r.naps,
             notes: m.notes.clone(),
+            timeline: r.timeline.as_ref().map(TimelineReport::new),
         }
     }
 

@@ -19,6 +19,8 @@ pub mod json;
 pub mod limits;
 pub mod sock;
 pub mod stats;
+pub mod steady;
+pub mod timeline;
 pub mod timer;
 
 pub use config::{Coalesce, ConfigError, HttpVersion, LoadConfig, LoadSpec, Method, Target};

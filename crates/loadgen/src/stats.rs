@@ -8,9 +8,10 @@
 //! - HdrHistograms (3 significant digits), which bound memory for runs of any length, merge
 //!   cheaply and serialize compactly into results files.
 
+use crate::timeline::Timeline;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Highest value a histogram tracks: one hour in microseconds. Larger values saturate.
 pub const HIST_MAX_US: u64 = 3_600_000_000;
@@ -93,6 +94,11 @@ impl Failures {
         self.timeout += other.timeout;
         self.exception += other.exception;
         self.generator += other.generator;
+    }
+
+    /// No failure of any kind.
+    pub fn is_zero(&self) -> bool {
+        *self == Failures::default()
     }
 
     /// ab's "Failed requests": every kind but write errors, which ab prints on a line of their
@@ -311,6 +317,20 @@ pub enum Note {
         read_delay_mean_us: f64,
         total_mean_us: f64,
     },
+    /// The load's first and second halves differed beyond the noise of its intervals: a
+    /// warm-up or a drift ([`crate::steady`]), with the figures before and after the change
+    /// for what moved, and the stretch where it was steady (absent when neither half was).
+    Unsteady {
+        pattern: crate::steady::Pattern,
+        /// Requests/s, means of the intervals before and after the change.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requests_per_s: Option<crate::steady::Shift>,
+        /// Median latency, µs, means of the intervals' medians before and after the change.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p50_us: Option<crate::steady::Shift>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        steady: Option<crate::steady::Window>,
+    },
 }
 
 /// Why a run ended before its requests were all done.
@@ -367,6 +387,8 @@ pub struct Recorder {
     pub read_delay: Histogram<u64>,
     /// Times a worker slept to collect responses in batches instead of being woken by each.
     pub naps: u64,
+    /// The same counts per interval of the measured part (`None` unless the engine set it up).
+    pub timeline: Option<Timeline>,
 }
 
 impl Recorder {
@@ -395,6 +417,7 @@ impl Recorder {
             send_lag: corrected.then(new_histogram),
             read_delay: new_histogram(),
             naps: 0,
+            timeline: None,
         }
     }
 
@@ -445,6 +468,41 @@ impl Recorder {
         }
         let _ = self.read_delay.add(&o.read_delay);
         self.naps += o.naps;
+        match (self.timeline.as_mut(), o.timeline.take()) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, b) => self.timeline = b,
+            (Some(_), None) => {}
+        }
+    }
+
+    /// A response recorded at `done` also counts in its interval ([`crate::timeline`]).
+    #[inline]
+    pub fn interval_response(
+        &mut self,
+        done: Instant,
+        s: &Sample,
+        corrected_total: Option<u64>,
+        bytes: u64,
+        length_failure: bool,
+    ) {
+        if let Some(t) = self.timeline.as_mut() {
+            t.response(
+                done,
+                u64::from(s.total),
+                corrected_total,
+                bytes,
+                length_failure,
+            );
+        }
+    }
+
+    /// A failure counted at `at` also counts in its interval; `completed`: it counts as a
+    /// request that ended.
+    #[inline]
+    pub fn interval_failure(&mut self, at: Instant, kind: FailureKind, completed: bool) {
+        if let Some(t) = self.timeline.as_mut() {
+            t.failure(at, kind, completed);
+        }
     }
 }
 

@@ -275,6 +275,159 @@ pub fn percentile_chart(id: &str, title: &str, series: &[SeriesInput]) -> LineCh
     }
 }
 
+/// One line of a chart over time.
+#[derive(Debug, Clone)]
+pub struct TimeLineInput {
+    /// What the line is ("nginx round 2 p99"), shown when pointed at.
+    pub title: String,
+    pub colour: &'static str,
+    pub dashed: bool,
+    /// (seconds from the start of measurement, value) points.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A stretch of time shaded behind the lines: where a load was steady.
+#[derive(Debug, Clone)]
+pub struct ShadeInput {
+    pub title: String,
+    pub colour: &'static str,
+    pub from_s: f64,
+    pub to_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TimeLine {
+    pub title: String,
+    pub colour: String,
+    pub dashed: bool,
+    /// SVG `points` attribute.
+    pub points: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Shade {
+    pub title: String,
+    pub colour: String,
+    pub x: String,
+    pub y: String,
+    pub width: String,
+    pub height: String,
+}
+
+/// A legend entry: a colour square and a name, in a row along the top of the plot.
+#[derive(Debug, Clone, Serialize)]
+pub struct Legend {
+    pub name: String,
+    pub colour: String,
+    pub x: String,
+    pub y: String,
+    pub rect_y: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TimeChart {
+    pub id: String,
+    /// `data-chart` attribute ("timeline-rps", "timeline-latency").
+    pub kind: String,
+    pub title: String,
+    pub x_title: String,
+    pub y_title: String,
+    pub plot: Plot,
+    pub x_ticks: Vec<Tick>,
+    pub y_ticks: Vec<Tick>,
+    pub shades: Vec<Shade>,
+    pub lines: Vec<TimeLine>,
+    pub legend: Vec<Legend>,
+    pub tick_label_y: String,
+}
+
+/// Room above the highest value for the legend row, as a share of the plot's height.
+const LEGEND_ROOM: f64 = 0.15;
+
+/// Lays out lines over time: x linear in seconds from 0, y linear from 0 to a round number
+/// above the highest point (with room at the top for the legend), `shades` behind the lines.
+pub fn time_chart(
+    id: &str,
+    kind: &str,
+    title: &str,
+    y_title: &str,
+    lines: &[TimeLineInput],
+    shades: &[ShadeInput],
+    legend: &[(String, &'static str)],
+) -> TimeChart {
+    let all = || lines.iter().flat_map(|l| l.points.iter());
+    let x_max = all()
+        .map(|p| p.0)
+        .chain(shades.iter().map(|s| s.to_s))
+        .fold(0.0_f64, f64::max);
+    let y_max = all().map(|p| p.1).fold(0.0_f64, f64::max);
+    let (x_axis, x_ticks) = nice_ticks(x_max);
+    let (y_axis, y_ticks) = nice_ticks(y_max / (1.0 - LEGEND_ROOM));
+    let plot_h = HEIGHT - BOTTOM - TOP;
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let x_of = |t: f64| LEFT + (t.max(0.0) / x_axis).min(1.0) * plot_w;
+    let y_of = |v: f64| HEIGHT - BOTTOM - (v.max(0.0) / y_axis).min(1.0) * plot_h;
+    TimeChart {
+        id: id.to_string(),
+        kind: kind.to_string(),
+        title: title.to_string(),
+        x_title: "seconds from the start of measurement".to_string(),
+        y_title: y_title.to_string(),
+        plot: plot(),
+        x_ticks: x_ticks
+            .iter()
+            .map(|&(v, ref label)| Tick {
+                pos: c(x_of(v)),
+                label: label.clone(),
+            })
+            .collect(),
+        y_ticks: y_ticks
+            .iter()
+            .map(|&(v, ref label)| Tick {
+                pos: c(y_of(v)),
+                label: label.clone(),
+            })
+            .collect(),
+        shades: shades
+            .iter()
+            .map(|s| Shade {
+                title: s.title.clone(),
+                colour: s.colour.to_string(),
+                x: c(x_of(s.from_s)),
+                y: c(TOP),
+                width: c(x_of(s.to_s) - x_of(s.from_s)),
+                height: c(plot_h),
+            })
+            .collect(),
+        lines: lines
+            .iter()
+            .map(|l| TimeLine {
+                title: l.title.clone(),
+                colour: l.colour.to_string(),
+                dashed: l.dashed,
+                points: l
+                    .points
+                    .iter()
+                    .map(|&(t, v)| format!("{},{}", c(x_of(t)), c(y_of(v))))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            })
+            .collect(),
+        legend: legend
+            .iter()
+            .enumerate()
+            .map(|(i, (name, colour))| Legend {
+                name: name.clone(),
+                colour: colour.to_string(),
+                x: c(LEFT + 12.0 + 110.0 * i as f64),
+                y: c(TOP + 14.0),
+                rect_y: c(TOP + 5.0),
+            })
+            .collect(),
+        tick_label_y: c(HEIGHT - BOTTOM + 18.0),
+    }
+}
+
 /// An axis from 0 to a round number at or above `max`, with 1-2-5 steps and at most 6 ticks.
 /// Returns the axis maximum and (value, label) ticks.
 pub fn nice_ticks(max: f64) -> (f64, Vec<(f64, String)>) {
@@ -348,5 +501,39 @@ mod tests {
         let w = ch.bars[0].whisker.as_ref().unwrap();
         assert_eq!((w.y_low.as_str(), w.y_high.as_str()), ("152.8", "107.2"));
         assert!(ch.bars[1].whisker.is_none());
+    }
+
+    #[test]
+    fn a_time_chart_scales_both_axes_and_shades_behind_the_lines() {
+        let line = TimeLineInput {
+            title: "a round 1".into(),
+            colour: colour(0),
+            dashed: false,
+            points: vec![(0.5, 0.0), (1.5, 85.0), (9.5, 85.0)],
+        };
+        let shade = ShadeInput {
+            title: "steady".into(),
+            colour: colour(0),
+            from_s: 2.0,
+            to_s: 10.0,
+        };
+        let ch = time_chart(
+            "t",
+            "timeline-rps",
+            "t",
+            "y",
+            &[line],
+            &[shade],
+            &[("a".to_string(), colour(0))],
+        );
+        // x: 0..10 s over 536 units from 72; y: 85 / 0.85 = 100 at the top.
+        assert_eq!(ch.lines[0].points, "98.8,244.0 152.4,50.2 581.2,50.2");
+        assert_eq!(ch.x_ticks.last().unwrap().label, "10");
+        assert_eq!(ch.y_ticks.last().unwrap().label, "100");
+        assert_eq!(
+            (ch.shades[0].x.as_str(), ch.shades[0].width.as_str()),
+            ("179.2", "428.8")
+        );
+        assert_eq!(ch.legend[0].x, "84.0");
     }
 }

@@ -1,6 +1,7 @@
 //! The words for what the load generator reports as data ([`loadgen::Note`]), so that
 //! `benchctl load`, `benchctl run` and the reports say the same thing the same way.
 
+use loadgen::steady::{Pattern, Shift};
 use loadgen::Note;
 
 /// One sentence (no final full stop) a person reads under a load's numbers.
@@ -26,5 +27,143 @@ pub fn describe(note: &Note) -> String {
             read_delay_mean_us / 1000.0,
             total_mean_us / 1000.0
         ),
+        Note::Unsteady {
+            pattern,
+            requests_per_s,
+            p50_us,
+            steady,
+        } => {
+            let mut moved = Vec::new();
+            if let Some(r) = requests_per_s {
+                moved.push(format!(
+                    "throughput {} ({:.0} to {:.0} requests/s)",
+                    change(r),
+                    r.before,
+                    r.after
+                ));
+            }
+            if let Some(l) = p50_us {
+                moved.push(format!(
+                    "median latency {} ({:.2} to {:.2} ms)",
+                    change(l),
+                    l.before / 1000.0,
+                    l.after / 1000.0
+                ));
+            }
+            let (when, window) = match steady {
+                Some(w) if w.from_s > 0.0 => (
+                    format!("over the first {}", seconds(w.from_s, " ")),
+                    format!(
+                        "steady from {} to {}",
+                        seconds(w.from_s, " "),
+                        seconds(w.to_s, " ")
+                    ),
+                ),
+                Some(w) => (
+                    format!("after {}", seconds(w.to_s, " ")),
+                    format!("steady from 0 s to {}", seconds(w.to_s, " ")),
+                ),
+                None => (
+                    "from the first half of the load to the second".to_string(),
+                    "steady in neither half".to_string(),
+                ),
+            };
+            let (kind, advice) = match (pattern, steady) {
+                (Pattern::WarmUp, Some(w)) => (
+                    "warm-up",
+                    format!(
+                        "; a warm-up of {} (--warmup, scenario key `warmup`) leaves it out of the figures",
+                        seconds(w.from_s, "")
+                    ),
+                ),
+                (Pattern::WarmUp, None) => ("warm-up, not over by the end", String::new()),
+                (Pattern::Drift, _) => ("drift", String::new()),
+            };
+            format!("{} {when} ({kind}); {window}{advice}", moved.join(" and "))
+        }
+    }
+}
+
+/// "rose 40%", "fell 25%", or "rose from 0" when there was nothing before.
+fn change(s: &Shift) -> String {
+    let verb = if s.after >= s.before { "rose" } else { "fell" };
+    if s.before > 0.0 {
+        format!("{verb} {:.0}%", ((s.after / s.before - 1.0) * 100.0).abs())
+    } else {
+        format!("{verb} from 0")
+    }
+}
+
+/// Seconds as a person writes them: "2 s", "2.5 s" (or "2s", "2.5s" with an empty `space`,
+/// as a duration is written on the command line), to the millisecond.
+pub fn seconds(s: f64, space: &str) -> String {
+    let ms = (s * 1000.0).round() as u64;
+    if ms % 1000 == 0 {
+        format!("{}{space}s", ms / 1000)
+    } else {
+        let text = format!("{:.3}", ms as f64 / 1000.0);
+        format!("{}{space}s", text.trim_end_matches('0'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadgen::steady::Window;
+
+    #[test]
+    fn an_unsteady_load_says_what_moved_when_and_where_it_was_steady() {
+        let warm = Note::Unsteady {
+            pattern: Pattern::WarmUp,
+            requests_per_s: Some(Shift {
+                before: 6000.0,
+                after: 8400.0,
+            }),
+            p50_us: Some(Shift {
+                before: 2500.0,
+                after: 1000.0,
+            }),
+            steady: Some(Window {
+                from_s: 2.0,
+                to_s: 10.0,
+            }),
+        };
+        assert_eq!(
+            describe(&warm),
+            "throughput rose 40% (6000 to 8400 requests/s) and median latency fell 60% (2.50 to \
+             1.00 ms) over the first 2 s (warm-up); steady from 2 s to 10 s; a warm-up of 2s \
+             (--warmup, scenario key `warmup`) leaves it out of the figures"
+        );
+        let drift = Note::Unsteady {
+            pattern: Pattern::Drift,
+            requests_per_s: Some(Shift {
+                before: 10000.0,
+                after: 7000.0,
+            }),
+            p50_us: None,
+            steady: Some(Window {
+                from_s: 0.0,
+                to_s: 6.5,
+            }),
+        };
+        assert_eq!(
+            describe(&drift),
+            "throughput fell 30% (10000 to 7000 requests/s) after 6.5 s (drift); steady from 0 s \
+             to 6.5 s"
+        );
+        let wandering = Note::Unsteady {
+            pattern: Pattern::Drift,
+            requests_per_s: None,
+            p50_us: Some(Shift {
+                before: 1000.0,
+                after: 3000.0,
+            }),
+            steady: None,
+        };
+        assert_eq!(
+            describe(&wandering),
+            "median latency rose 200% (1.00 to 3.00 ms) from the first half of the load to the \
+             second (drift); steady in neither half"
+        );
     }
 }

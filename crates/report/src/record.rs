@@ -21,7 +21,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// 2 added `capacity` (the capacity searches). A record of version 1 is read as one with no
 /// searches; a reader of version 1 refuses a record of version 2 by its version rather than
 /// by a field it does not know.
-pub const SCHEMA_VERSION: u32 = 2;
+///
+/// 3 added each load's `timeline` (its counts and histograms per interval) and the
+/// `unsteady` note, which a reader of version 2 would refuse as an unknown kind of note.
+/// Records of versions 1 and 2 are read as loads without timelines.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Everything one `benchctl run` produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -578,6 +582,24 @@ impl RunRecord {
                         ));
                     }
                     last = v;
+                }
+            }
+            if let Some(t) = &r.timeline {
+                figure(&at("timeline.interval_s"), t.interval_s)?;
+                for (j, iv) in t.intervals.iter().enumerate() {
+                    figure(&at(&format!("timeline.intervals[{j}].start_s")), iv.start_s)?;
+                    figure(
+                        &at(&format!("timeline.intervals[{j}].duration_s")),
+                        iv.duration_s,
+                    )?;
+                }
+                let completed: u64 = t.intervals.iter().map(|iv| iv.completed).sum();
+                if completed != r.complete {
+                    return Err(format!(
+                        "{} add up to {completed} requests, but complete is {}",
+                        at("timeline.intervals"),
+                        r.complete
+                    ));
                 }
             }
             if let Some(u) = &l.server_usage {

@@ -7,13 +7,17 @@
 //! on the clock or on hash order, so the same record always renders to the same bytes.
 
 use crate::ab::{self, AbOptions, AbSummary};
-use crate::charts::{self, BarChart, BarInput, LineChart, SeriesInput};
+use crate::charts::{
+    self, BarChart, BarInput, LineChart, SeriesInput, ShadeInput, TimeChart, TimeLineInput,
+};
 use crate::compare::{Comparison, Verdict};
 use crate::error::ReportError;
 use crate::record::{LoadRecord, RunRecord, ServerStatus};
 use crate::stats::{self, GroupStats, Metric, Summary};
 use hdrhistogram::Histogram;
 use loadgen::stats::Timer;
+use loadgen::steady::{Pattern, Point};
+use loadgen::Note;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -485,6 +489,9 @@ fn row(g: &GroupStats, reference: Option<f64>) -> Row {
     if g.too_short_s.is_some() {
         flags.push("too short");
     }
+    if !g.unsteady.is_empty() {
+        flags.push("unsteady");
+    }
     Row {
         server: g.server.clone(),
         rounds: g.rounds.to_string(),
@@ -778,6 +785,17 @@ fn notes(g: &GroupStats) -> Vec<String> {
             s * 1000.0,
         ));
     }
+    if let Some((round, note)) = g.unsteady.first() {
+        let what = crate::notes::describe(note);
+        out.push(match (g.unsteady.len(), g.rounds) {
+            (_, 1) => format!("{}: not steady: {what}", g.server),
+            (1, n) => format!("{}: round {round} of {n} not steady: {what}", g.server),
+            (m, n) => format!(
+                "{}: {m} of {n} rounds not steady, round {round}: {what}",
+                g.server
+            ),
+        });
+    }
     if let Some((lo, hi)) = g.repetitions {
         let times = if lo == hi {
             format!("{lo}")
@@ -802,6 +820,35 @@ struct DocCharts {
     latency_rows: Vec<LatencyRow>,
     /// Server CPU, then memory, each when any round recorded it.
     resources: Vec<BarChart>,
+    /// The loads over time, when their records have timelines.
+    timeline: Option<TimelineCharts>,
+}
+
+/// Requests/s and latency per interval, one line per server and round, with the steady
+/// stretch of a load flagged as not steady shaded, and a row per load under them.
+#[derive(Serialize)]
+struct TimelineCharts {
+    /// Requests/s, then latency.
+    charts: Vec<TimeChart>,
+    rows: Vec<SteadyRow>,
+    /// The interval length ("1 s"; "1 s, 2 s" when loads differed).
+    interval: String,
+    /// Some load ran at a constant rate: its latencies are from the intended send times.
+    corrected: bool,
+}
+
+#[derive(Serialize)]
+struct SteadyRow {
+    server: String,
+    round: String,
+    intervals: String,
+    /// Lowest and highest requests/s of an interval.
+    rps_range: String,
+    /// Lowest and highest median latency of an interval, ms.
+    p50_range: String,
+    /// Highest p99 of an interval, ms.
+    p99_max: String,
+    verdict: String,
 }
 
 /// Percentiles under the latency chart, ms, from the merged histograms of all rounds.
@@ -905,7 +952,160 @@ fn doc_charts(
         latency,
         latency_rows,
         resources: cpu.into_iter().chain(memory).collect(),
+        timeline: timeline_charts(record, di, doc, groups, colour_of)?,
     })
+}
+
+/// The timeline charts of one document; `None` when no load of it has a timeline (records
+/// made before they were kept).
+fn timeline_charts(
+    record: &RunRecord,
+    di: usize,
+    doc: &str,
+    groups: &[&GroupStats],
+    colour_of: &dyn Fn(&str) -> &'static str,
+) -> Result<Option<TimelineCharts>, ReportError> {
+    let mut rps_lines = Vec::new();
+    let mut latency_lines = Vec::new();
+    let mut shades = Vec::new();
+    let mut rows = Vec::new();
+    let mut legend = Vec::new();
+    let mut intervals: Vec<String> = Vec::new();
+    let mut corrected_any = false;
+    for g in groups {
+        let colour = colour_of(&g.server);
+        let mut drawn = false;
+        for l in group_loads(record, &g.server, doc) {
+            let Some(t) = &l.load.timeline else {
+                continue;
+            };
+            let corrected = l.load.corrected_total.is_some();
+            corrected_any |= corrected;
+            let points = t
+                .points(corrected)
+                .map_err(|e| hist_error(l, &e.to_string()))?;
+            let used: Vec<&Point> = points.iter().filter(|p| p.counts(t.interval_s)).collect();
+            let name = format!("{} round {}", g.server, l.round + 1);
+            let mid = |p: &Point| p.start_s + p.duration_s / 2.0;
+            let ms = |us: u64| us as f64 / 1e3;
+            rps_lines.push(TimeLineInput {
+                title: name.clone(),
+                colour,
+                dashed: false,
+                points: used.iter().map(|p| (mid(p), p.rate())).collect(),
+            });
+            for (label, dashed, pick) in [
+                (
+                    "p50",
+                    false,
+                    (|p: &Point| p.p50_us) as fn(&Point) -> Option<u64>,
+                ),
+                ("p99", true, |p: &Point| p.p99_us),
+            ] {
+                latency_lines.push(TimeLineInput {
+                    title: format!("{name} {label}"),
+                    colour,
+                    dashed,
+                    points: used
+                        .iter()
+                        .filter_map(|p| pick(p).map(|v| (mid(p), ms(v))))
+                        .collect(),
+                });
+            }
+            let note = l
+                .load
+                .notes
+                .iter()
+                .find(|n| matches!(n, Note::Unsteady { .. }));
+            let verdict = match note {
+                Some(Note::Unsteady {
+                    pattern, steady, ..
+                }) => {
+                    let kind = match pattern {
+                        Pattern::WarmUp => "warm-up",
+                        Pattern::Drift => "drift",
+                    };
+                    match steady {
+                        Some(w) => {
+                            let window = format!(
+                                "steady from {} to {}",
+                                crate::notes::seconds(w.from_s, " "),
+                                crate::notes::seconds(w.to_s, " ")
+                            );
+                            shades.push(ShadeInput {
+                                title: format!("{name}: {window}"),
+                                colour,
+                                from_s: w.from_s,
+                                to_s: w.to_s,
+                            });
+                            format!("{kind}: {window}")
+                        }
+                        None => format!("{kind}: steady in neither half"),
+                    }
+                }
+                _ if used.len() >= loadgen::steady::MIN_INTERVALS => "steady".to_string(),
+                _ => format!("not judged: {} intervals", used.len()),
+            };
+            let range = |v: Vec<f64>, decimals: usize| {
+                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                if v.is_empty() {
+                    "-".to_string()
+                } else {
+                    format!("{}-{}", f(lo, decimals), f(hi, decimals))
+                }
+            };
+            rows.push(SteadyRow {
+                server: g.server.clone(),
+                round: (l.round + 1).to_string(),
+                intervals: used.len().to_string(),
+                rps_range: range(used.iter().map(|p| p.rate()).collect(), 0),
+                p50_range: range(used.iter().filter_map(|p| p.p50_us).map(ms).collect(), 2),
+                p99_max: used
+                    .iter()
+                    .filter_map(|p| p.p99_us)
+                    .max()
+                    .map_or_else(|| "-".to_string(), |v| f(ms(v), 2)),
+                verdict,
+            });
+            let interval = crate::notes::seconds(t.interval_s, " ");
+            if !intervals.contains(&interval) {
+                intervals.push(interval);
+            }
+            drawn = true;
+        }
+        if drawn {
+            legend.push((g.server.clone(), colour));
+        }
+    }
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(TimelineCharts {
+        charts: vec![
+            charts::time_chart(
+                &format!("timeline-rps-{di}"),
+                "timeline-rps",
+                &format!("Requests per second over time: {doc}"),
+                "requests/s per interval",
+                &rps_lines,
+                &shades,
+                &legend,
+            ),
+            charts::time_chart(
+                &format!("timeline-latency-{di}"),
+                "timeline-latency",
+                &format!("Latency over time: {doc}"),
+                "latency per interval (ms)",
+                &latency_lines,
+                &shades,
+                &legend,
+            ),
+        ],
+        rows,
+        interval: intervals.join(", "),
+        corrected: corrected_any,
+    }))
 }
 
 /// The Total-time histograms of every round merged; `None` when no request was timed.
@@ -1124,6 +1324,7 @@ mod tests {
             shares: None,
             share_used: None,
             rx_stamps: true,
+            unsteady: Vec::new(),
             metrics: vec![
                 MetricSummary {
                     metric: Metric::RequestsPerSecond,

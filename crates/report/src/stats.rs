@@ -264,6 +264,9 @@ pub struct GroupStats {
     /// Every round timed its responses by the kernel's receive stamps, so the latencies leave
     /// the generator's own delay in reading them out.
     pub rx_stamps: bool,
+    /// The rounds whose halves differed beyond noise (1-based round, the load generator's
+    /// note), in round order.
+    pub unsteady: Vec<(u32, loadgen::Note)>,
     /// In [`Metric::ALL`] order; metrics no round measured are left out.
     pub metrics: Vec<MetricSummary>,
 }
@@ -334,6 +337,16 @@ pub fn summarize_loads<'a>(
             .then(|| loads.iter().map(|l| l.load.elapsed_s).fold(0.0, f64::max)),
         repetitions: min_max(loads.iter().filter_map(|l| l.load.settings.repetitions)),
         rx_stamps: loads.iter().all(|l| l.load.settings.rx_stamps),
+        unsteady: loads
+            .iter()
+            .flat_map(|l| {
+                l.load
+                    .notes
+                    .iter()
+                    .filter(|n| matches!(n, loadgen::Note::Unsteady { .. }))
+                    .map(|n| (l.round + 1, n.clone()))
+            })
+            .collect(),
         metrics,
     })
 }

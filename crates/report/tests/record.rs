@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 fn schema() -> serde_json::Value {
     let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/schema/run-record.v2.json");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/schema/run-record.v3.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -88,7 +88,7 @@ fn the_schema_rejects_what_the_reader_rejects() {
     let good = serde_json::to_value(common::fixture(1, None)).unwrap();
     assert!(validator.is_valid(&good));
     for (pointer, bad) in [
-        ("/schema_version", serde_json::json!(3)),
+        ("/schema_version", serde_json::json!(4)),
         ("/status", serde_json::json!({"state": "failed"})),
         ("/scenario/sha256", serde_json::json!("not-a-hash")),
         ("/loads/0/round", serde_json::json!(-1)),
@@ -186,7 +186,7 @@ fn a_record_missing_a_field_names_the_field() {
 #[test]
 fn a_newer_schema_asks_for_a_newer_benchctl() {
     let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
-    v["schema_version"] = serde_json::json!(3);
+    v["schema_version"] = serde_json::json!(4);
     // Newer files may have fields this reader does not know: the version is what to report.
     v["new_field"] = serde_json::json!(true);
     let dir = tempfile::tempdir().unwrap();
@@ -195,13 +195,13 @@ fn a_newer_schema_asks_for_a_newer_benchctl() {
     assert!(matches!(
         err,
         ReportError::NewerVersion {
-            found: 3,
-            supported: 2,
+            found: 4,
+            supported: 3,
             ..
         }
     ));
     let msg = err.to_string();
-    assert!(msg.contains("schema version 3"), "{msg}");
+    assert!(msg.contains("schema version 4"), "{msg}");
     assert!(msg.contains("upgrade benchctl"), "{msg}");
 
     let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
@@ -287,4 +287,64 @@ fn a_load_is_client_bound_by_its_generators_cpu_or_by_responses_waiting_to_be_re
     load.notes.clear();
     load.client_cpu_s = 0.95 * load.elapsed_s;
     assert!(report::record::is_client_bound(&load));
+}
+
+#[test]
+fn timelines_validate_round_trip_and_must_add_up() {
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let rec = common::fixture_over_time();
+    let value = serde_json::to_value(&rec).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "schema errors: {errors:#?}");
+    assert_eq!(
+        value.pointer("/loads/1/load/notes/0/kind"),
+        Some(&serde_json::json!("unsteady"))
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    rec.write_atomic(&path).unwrap();
+    assert_eq!(RunRecord::load(&path).unwrap(), rec);
+    // The intervals add up to the load's counts, and their histograms to its histogram.
+    for l in &rec.loads {
+        let t = l.load.timeline.as_ref().unwrap();
+        let done: u64 = t.intervals.iter().map(|i| i.completed).sum();
+        assert_eq!(done, l.load.complete);
+        let failed: u64 = t.intervals.iter().map(|i| i.failures.total()).sum();
+        assert_eq!(failed, l.load.failed);
+        let bytes: u64 = t.intervals.iter().map(|i| i.total_bytes).sum();
+        assert_eq!(bytes, l.load.total_bytes);
+        let timed: u64 = t
+            .intervals
+            .iter()
+            .filter_map(|i| i.total.as_deref())
+            .map(|h| loadgen::json::decode_histogram(h).unwrap().len())
+            .sum();
+        assert_eq!(timed, l.load.timers.total.moments.count);
+    }
+    let mut v = value.clone();
+    *v.pointer_mut("/loads/0/load/timeline/intervals/3/completed")
+        .unwrap() = serde_json::json!(0);
+    let msg = load_err(&v.to_string());
+    assert!(
+        msg.contains("loads[0].load.timeline.intervals add up to"),
+        "{msg}"
+    );
+    let mut v = value;
+    *v.pointer_mut("/loads/0/load/timeline/intervals/0/duration_s")
+        .unwrap() = serde_json::json!(-1.0);
+    assert!(!validator.is_valid(&v));
+}
+
+#[test]
+fn a_record_of_version_2_still_reads() {
+    let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
+    v["schema_version"] = serde_json::json!(2);
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "v2.json", &v.to_string());
+    let back = RunRecord::load(&p).unwrap();
+    assert_eq!(back.schema_version, 2);
+    assert!(back.loads.iter().all(|l| l.load.timeline.is_none()));
 }

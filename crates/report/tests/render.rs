@@ -259,3 +259,48 @@ fn every_format_shows_the_capacity_head_to_head_where_there_was_a_search() {
             && !html.contains("Capacity at")
     );
 }
+
+#[test]
+fn loads_over_time_are_charted_and_an_unsteady_one_is_flagged_with_its_steady_stretch() {
+    let rec = common::fixture_over_time();
+    let [text, md, html] = all_formats(&rec);
+    // Two charts over time for the document: one line per server and round for requests/s,
+    // two (p50 and p99) for latency.
+    for kind in ["timeline-rps", "timeline-latency"] {
+        let tag = format!("data-chart=\"{kind}\"");
+        assert_eq!(html.matches(&tag).count(), 1, "{kind}");
+    }
+    assert_eq!(html.matches("<polyline class=\"line\"").count(), 4 + 4);
+    assert_eq!(html.matches("<polyline class=\"line dashed\"").count(), 4);
+    // Only nginx's first round is shaded, in both charts, from 2 s to 8 s.
+    assert_eq!(html.matches("<rect class=\"steady\"").count(), 2);
+    assert!(html.contains("<title>nginx round 1: steady from 2 s to 8 s</title>"));
+    assert!(html.contains("data-table=\"steady\""));
+    assert!(
+        html.contains("<td>warm-up: steady from 2 s to 8 s</td>"),
+        "{html}"
+    );
+    assert_eq!(html.matches("<td>steady</td>").count(), 3);
+    // Text and Markdown: the note and the flag, no series.
+    let note = "nginx: round 1 of 2 not steady: throughput rose 100% (353 to 705 requests/s) and median latency fell 50% (2.54 to 1.27 ms)";
+    assert!(text.contains(&format!("Note: {note}")), "{text}");
+    assert!(text.contains("over the first 2 s (warm-up); steady from 2 s to 8 s; a warm-up of 2s"));
+    assert!(md.contains(note), "{md}");
+    let row = text.lines().find(|l| l.starts_with("nginx ")).unwrap();
+    assert!(row.ends_with("unsteady]"), "{row}");
+    assert!(
+        !text.contains("HISTF") && !text.contains("timeline"),
+        "{text}"
+    );
+    // A record without timelines has no such section.
+    let html = render(&common::fixture(3, None), Format::Html, None).unwrap();
+    assert!(!html.contains("timeline-rps") && !html.contains("Over time"));
+}
+
+#[test]
+fn a_load_too_short_to_judge_says_so() {
+    let mut rec = common::fixture_over_time();
+    rec.loads[0].load = common::load_over_time("Apache/2.4.62 (Debian)", &[(400, 2_000); 3]);
+    let html = render(&rec, Format::Html, None).unwrap();
+    assert!(html.contains("<td>not judged: 3 intervals</td>"), "{html}");
+}

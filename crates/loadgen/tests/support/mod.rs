@@ -3,7 +3,8 @@
 //! (connections accepted, connections open at once, requests, bytes written) so tests can check
 //! the client's numbers against the server's.
 //!
-//! Behaviours, chosen by path (the query string is ignored except by `/stall-once` and `/slow`):
+//! Behaviours, chosen by path (the query string is ignored except by `/stall-once`, `/slow`
+//! and `/warm`):
 //! - `/cl`: "Hello, World!" with Content-Length; keep-alive when HTTP/1.1 (unless the request says
 //!   `Connection: close`) or when an HTTP/1.0 request says `Connection: Keep-Alive`;
 //! - `/chunked`: the same 13 bytes in several chunks;
@@ -18,6 +19,9 @@
 //! - `/stall-once?after=N`: when the server's request count reaches N, every response waits
 //!   until one second after that moment (a server that stops once, like a GC pause);
 //! - `/slow?ms=N`: the `/cl` response, each one after waiting N milliseconds;
+//! - `/warm?ms=N&for=F&then=T`: the `/cl` response after N milliseconds for the first F
+//!   milliseconds from the server's first `/warm` request, after T milliseconds from then on
+//!   (a server that warms up);
 //! - `/garbage`: "NOT HTTP\r\n\r\n" and close;
 //! - `/twice?len=N`: on a kept-alive connection, answers every other request with two
 //!   responses of N body bytes in one write (the second one for the request still to come) and
@@ -89,6 +93,8 @@ struct Counters {
     vary: AtomicU64,
     /// When `/stall-once` triggered: responses wait until this instant plus [`STALL_ONCE`].
     stalled_at: Mutex<Option<Instant>>,
+    /// The first `/warm` request.
+    warm_from: Mutex<Option<Instant>>,
 }
 
 /// Runs the load on a thread of its own and fails the test if it does not return in `limit`.
@@ -358,6 +364,22 @@ async fn serve(mut s: TcpStream, c: &Counters) -> std::io::Result<()> {
             "/slow" => {
                 let ms = query_number(&req.query, "ms").unwrap_or(1);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
+                send_hello(&mut s, c, keep, req.head_only).await?;
+            }
+            "/warm" => {
+                let ms =
+                    |key: &str| Duration::from_millis(query_number(&req.query, key).unwrap_or(0));
+                let from = *c
+                    .warm_from
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert_with(Instant::now);
+                let wait = if from.elapsed() < ms("for") {
+                    ms("ms")
+                } else {
+                    ms("then")
+                };
+                tokio::time::sleep(wait).await;
                 send_hello(&mut s, c, keep, req.head_only).await?;
             }
             "/stall-once" => {

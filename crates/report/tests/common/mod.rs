@@ -294,3 +294,118 @@ pub fn with_capacity(mut rec: RunRecord) -> RunRecord {
     rec.capacity = vec![apache, nginx];
     rec
 }
+
+/// One load of `seconds` whole seconds in 1 s intervals, as the engine records it: each
+/// second's requests and latencies (µs) from `per_second`, its timeline closed and judged by
+/// the load generator's own steady-state test.
+pub fn load_over_time(software: &str, per_second: &[(u32, u32)]) -> LoadReport {
+    use loadgen::timeline::Timeline;
+    use std::time::Instant;
+    let origin = Instant::now();
+    let mut rec = Recorder::new(false, false);
+    rec.timeline = Some(Timeline::new(origin, Duration::from_secs(1)));
+    for (s, &(n, latency)) in per_second.iter().enumerate() {
+        for i in 0..n {
+            // Spread over the second, latencies a little apart.
+            let at = origin
+                + Duration::from_secs(s as u64)
+                + Duration::from_micros(u64::from(i) * 1_000_000 / u64::from(n));
+            let total = latency + (i % 7) * latency / 50;
+            let sample = Sample {
+                connect: 0,
+                waiting: total * 9 / 10,
+                total,
+            };
+            rec.record(sample, None);
+            rec.completed += 1;
+            rec.total_bytes += 250;
+            rec.body_bytes += 13;
+            rec.sent_bytes += 90;
+            rec.interval_response(at, &sample, None, 250, false);
+        }
+    }
+    // Two failures in the third second, counted where they happened.
+    for kind in [loadgen::FailureKind::Receive, loadgen::FailureKind::Timeout] {
+        rec.failures.add(kind);
+        rec.completed += 1;
+        rec.interval_failure(origin + Duration::from_millis(2_500), kind, true);
+    }
+    let elapsed = Duration::from_secs(per_second.len() as u64);
+    let notes = loadgen::steady::settle(&mut rec, elapsed)
+        .into_iter()
+        .collect();
+    let m = Measurement {
+        server: ServerInfo {
+            software: software.to_string(),
+            hostname: "127.0.0.1".to_string(),
+            port: 8080,
+            path: "/hello.html".to_string(),
+            document_length: 13,
+        },
+        settings: RunSettings {
+            concurrency: 10,
+            keep_alive: true,
+            rate: None,
+            threads: 1,
+            http11: false,
+            head: false,
+            rx_stamps: true,
+            coalesce: "auto".into(),
+            repetitions: None,
+        },
+        elapsed,
+        rec,
+        client_cpu: Duration::from_millis(2_000),
+        stopped_early: None,
+        notes,
+    };
+    LoadReport::from_measurement(&m)
+}
+
+/// A run of 8 s loads with timelines: apache and nginx on one document, two rounds; nginx's
+/// first round warms up over its first 2 s (fewer requests, slower), the others are steady.
+pub fn fixture_over_time() -> RunRecord {
+    let mut rec = fixture(1, None);
+    rec.run_id = "hello-20240501T120000Z-over-time".into();
+    rec.loads.clear();
+    for round in 0..2 {
+        for (server, software, rate, latency) in [
+            ("apache", "Apache/2.4.62 (Debian)", 400u32, 2_000u32),
+            ("nginx", "nginx/1.26.3", 700, 1_200),
+        ] {
+            let per_second: Vec<(u32, u32)> = (0..8)
+                .map(|s| {
+                    let wobble = [0, 6, 3, 9, 1, 7, 4, 2][s];
+                    if server == "nginx" && round == 0 && s < 2 {
+                        (rate / 2 + wobble, latency * 2)
+                    } else {
+                        (rate + wobble, latency)
+                    }
+                })
+                .collect();
+            loads_push(
+                &mut rec,
+                server,
+                round,
+                load_over_time(software, &per_second),
+            );
+        }
+    }
+    rec
+}
+
+fn loads_push(rec: &mut RunRecord, server: &str, round: u32, load: LoadReport) {
+    rec.loads.push(LoadRecord {
+        server: server.into(),
+        document: "hello".into(),
+        url_path: "/hello.html".into(),
+        round,
+        load,
+        server_usage: Some(Usage {
+            cpu_s: 1.5,
+            peak_memory_bytes: 10_000_000,
+        }),
+        client_bound: false,
+        server_share: None,
+    });
+}
