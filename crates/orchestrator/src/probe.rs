@@ -7,7 +7,7 @@
 //! about a tenth of a second with its last log lines instead of waiting out the deadline.
 //!
 //! Verification fetches every document with an HTTP client that never uses a proxy (every
-//! request goes to 127.0.0.1), hashing the body as it streams so a 100 MB file is never held in
+//! request goes to the server's own address: 127.0.0.1, or another engine's host), hashing the body as it streams so a 100 MB file is never held in
 //! memory, and records the Server header, which the results keep as the server's version.
 
 use crate::container::ContainerGuard;
@@ -15,6 +15,7 @@ use crate::error::{OrchestratorError, Result};
 use crate::logtail::TAIL_LINES;
 use crate::Orchestrator;
 use sha2::{Digest, Sha256};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -47,14 +48,11 @@ pub struct Verified {
 }
 
 /// One attempt: connect, send a GET, and see whether the reply starts like HTTP.
-async fn answers_http(port: u16, path: &str) -> bool {
+async fn answers_http(addr: SocketAddr, path: &str) -> bool {
     let attempt = async {
-        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .ok()?;
-        let request = format!(
-            "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: benchctl\r\n\r\n"
-        );
+        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+        let request =
+            format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\nUser-Agent: benchctl\r\n\r\n");
         stream.write_all(request.as_bytes()).await.ok()?;
         let mut head = [0u8; 5];
         stream.read_exact(&mut head).await.ok()?;
@@ -67,7 +65,7 @@ async fn answers_http(port: u16, path: &str) -> bool {
 }
 
 impl Orchestrator {
-    /// Polls 127.0.0.1:`port``path` until the server answers HTTP, the container exits, or
+    /// Polls the guard's address, `port`, `path` until the server answers HTTP, the container exits, or
     /// `deadline` (counted from now) passes. Returns the time from container creation to ready.
     pub async fn wait_ready(
         &self,
@@ -79,7 +77,7 @@ impl Orchestrator {
         let until = Instant::now() + deadline;
         let max_attempts = (deadline.as_millis() / POLL_INTERVAL.as_millis()).max(1) as u32 + 1;
         for attempt in 0..max_attempts {
-            if answers_http(port, path).await {
+            if answers_http(SocketAddr::new(guard.address(), port), path).await {
                 return Ok(guard.started_at().elapsed());
             }
             if attempt % STATE_EVERY == 0 {
@@ -94,6 +92,7 @@ impl Orchestrator {
         self.fail_if_exited(guard).await?;
         Err(OrchestratorError::NotReady {
             name: guard.name().to_string(),
+            address: guard.address(),
             port,
             waited: deadline,
             log_tail: self.log_tail(guard.id(), TAIL_LINES).await,
@@ -152,6 +151,13 @@ impl Orchestrator {
     /// Fetches each document from 127.0.0.1:`port` and checks status 200, exact length and
     /// SHA-256. Returns the Server header of the first response.
     pub async fn verify(&self, port: u16, docs: &[ExpectedDoc]) -> Result<Verified> {
+        self.verify_at(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port), docs)
+            .await
+    }
+
+    /// [`verify`](Self::verify) of the server at `addr` (a [`ContainerGuard::socket_addr`]).
+    pub async fn verify_at(&self, addr: SocketAddr, docs: &[ExpectedDoc]) -> Result<Verified> {
+        let port = addr.port();
         let client = reqwest::Client::builder()
             .no_proxy()
             .pool_max_idle_per_host(0)
@@ -161,6 +167,7 @@ impl Orchestrator {
         let mut verified = Verified::default();
         for (i, doc) in docs.iter().enumerate() {
             let fail = |what: String| OrchestratorError::Verify {
+                address: addr.ip(),
                 port,
                 url_path: doc.url_path.clone(),
                 what,
@@ -168,7 +175,7 @@ impl Orchestrator {
             if !doc.url_path.starts_with('/') {
                 return Err(fail("the path must start with '/'".to_string()));
             }
-            let url = format!("http://127.0.0.1:{port}{}", doc.url_path);
+            let url = format!("http://{addr}{}", doc.url_path);
             let mut resp = client
                 .get(&url)
                 .send()
