@@ -236,10 +236,10 @@ fn check_host(d: &mut Diagnostics, h: &RawHost, base_dir: &Path) -> Option<HostS
             port,
             tls_dir,
         }
-    } else if url_text.starts_with("ssh://") {
+    } else if let Some(target) = url_text.strip_prefix("ssh://") {
         d.error(
             url_span,
-            format!("ssh:// engines are not supported yet (forward the engine's socket over ssh instead: `ssh -nNT -L /tmp/{name}.sock:/var/run/docker.sock {}` and write url = \"unix:///tmp/{name}.sock\" with address = \"<its IP>\")", &url_text["ssh://".len()..]),
+            format!("ssh:// engines are not supported yet (forward the engine's socket over ssh instead: `ssh -nNT -L /tmp/{name}.sock:/var/run/docker.sock {}` and write url = \"unix:///tmp/{name}.sock\" with address = \"<its IP>\")", target),
         );
         return None;
     } else {
