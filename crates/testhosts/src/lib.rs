@@ -527,6 +527,10 @@ impl Drop for TestHosts {
             stop(child);
         }
         teardown(&self.layout);
+        // The roots go too when no other set is in them (the lock file stays: removing it
+        // would let two processes hold "the" lock at once).
+        let _ = std::fs::remove_dir(RUN_ROOT);
+        let _ = std::fs::remove_dir(DATA_ROOT);
     }
 }
 
