@@ -32,13 +32,20 @@ pub fn validate(a: ValidateArgs) -> Result<ExitCode, Failure> {
     for f in &a.files {
         let kinds = runner::kinds_for(f, a.docker_dir.as_deref()).map_err(Failure::usage)?;
         match scenario::load_file_with(f, &kinds) {
-            Ok(plan) => say!(
-                "{}: ok: {} server(s), {} document(s), {} run(s)",
-                f.display(),
-                plan.servers.len(),
-                plan.documents.len(),
-                plan.runs
-            ),
+            Ok(plan) => {
+                say!(
+                    "{}: ok: {} server(s), {} document(s), {} run(s)",
+                    f.display(),
+                    plan.servers.len(),
+                    plan.documents.len(),
+                    plan.runs
+                );
+                for h in &plan.hosts {
+                    if let Some(w) = runner::hosts::insecure_warning(h) {
+                        eprintln!("benchctl: warning: {w}");
+                    }
+                }
+            }
             Err(e) => {
                 bad += 1;
                 eprintln!("{e}");
@@ -278,19 +285,82 @@ pub struct GcArgs {
     /// Also remove the containers of runs still going (they then fail).
     #[arg(long)]
     force: bool,
+    /// The scenario whose `[[host]]` tables `--host` and `--all-hosts` name.
+    #[arg(long, value_name = "FILE")]
+    scenario: Option<PathBuf>,
+    /// Sweep this host's engine (a `[[host]]` of `--scenario`) instead of the local one;
+    /// may be given more than once.
+    #[arg(long = "host", value_name = "NAME", requires = "scenario")]
+    hosts: Vec<String>,
+    /// Sweep the local engine and every host of `--scenario`.
+    #[arg(long, requires = "scenario", conflicts_with = "hosts")]
+    all_hosts: bool,
 }
 
 /// Removes what runs whose process is gone left behind: containers and private folders.
 pub async fn gc(a: GcArgs) -> Result<ExitCode, Failure> {
-    let orch = Orchestrator::connect().await?;
-    let containers = if a.force {
-        orch.gc_all().await?
-    } else {
-        orch.gc_stale().await?
-    };
+    let mut engines: Vec<(String, orchestrator::Endpoint)> = Vec::new();
+    if a.hosts.is_empty() {
+        engines.push(("local".to_string(), orchestrator::Endpoint::Local));
+    }
+    if let Some(file) = &a.scenario {
+        let kinds = runner::kinds_for(file, None).map_err(Failure::usage)?;
+        let plan = scenario::load_file_with(file, &kinds).map_err(Failure::usage)?;
+        for name in &a.hosts {
+            let Some(h) = plan.hosts.iter().find(|h| &h.name == name) else {
+                return Err(Failure::usage(anyhow!(
+                    "--host {name}: {} has no [[host]] of that name (it has: {})",
+                    file.display(),
+                    plan.hosts
+                        .iter()
+                        .map(|h| h.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            };
+            engines.push((h.name.clone(), runner::hosts::endpoint(h)));
+        }
+        if a.all_hosts {
+            engines.extend(
+                plan.hosts
+                    .iter()
+                    .map(|h| (h.name.clone(), runner::hosts::endpoint(h))),
+            );
+        } else if a.hosts.is_empty() {
+            return Err(Failure::usage(anyhow!(
+                "--scenario names hosts for --host NAME or --all-hosts; give one of them"
+            )));
+        }
+    }
+    let mut failed = Vec::new();
+    for (name, ep) in &engines {
+        let swept = async {
+            let orch = Orchestrator::connect_to(ep).await?;
+            if a.force {
+                orch.gc_all().await
+            } else {
+                orch.gc_stale().await
+            }
+        }
+        .await;
+        match swept {
+            Ok(n) => say!("{name}: removed {n} container(s)"),
+            Err(e) => {
+                eprintln!("benchctl: {name}: {e}");
+                failed.push(name.as_str());
+            }
+        }
+    }
     let folders = runner::rundir::sweep_stale(&std::env::temp_dir());
-    say!("removed {containers} container(s) and {folders} run folder(s)");
-    Ok(ExitCode::SUCCESS)
+    say!("removed {folders} run folder(s)");
+    if failed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(Failure::from(anyhow!(
+            "could not sweep {}",
+            failed.join(", ")
+        )))
+    }
 }
 
 #[derive(Args, Debug)]

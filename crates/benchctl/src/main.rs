@@ -3,6 +3,7 @@
 //! input, 130 interrupted (143 for SIGTERM).
 
 mod cmds;
+mod hosts;
 mod load;
 mod progress;
 mod run;
@@ -42,6 +43,8 @@ enum Command {
     Gc(cmds::GcArgs),
     /// List the server kinds: where each comes from, its options, what its container may do.
     Servers(cmds::ServersArgs),
+    /// Check the Docker engines a scenario names: reachable, versions, CPUs, memory, clock.
+    Hosts(hosts::HostsArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Command::Run(args) => block_on(run::main(args, on_signals)),
         Command::Images(args) => block_on(cmds::images(args)),
         Command::Gc(args) => block_on(cmds::gc(args)),
+        Command::Hosts(args) => block_on(hosts::main(args)),
     };
     match result {
         Ok(code) => code,

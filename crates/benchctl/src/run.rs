@@ -75,6 +75,11 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
             return Ok(ExitCode::from(2));
         }
     };
+    for h in &plan.hosts {
+        if let Some(w) = runner::hosts::insecure_warning(h) {
+            eprintln!("benchctl: warning: {w}");
+        }
+    }
     // The templates are read before anything starts: a broken override is bad input, not a
     // surprise after the measurements.
     let renderer = report::Renderer::new(a.templates.as_deref()).map_err(Failure::usage)?;

@@ -21,16 +21,22 @@
 
 use crate::error::{is_not_found, is_removal_in_progress, OrchestratorError, Result};
 use crate::owner::Owner;
-use crate::{Orchestrator, LABEL_OWNER, LABEL_PID, LABEL_PID_START, LABEL_RUN, LABEL_SERVER};
-use bollard::models::{ContainerCreateBody, ContainerUpdateBody, HostConfig, HostConfigLogConfig};
+use crate::{
+    Endpoint, Orchestrator, LABEL_MACHINE, LABEL_OWNER, LABEL_PID, LABEL_PID_START, LABEL_RUN,
+    LABEL_SERVER,
+};
+use bollard::models::{
+    ContainerCreateBody, ContainerUpdateBody, HostConfig, HostConfigLogConfig, Mount, MountType,
+};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, LogsOptionsBuilder,
-    RemoveContainerOptionsBuilder,
+    RemoveContainerOptionsBuilder, UploadToContainerOptionsBuilder,
 };
 use bollard::Docker;
 use futures_util::StreamExt;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -41,7 +47,7 @@ const DROP_REMOVE_BOUND: Duration = Duration::from_secs(20);
 /// read-only, when it is to serve HTTPS (`BENCH_TLS=1`).
 pub const TLS_MOUNT: &str = "/etc/benchctl/tls";
 
-/// What to run: one server, listening on 127.0.0.1:`port`.
+/// What to run: one server, listening on `address`:`port`.
 #[derive(Debug, Clone, Default)]
 pub struct ContainerSpec {
     /// The server's name (`nginx`, `varnish`, ...): in the container name and its labels.
@@ -52,6 +58,9 @@ pub struct ContainerSpec {
     pub env: Vec<(String, String)>,
     /// The port the server listens on (host networking: a port on the host itself).
     pub port: u16,
+    /// Where the server is reached: `None` for the engine's own address (127.0.0.1 for this
+    /// machine's engine, the host of a `tcp://` engine given as an IP address).
+    pub address: Option<IpAddr>,
     /// CPUs to pin the server to, in cpuset syntax (`"1"`, `"2-3"`).
     pub cpuset: Option<String>,
     /// Memory limit in bytes.
@@ -60,7 +69,9 @@ pub struct ContainerSpec {
     /// over its cpuset); `None` for as much as its cpuset gives. See
     /// [`Orchestrator::set_cpu_share`] to change it while the server runs.
     pub cpu_share: Option<f64>,
-    /// Folder of documents, mounted read-only at `/srv/www`.
+    /// Folder of documents, served at `/srv/www`: bind-mounted read-only on this machine's
+    /// engine; on another engine copied through the API into a volume of the container's own
+    /// (removed with it), root-owned so that the server's non-root user can only read it.
     pub docroot: Option<PathBuf>,
     /// Folder holding the run's certificate (`cert.pem`) and key (`key.pem`), mounted read-only
     /// at [`TLS_MOUNT`]; with it the container gets `BENCH_TLS=1` and serves HTTPS.
@@ -149,9 +160,12 @@ impl Default for Confinement {
 #[derive(Debug)]
 pub struct ContainerGuard {
     pub(crate) docker: Docker,
+    /// Which engine runs it: a `Drop` connects there afresh.
+    endpoint: Endpoint,
     id: String,
     name: String,
     port: u16,
+    address: IpAddr,
     /// When the create request was sent: readiness time counts from here, like `docker run`.
     started: Instant,
     armed: bool,
@@ -171,6 +185,21 @@ impl ContainerGuard {
     /// The port from the spec.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The address the server is reached at.
+    pub fn address(&self) -> IpAddr {
+        self.address
+    }
+
+    /// `address:port`.
+    pub fn socket_addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::new(self.address, self.port)
+    }
+
+    /// The engine that runs it.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
     /// When the container was created.
@@ -197,11 +226,12 @@ impl Drop for ContainerGuard {
             return;
         }
         let id = self.id.clone();
+        let endpoint = self.endpoint.clone();
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let spawned = std::thread::Builder::new()
             .name("benchctl-container-drop".to_string())
             .spawn(move || {
-                let result = blocking_remove(&id);
+                let result = blocking_remove(&endpoint, &id);
                 let _ = done_tx.send(result);
             });
         match spawned {
@@ -226,24 +256,24 @@ impl Drop for ContainerGuard {
 
 /// Runs `f` with a fresh runtime and daemon connection on the calling thread: usable from any
 /// context, including a thread whose own runtime is blocked or gone.
-fn with_fresh_connection<T>(what: &str, f: impl AsyncFnOnce(&Docker) -> Result<T>) -> Result<T> {
+fn with_fresh_connection<T>(
+    endpoint: &Endpoint,
+    what: &str,
+    f: impl AsyncFnOnce(&Docker) -> Result<T>,
+) -> Result<T> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| OrchestratorError::io(format!("starting a runtime to {what}"), e))?;
     rt.block_on(async {
-        let docker = Docker::connect_with_defaults()
-            .map_err(|source| OrchestratorError::Unreachable { source })?
-            .negotiate_version()
-            .await
-            .map_err(|source| OrchestratorError::Unreachable { source })?;
+        let docker = endpoint.connect().await?;
         f(&docker).await
     })
 }
 
 /// Removal from any context.
-fn blocking_remove(id: &str) -> Result<()> {
-    with_fresh_connection("remove a container", async |docker| {
+fn blocking_remove(endpoint: &Endpoint, id: &str) -> Result<()> {
+    with_fresh_connection(endpoint, "remove a container", async |docker| {
         remove_container(docker, id).await
     })
 }
@@ -252,13 +282,56 @@ fn blocking_remove(id: &str) -> Result<()> {
 /// own, waiting at most `bound`: for a last-moment cleanup (a second Ctrl-C) while the run's
 /// own runtime may be busy. Returns how many containers were removed.
 pub fn remove_run_blocking(run_id: &str, bound: Duration) -> Result<usize> {
+    remove_run_blocking_on(&[Endpoint::Local], run_id, bound)
+}
+
+/// [`remove_run_blocking`] on every engine of `endpoints`, all at once; an engine that
+/// cannot be reached does not keep the others' containers.
+pub fn remove_run_blocking_on(
+    endpoints: &[Endpoint],
+    run_id: &str,
+    bound: Duration,
+) -> Result<usize> {
     let run_id = run_id.to_string();
+    let endpoints = endpoints.to_vec();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("benchctl-remove-run".to_string())
         .spawn(move || {
-            let r = with_fresh_connection("remove a run's containers", async |docker| {
-                remove_labelled(docker, &format!("{LABEL_RUN}={run_id}"), |_| true).await
+            let label = format!("{LABEL_RUN}={run_id}");
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = tx.send(Err(OrchestratorError::io(
+                        "starting a runtime to remove a run's containers",
+                        e,
+                    )));
+                    return;
+                }
+            };
+            let r = rt.block_on(async {
+                let all = futures_util::future::join_all(endpoints.iter().map(|e| async {
+                    let docker = e.connect().await?;
+                    remove_labelled(&docker, &label, |_| true).await
+                }))
+                .await;
+                let mut removed = 0;
+                let mut first_error = None;
+                for r in all {
+                    match r {
+                        Ok(n) => removed += n,
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                }
+                match first_error {
+                    Some(e) => Err(e),
+                    None => Ok(removed),
+                }
             });
             let _ = tx.send(r);
         })
@@ -306,9 +379,21 @@ impl Orchestrator {
                 "a container needs a name, an image and a run id".to_string(),
             ));
         }
+        let local = self.endpoint.is_local();
+        let address = match spec.address.or_else(|| self.endpoint.default_address()) {
+            Some(a) => a,
+            None => {
+                return Err(OrchestratorError::Invalid(format!(
+                    "the engine at {} is named by a host name: say at which IP address its servers are reached",
+                    self.endpoint.url()
+                )))
+            }
+        };
         // With host networking a port already taken means either a failed bind inside the
-        // container or, worse, probing and measuring whatever else listens there.
-        if std::net::TcpListener::bind(("127.0.0.1", spec.port)).is_err() {
+        // container or, worse, probing and measuring whatever else listens there. (On another
+        // machine's engine the port cannot be checked from here: a server that cannot bind
+        // exits, and says so in its log.)
+        if local && std::net::TcpListener::bind((address, spec.port)).is_err() {
             return Err(OrchestratorError::PortBusy { port: spec.port });
         }
 
@@ -334,6 +419,9 @@ impl Orchestrator {
                 labels.insert(LABEL_PID_START.to_string(), start.to_string());
             }
         }
+        if let Some(machine) = crate::owner::machine_id() {
+            labels.entry(LABEL_MACHINE.to_string()).or_insert(machine);
+        }
 
         let mut env: Vec<String> = spec
             .env
@@ -347,22 +435,49 @@ impl Orchestrator {
             env.push("BENCH_TLS=1".to_string());
         }
 
-        let bind = |dir: &PathBuf, what: &str, at: &str| -> Result<String> {
-            let abs = std::fs::canonicalize(dir)
-                .map_err(|e| OrchestratorError::io(format!("{what} {}", dir.display()), e))?;
-            let abs = abs.to_str().ok_or_else(|| {
-                OrchestratorError::Invalid(format!("{}: path must be UTF-8", abs.display()))
-            })?;
-            Ok(format!("{abs}:{at}:ro"))
+        let (binds, mounts) = match &spec.docroot {
+            Some(_) if !local => (
+                None,
+                Some(vec![Mount {
+                    target: Some(DOCROOT.to_string()),
+                    typ: Some(MountType::VOLUME),
+                    read_only: Some(false),
+                    ..Default::default()
+                }]),
+            ),
+            Some(dir) => {
+                let abs = std::fs::canonicalize(dir).map_err(|e| {
+                    OrchestratorError::io(format!("document root {}", dir.display()), e)
+                })?;
+                let abs = abs.to_str().ok_or_else(|| {
+                    OrchestratorError::Invalid(format!("{}: path must be UTF-8", abs.display()))
+                })?;
+                (Some(vec![format!("{abs}:{DOCROOT}:ro")]), None)
+            }
+            None => (None, None),
         };
-        let mut binds = Vec::new();
-        if let Some(dir) = &spec.docroot {
-            binds.push(bind(dir, "document root", "/srv/www")?);
-        }
-        if let Some(dir) = &spec.tls_dir {
-            binds.push(bind(dir, "certificate folder", TLS_MOUNT)?);
-        }
-        let binds = (!binds.is_empty()).then_some(binds);
+        // The run's certificate: bind-mounted read-only here. Another engine would need it
+        // copied there as the documents are, which is not done yet.
+        let binds = match (&spec.tls_dir, local) {
+            (None, _) => binds,
+            (Some(dir), true) => {
+                let abs = std::fs::canonicalize(dir).map_err(|e| {
+                    OrchestratorError::io(format!("certificate folder {}", dir.display()), e)
+                })?;
+                let abs = abs.to_str().ok_or_else(|| {
+                    OrchestratorError::Invalid(format!("{}: path must be UTF-8", abs.display()))
+                })?;
+                let mut v = binds.unwrap_or_default();
+                v.push(format!("{abs}:{TLS_MOUNT}:ro"));
+                Some(v)
+            }
+            (Some(_), false) => {
+                return Err(OrchestratorError::Invalid(format!(
+                    "{}: serving TLS on another engine is not supported yet (its certificate would have to be copied there); run it on this machine's engine",
+                    spec.name
+                )))
+            }
+        };
 
         let memory = spec
             .memory_bytes
@@ -382,6 +497,7 @@ impl Orchestrator {
             // Without this the limit would allow as much swap again, and swapping servers measure the disk.
             memory_swap: memory,
             binds,
+            mounts,
             init: Some(false),
             // Host networking shares the host's network namespace: with NET_RAW a server could
             // open a packet socket and read every local connection's traffic. Nothing a server
@@ -427,12 +543,17 @@ impl Orchestrator {
         // From here on the container exists: the guard owns it even if starting fails.
         let guard = ContainerGuard {
             docker: self.docker.clone(),
+            endpoint: self.endpoint.clone(),
             id: created.id,
             name,
             port: spec.port,
+            address,
             started,
             armed: true,
         };
+        if let (Some(dir), false) = (&spec.docroot, local) {
+            self.upload_docroot(&guard, dir).await?;
+        }
         self.docker
             .start_container(
                 &guard.id,
@@ -443,7 +564,35 @@ impl Orchestrator {
         Ok(guard)
     }
 
-    /// The last `lines` lines of a container's stdout and stderr, interleaved as written.
+    /// Copies `dir` into the created (not yet started) container's volume at [`DOCROOT`],
+    /// as one tar archive through the Engine API, files root-owned and world-readable.
+    async fn upload_docroot(&self, guard: &ContainerGuard, dir: &Path) -> Result<()> {
+        let dir = dir.to_path_buf();
+        let archive = tokio::task::spawn_blocking(move || docroot_tar(&dir))
+            .await
+            .map_err(|e| OrchestratorError::Invalid(format!("archiving the documents: {e}")))??;
+        let options = UploadToContainerOptionsBuilder::default()
+            .path(DOCROOT)
+            .build();
+        self.docker
+            .upload_to_container(
+                guard.id(),
+                Some(options),
+                bollard::body_full(archive.into()),
+            )
+            .await
+            .map_err(|e| {
+                OrchestratorError::docker(
+                    format!(
+                        "upload the documents into {} on {}",
+                        guard.name(),
+                        self.endpoint.url()
+                    ),
+                    e,
+                )
+            })
+    }
+
     /// Changes how much CPU time a running container may use, in cores (see
     /// [`ContainerSpec::cpu_share`]); `None` lifts the limit. Takes effect at once: the server
     /// keeps running, its connections and caches with it.
@@ -459,6 +608,7 @@ impl Orchestrator {
             .map_err(|e| OrchestratorError::docker("update (CPU share)", e))
     }
 
+    /// The last `lines` lines of a container's stdout and stderr, interleaved as written.
     pub async fn log_tail(&self, container: &str, lines: usize) -> Vec<String> {
         let options = LogsOptionsBuilder::default()
             .stdout(true)
@@ -495,6 +645,7 @@ impl Orchestrator {
     /// of runs still in progress (another `benchctl run`, a test running in parallel) are left
     /// alone.
     pub async fn gc_stale(&self) -> Result<usize> {
+        let here = crate::owner::machine_id();
         remove_labelled(&self.docker, &format!("{LABEL_OWNER}=1"), |labels| {
             let owner = labels.and_then(|l| {
                 let pid = l.get(LABEL_PID)?;
@@ -504,6 +655,11 @@ impl Orchestrator {
                 };
                 Owner::from_label(&text)
             });
+            // A container started from another machine is that machine's to judge.
+            let machine = labels.and_then(|l| l.get(LABEL_MACHINE));
+            if machine.is_some_and(|m| Some(m) != here.as_ref()) {
+                return false;
+            }
             // Without a pid label the owner cannot be checked: such a container predates the
             // label and is stale by now.
             owner.is_none_or(|o| !o.is_alive())
@@ -539,6 +695,50 @@ async fn remove_labelled(
         r?;
     }
     Ok(ids.len())
+}
+
+/// Where a server's documents are, inside its container.
+pub const DOCROOT: &str = "/srv/www";
+
+/// The files under `dir` as a tar archive: regular files and folders only (symlinks are
+/// resolved, as the bind mount of the same folder would serve them), owned by root, files
+/// 0644 and folders 0755.
+fn docroot_tar(dir: &Path) -> Result<Vec<u8>> {
+    let err = |e: std::io::Error| OrchestratorError::io(format!("archiving {}", dir.display()), e);
+    let mut b = tar::Builder::new(Vec::new());
+    b.follow_symlinks(true);
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let mut entries: Vec<_> = std::fs::read_dir(dir.join(&rel))
+            .map_err(err)?
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(err)?;
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let rel = rel.join(e.file_name());
+            let path = e.path();
+            let meta = std::fs::metadata(&path).map_err(err)?;
+            let mut header = tar::Header::new_gnu();
+            header.set_uid(0);
+            header.set_gid(0);
+            header.set_mtime(0);
+            if meta.is_dir() {
+                header.set_entry_type(tar::EntryType::Directory);
+                header.set_mode(0o755);
+                header.set_size(0);
+                b.append_data(&mut header, &rel, std::io::empty())
+                    .map_err(err)?;
+                stack.push(rel);
+            } else if meta.is_file() {
+                header.set_entry_type(tar::EntryType::Regular);
+                header.set_mode(0o644);
+                header.set_size(meta.len());
+                let file = std::fs::File::open(&path).map_err(err)?;
+                b.append_data(&mut header, &rel, file).map_err(err)?;
+            }
+        }
+    }
+    b.into_inner().map_err(err)
 }
 
 /// The period over which a CPU share is enforced, µs. Docker's `--cpus` uses the kernel's

@@ -18,6 +18,18 @@ pub enum OrchestratorError {
         source: bollard::errors::Error,
     },
 
+    /// An engine named by its URL (not the local default) could not be reached.
+    #[error("cannot reach the Docker engine at {url} ({source}); check that the machine is up, that its engine listens there, and the address and port")]
+    EngineUnreachable {
+        url: String,
+        #[source]
+        source: bollard::errors::Error,
+    },
+
+    /// An engine did not answer in time (a machine that is off, or a firewall that drops).
+    #[error("the Docker engine at {url} did not answer within {waited:?}; check that the machine is up and that nothing between drops the connection")]
+    NoAnswer { url: String, waited: Duration },
+
     /// The daemon answered but refused the API version, or sent one we cannot parse.
     #[error(
         "the Docker daemon refused the Engine API version ({message}); benchctl negotiates down to \
@@ -88,17 +100,19 @@ pub enum OrchestratorError {
     },
 
     /// The server did not answer in time although its container kept running.
-    #[error("container {name} did not answer HTTP on 127.0.0.1:{port} within {waited:?}; check that it listens on $BENCH_PORT; its last log lines:\n{}", indent(log_tail))]
+    #[error("container {name} did not answer HTTP on {} within {waited:?}; check that it listens on $BENCH_ADDR:$BENCH_PORT; its last log lines:\n{}", std::net::SocketAddr::new(*address, *port), indent(log_tail))]
     NotReady {
         name: String,
+        address: std::net::IpAddr,
         port: u16,
         waited: Duration,
         log_tail: Vec<String>,
     },
 
     /// A document the server returned is not the one expected.
-    #[error("verifying {url_path} on 127.0.0.1:{port}: {what}")]
+    #[error("verifying {url_path} on {}: {what}", std::net::SocketAddr::new(*address, *port))]
     Verify {
+        address: std::net::IpAddr,
         port: u16,
         url_path: String,
         what: String,
@@ -155,9 +169,14 @@ impl OrchestratorError {
                 limit.map_or("unknown".to_string(), mib)
             ),
             OrchestratorError::NotReady {
-                name, port, waited, ..
+                name,
+                address,
+                port,
+                waited,
+                ..
             } => format!(
-                "container {name} did not answer HTTP on 127.0.0.1:{port} within {waited:?}; check that it listens on $BENCH_PORT"
+                "container {name} did not answer HTTP on {} within {waited:?}; check that it listens on $BENCH_ADDR:$BENCH_PORT",
+                std::net::SocketAddr::new(*address, *port)
             ),
             OrchestratorError::Bootstrap { image, message, .. } => {
                 format!("making base image {image} failed: {}", first_line(message))

@@ -438,7 +438,49 @@ impl Orchestrator {
         Ok(info.config.and_then(|c| c.user).unwrap_or_default())
     }
 
-    /// The id of a local image, or `None` if there is none by that name.
+    /// Copies `image` (with its tags) from this engine to `to`'s, as `docker save | docker
+    /// load` would, through both Engine APIs: for an engine that cannot build or pull it
+    /// itself (no registry, no network of its own). The archive is held in memory on the way.
+    /// Returns the image's id on `to`.
+    pub async fn copy_image_to(&self, to: &Orchestrator, image: &str) -> Result<String> {
+        let mut archive: Vec<u8> = Vec::new();
+        let mut stream = self.docker.export_image(image);
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| {
+                OrchestratorError::docker(
+                    format!("export image {image} from {}", self.endpoint.url()),
+                    e,
+                )
+            })?;
+            archive.extend_from_slice(&chunk);
+        }
+        let options = bollard::query_parameters::ImportImageOptionsBuilder::default()
+            .quiet(true)
+            .build();
+        let mut load = to
+            .docker
+            .import_image(options, bollard::body_full(archive.into()), None);
+        while let Some(item) = load.next().await {
+            let failed = match item {
+                Ok(info) => info.error_detail.and_then(|d| d.message),
+                Err(e) => Some(e.to_string()),
+            };
+            if let Some(message) = failed {
+                return Err(OrchestratorError::Invalid(format!(
+                    "loading image {image} into {} failed: {message}",
+                    to.endpoint.url()
+                )));
+            }
+        }
+        to.image_id(image).await?.ok_or_else(|| {
+            OrchestratorError::Invalid(format!(
+                "image {image} was loaded into {} but is not there",
+                to.endpoint.url()
+            ))
+        })
+    }
+
+    /// The id of an image on this engine, or `None` if there is none by that name.
     pub async fn image_id(&self, image: &str) -> Result<Option<String>> {
         match self.docker.inspect_image(image).await {
             Ok(info) => Ok(info.id),

@@ -17,6 +17,7 @@
 
 mod bootstrap;
 mod container;
+mod engine;
 mod error;
 mod image;
 mod logtail;
@@ -30,9 +31,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use container::{
-    remove_run_blocking, Confinement, ContainerGuard, ContainerSpec, Tmpfs, DEFAULT_PIDS_LIMIT,
-    TLS_MOUNT,
+    remove_run_blocking, remove_run_blocking_on, Confinement, ContainerGuard, ContainerSpec, Tmpfs,
+    DEFAULT_PIDS_LIMIT, DOCROOT, TLS_MOUNT,
 };
+pub use engine::{parse_rfc3339, Endpoint, EngineFacts, CONNECT_BOUND};
 pub use error::{OrchestratorError, Result};
 pub use image::{
     context_hash, dockerfile_bases, BuildSource, BuiltImage, LABEL_SOURCE, SOURCE_IN_CONTEXT,
@@ -53,11 +55,17 @@ pub const LABEL_PID: &str = "benchctl.pid";
 /// Label holding that process's start time (clock ticks since boot), so that a reused pid is
 /// not taken for the owner.
 pub const LABEL_PID_START: &str = "benchctl.pid-start";
+/// Label naming the machine (its `/etc/machine-id`) of the process in [`LABEL_PID`]: on an
+/// engine of another machine, a pid says nothing about whether its owner lives, so only the
+/// machine that started a container judges it stale.
+pub const LABEL_MACHINE: &str = "benchctl.machine";
 
 /// A negotiated connection to the Docker daemon plus the few settings that shape builds.
 #[derive(Clone)]
 pub struct Orchestrator {
     docker: Docker,
+    /// Which engine `docker` talks to.
+    endpoint: Endpoint,
     /// How long a single image build may take before it is abandoned (the daemon cancels a
     /// build whose client goes away).
     build_timeout: Duration,
@@ -73,6 +81,7 @@ pub struct Orchestrator {
 impl std::fmt::Debug for Orchestrator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Orchestrator")
+            .field("endpoint", &self.endpoint)
             .field("api_version", &self.docker.client_version().to_string())
             .field("build_timeout", &self.build_timeout)
             .finish_non_exhaustive()
@@ -82,21 +91,26 @@ impl std::fmt::Debug for Orchestrator {
 impl Orchestrator {
     /// Connects to the daemon (`DOCKER_HOST` or the local socket) and negotiates the API version.
     pub async fn connect() -> Result<Orchestrator> {
-        let docker = Docker::connect_with_defaults()
-            .map_err(|source| OrchestratorError::Unreachable { source })?;
-        let docker = docker
-            .negotiate_version()
-            .await
-            .map_err(classify_connect_error)?;
-        // A failed negotiation leaves the client on its newest version; prove the pair works.
-        docker.ping().await.map_err(classify_connect_error)?;
+        Orchestrator::connect_to(&Endpoint::Local).await
+    }
+
+    /// Connects to the engine at `endpoint` and negotiates the API version, failing within
+    /// [`CONNECT_BOUND`] when it does not answer.
+    pub async fn connect_to(endpoint: &Endpoint) -> Result<Orchestrator> {
+        let docker = endpoint.connect().await?;
         Ok(Orchestrator {
             docker,
+            endpoint: endpoint.clone(),
             build_timeout: Duration::from_secs(30 * 60),
             pull_timeout: Duration::from_secs(15),
             bootstrap_timeout: Duration::from_secs(15 * 60),
             sequence: Arc::new(AtomicU64::new(0)),
         })
+    }
+
+    /// The engine this orchestrator talks to.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
     /// Overrides the limit on one image build (default 30 min).
@@ -138,7 +152,7 @@ impl Orchestrator {
     }
 }
 
-fn classify_connect_error(err: bollard::errors::Error) -> OrchestratorError {
+pub(crate) fn classify_connect_error(err: bollard::errors::Error) -> OrchestratorError {
     match err {
         bollard::errors::Error::DockerResponseServerError {
             status_code: 400,

@@ -63,6 +63,16 @@ impl Owner {
     }
 }
 
+/// This machine's identity (`/etc/machine-id`, else the kernel's boot id): a pid names a
+/// process only on the machine it was read on.
+pub fn machine_id() -> Option<String> {
+    ["/etc/machine-id", "/proc/sys/kernel/random/boot_id"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .map(|s| s.trim().to_string())
+        .find(|s| !s.is_empty())
+}
+
 /// Field 22 of `/proc/<pid>/stat`: when the process started, in clock ticks since boot.
 fn start_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -7,7 +7,7 @@
 //! about a tenth of a second with its last log lines instead of waiting out the deadline.
 //!
 //! Verification fetches every document with an HTTP client that never uses a proxy (every
-//! request goes to 127.0.0.1), hashing the body as it streams so a 100 MB file is never held in
+//! request goes to the server's own address: 127.0.0.1, or another engine's host), hashing the body as it streams so a 100 MB file is never held in
 //! memory, and records the Server header, which the results keep as the server's version.
 
 use crate::container::ContainerGuard;
@@ -15,6 +15,7 @@ use crate::error::{OrchestratorError, Result};
 use crate::logtail::TAIL_LINES;
 use crate::Orchestrator;
 use sha2::{Digest, Sha256};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -91,8 +92,8 @@ impl Scheme {
 
 /// One attempt over TLS: any HTTP response proves the server is up and speaks TLS with the
 /// run's certificate.
-async fn answers_https(client: &reqwest::Client, port: u16, path: &str) -> bool {
-    let url = format!("https://127.0.0.1:{port}{path}");
+async fn answers_https(client: &reqwest::Client, addr: SocketAddr, path: &str) -> bool {
+    let url = format!("https://{addr}{path}");
     matches!(
         tokio::time::timeout(ATTEMPT_TIMEOUT, client.get(url).send()).await,
         Ok(Ok(_))
@@ -100,14 +101,11 @@ async fn answers_https(client: &reqwest::Client, port: u16, path: &str) -> bool 
 }
 
 /// One attempt: connect, send a GET, and see whether the reply starts like HTTP.
-async fn answers_http(port: u16, path: &str) -> bool {
+async fn answers_http(addr: SocketAddr, path: &str) -> bool {
     let attempt = async {
-        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .ok()?;
-        let request = format!(
-            "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: benchctl\r\n\r\n"
-        );
+        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+        let request =
+            format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\nUser-Agent: benchctl\r\n\r\n");
         stream.write_all(request.as_bytes()).await.ok()?;
         let mut head = [0u8; 5];
         stream.read_exact(&mut head).await.ok()?;
@@ -120,7 +118,7 @@ async fn answers_http(port: u16, path: &str) -> bool {
 }
 
 impl Orchestrator {
-    /// Polls 127.0.0.1:`port``path` until the server answers HTTP, the container exits, or
+    /// Polls the guard's address, `port`, `path` until the server answers HTTP, the container exits, or
     /// `deadline` (counted from now) passes. Returns the time from container creation to ready.
     pub async fn wait_ready(
         &self,
@@ -149,9 +147,10 @@ impl Orchestrator {
             Scheme::Https { .. } => Some(scheme.client(ATTEMPT_TIMEOUT)?),
         };
         for attempt in 0..max_attempts {
+            let addr = SocketAddr::new(guard.address(), port);
             let up = match &tls_client {
-                None => answers_http(port, path).await,
-                Some(c) => answers_https(c, port, path).await,
+                None => answers_http(addr, path).await,
+                Some(c) => answers_https(c, addr, path).await,
             };
             if up {
                 return Ok(guard.started_at().elapsed());
@@ -168,6 +167,7 @@ impl Orchestrator {
         self.fail_if_exited(guard).await?;
         Err(OrchestratorError::NotReady {
             name: guard.name().to_string(),
+            address: guard.address(),
             port,
             waited: deadline,
             log_tail: self.log_tail(guard.id(), TAIL_LINES).await,
@@ -226,21 +226,29 @@ impl Orchestrator {
     /// Fetches each document from 127.0.0.1:`port` and checks status 200, exact length and
     /// SHA-256. Returns the Server header of the first response.
     pub async fn verify(&self, port: u16, docs: &[ExpectedDoc]) -> Result<Verified> {
-        self.verify_over(&Scheme::Http, port, docs).await
+        self.verify_at(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port), docs)
+            .await
     }
 
-    /// [`Orchestrator::verify`] over `scheme`: over HTTPS the server must also present the
-    /// run's certificate.
+    /// [`verify`](Self::verify) of the server at `addr` (a [`ContainerGuard::socket_addr`]).
+    pub async fn verify_at(&self, addr: SocketAddr, docs: &[ExpectedDoc]) -> Result<Verified> {
+        self.verify_over(&Scheme::Http, addr, docs).await
+    }
+
+    /// [`verify_at`](Self::verify_at) over `scheme`: over HTTPS the server must also present
+    /// the run's certificate.
     pub async fn verify_over(
         &self,
         scheme: &Scheme,
-        port: u16,
+        addr: SocketAddr,
         docs: &[ExpectedDoc],
     ) -> Result<Verified> {
+        let port = addr.port();
         let client = scheme.client(Duration::from_secs(120))?;
         let mut verified = Verified::default();
         for (i, doc) in docs.iter().enumerate() {
             let fail = |what: String| OrchestratorError::Verify {
+                address: addr.ip(),
                 port,
                 url_path: doc.url_path.clone(),
                 what,
@@ -248,7 +256,7 @@ impl Orchestrator {
             if !doc.url_path.starts_with('/') {
                 return Err(fail("the path must start with '/'".to_string()));
             }
-            let url = format!("{}://127.0.0.1:{port}{}", scheme.name(), doc.url_path);
+            let url = format!("{}://{addr}{}", scheme.name(), doc.url_path);
             let mut resp = client
                 .get(&url)
                 .send()

@@ -83,6 +83,8 @@ pub struct Cleanup {
 #[derive(Debug, Default)]
 struct Leftovers {
     run_id: Option<String>,
+    /// The engines the run's containers may be on; empty for this machine's alone.
+    endpoints: Vec<orchestrator::Endpoint>,
     paths: Vec<PathBuf>,
 }
 
@@ -98,6 +100,11 @@ impl Cleanup {
         self.lock().run_id = Some(run_id.to_string());
     }
 
+    /// The engines the run uses (this machine's and its hosts').
+    pub(crate) fn set_endpoints(&self, endpoints: Vec<orchestrator::Endpoint>) {
+        self.lock().endpoints = endpoints;
+    }
+
     /// A file or folder to remove if the run cannot.
     pub(crate) fn add_path(&self, path: PathBuf) {
         self.lock().paths.push(path);
@@ -111,13 +118,16 @@ impl Cleanup {
     /// waiting at most 15 s) and its files and folders. Callable from any thread, any number of
     /// times; what is already gone is skipped. Returns what could not be removed, as messages.
     pub fn now(&self) -> Vec<String> {
-        let (run_id, paths) = {
+        let (run_id, paths, mut endpoints) = {
             let l = self.lock();
-            (l.run_id.clone(), l.paths.clone())
+            (l.run_id.clone(), l.paths.clone(), l.endpoints.clone())
         };
+        if endpoints.is_empty() {
+            endpoints.push(orchestrator::Endpoint::Local);
+        }
         let mut problems = Vec::new();
         if let Some(id) = run_id {
-            if let Err(e) = orchestrator::remove_run_blocking(&id, CLEANUP_BOUND) {
+            if let Err(e) = orchestrator::remove_run_blocking_on(&endpoints, &id, CLEANUP_BOUND) {
                 problems.push(format!(
                     "the containers of run {id}: {e} (`benchctl gc` removes them)"
                 ));

@@ -27,6 +27,7 @@ pub mod cancel;
 pub mod capacity;
 pub mod events;
 pub mod headroom;
+pub mod hosts;
 mod images;
 mod pipeline;
 mod results;

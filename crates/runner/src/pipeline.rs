@@ -21,6 +21,7 @@ use report::{
 };
 use scenario::{ImageSource, Kinds, Manifest, OptionValue, Plan, VersionHeader};
 use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,6 +92,13 @@ pub enum RunError {
     /// Docker itself is unusable.
     #[error(transparent)]
     Docker(#[from] OrchestratorError),
+    /// The engine of a `[[host]]` the scenario's servers use cannot be reached.
+    #[error("host {host}: {source}")]
+    Host {
+        host: String,
+        #[source]
+        source: OrchestratorError,
+    },
     /// A step of a run that had started failed.
     #[error("{0}")]
     Step(String),
@@ -263,7 +271,27 @@ pub async fn run(
     }
     let out = results_path(&opts, plan)?;
 
-    let orch = Orchestrator::connect().await?;
+    // Every engine a server runs on: this machine's (index 0) and each used [[host]]'s.
+    let mut engines: Vec<Option<Orchestrator>> = Vec::with_capacity(plan.hosts.len() + 1);
+    engines.push(if plan.servers.iter().any(|s| s.host.is_none()) {
+        Some(Orchestrator::connect().await?)
+    } else {
+        None
+    });
+    for (i, h) in plan.hosts.iter().enumerate() {
+        if !plan.servers.iter().any(|s| s.host == Some(i)) {
+            engines.push(None);
+            continue;
+        }
+        let orch = Orchestrator::connect_to(&crate::hosts::endpoint(h))
+            .await
+            .map_err(|source| RunError::Host {
+                host: h.name.clone(),
+                source,
+            })?;
+        engines.push(Some(orch));
+    }
+    let connected: Vec<&Orchestrator> = engines.iter().flatten().collect();
 
     let started_at = report::record::now_rfc3339();
     let run_id = format!(
@@ -274,7 +302,10 @@ pub async fn run(
     );
     let out = out.unwrap_or_else(|| opts.results_dir.join(format!("{run_id}.json")));
     let mut host = HostFacts::collect();
-    host.docker_version = orch.docker_version().await.ok();
+    host.docker_version = match &engines[0] {
+        Some(local) => local.docker_version().await.ok(),
+        None => None,
+    };
     let mut record = RunRecord {
         schema_version: report::SCHEMA_VERSION,
         benchctl_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -296,10 +327,15 @@ pub async fn run(
     // Claimed before any work: a file that exists or cannot be written stops the run here.
     let file = RecordFile::create(&out, &record)?;
     opts.cleanup.set_run(&run_id);
+    opts.cleanup
+        .set_endpoints(connected.iter().map(|o| o.endpoint().clone()).collect());
     opts.cleanup.add_path(file.tmp_path().to_path_buf());
     let mut results = Results::new(file);
 
-    let containers = orch.gc_stale().await.unwrap_or(0);
+    let mut containers = 0;
+    for orch in &connected {
+        containers += orch.gc_stale().await.unwrap_or(0);
+    }
     let folders = rundir::sweep_stale(&std::env::temp_dir());
     if containers + folders > 0 {
         observer.event(&Event::SweptStale {
@@ -321,7 +357,7 @@ pub async fn run(
                 (Scheme::Http, None)
             };
             let ctx = Ctx {
-                orch: &orch,
+                engines: &engines,
                 plan,
                 sources: &sources,
                 runs,
@@ -350,7 +386,9 @@ pub async fn run(
             };
             // Whatever happened, no container of this run outlives it. The guards of the work
             // removed theirs as they dropped; this catches any a cancelled step had just made.
-            let _ = orch.remove_run(&run_id).await;
+            for orch in &connected {
+                let _ = orch.remove_run(&run_id).await;
+            }
             r
         }
     };
@@ -475,7 +513,9 @@ fn results_path(opts: &RunOptions, plan: &Plan) -> Result<Option<PathBuf>, RunEr
 }
 
 struct Ctx<'a> {
-    orch: &'a Orchestrator,
+    /// This machine's engine, then each `[[host]]`'s, in the plan's order; connected when a
+    /// server runs there.
+    engines: &'a [Option<Orchestrator>],
     plan: &'a Plan,
     sources: &'a BTreeMap<String, BuildSource>,
     runs: u32,
@@ -531,6 +571,14 @@ fn server_record(
 }
 
 impl Ctx<'_> {
+    /// The engine that runs server `i` (connected before the run began).
+    fn orch(&self, i: usize) -> &Orchestrator {
+        let engine = self.plan.servers[i].host.map_or(0, |h| h + 1);
+        self.engines[engine]
+            .as_ref()
+            .expect("every engine a server uses is connected before the run starts")
+    }
+
     async fn execute(&self, record: &mut RunRecord, results: &mut Results) -> Result<(), RunError> {
         let plan = self.plan;
         let docroot = self.run_dir.docroot();
@@ -641,9 +689,7 @@ impl Ctx<'_> {
                         self.apply_share(l, share, &mut applied)
                             .await
                             .map_err(|e| RunError::Step(format!("{}: {e:#}", server.name)))?;
-                        let m = self
-                            .measure(&l.guard, &spec.load, &doc.url_path, true)
-                            .await;
+                        let m = self.measure(l, &spec.load, &doc.url_path, true).await;
                         if let Some(death) = self.find_death(l, &live, &during).await? {
                             self.report_deaths(record, results, death);
                             break None;
@@ -733,7 +779,7 @@ impl Ctx<'_> {
             .copied()
             .unwrap_or(self.plan.cpus.server_share);
         if share != current {
-            self.orch.set_cpu_share(&l.guard, share).await?;
+            self.orch(l.index).set_cpu_share(&l.guard, share).await?;
             applied.insert(l.index, share);
         }
         Ok(())
@@ -761,7 +807,7 @@ impl Ctx<'_> {
         during: &str,
     ) -> Result<Option<Vec<(usize, String)>>, RunError> {
         let server = &self.plan.servers[l.index];
-        if let Err(e) = self.orch.fail_if_exited(&l.guard).await {
+        if let Err(e) = self.orch(l.index).fail_if_exited(&l.guard).await {
             let reason = self.explain(&server.name, &format!("died {during}"), &e);
             return Ok(Some(vec![(l.index, reason)]));
         }
@@ -769,7 +815,7 @@ impl Ctx<'_> {
             let Some(dep) = live.iter().find(|x| x.index == d) else {
                 continue;
             };
-            if let Err(e) = self.orch.fail_if_exited(&dep.guard).await {
+            if let Err(e) = self.orch(d).fail_if_exited(&dep.guard).await {
                 let dep_name = &self.plan.servers[d].name;
                 let reason =
                     self.explain(dep_name, &format!("died {during} on {}", server.name), &e);
@@ -834,7 +880,7 @@ impl Ctx<'_> {
                 });
                 let log = self.run_dir.build_log(&spec.name);
                 match self
-                    .orch
+                    .orch(i)
                     .build_image_from(kind, context, self.sources.get(kind), &log)
                     .await
                 {
@@ -850,7 +896,7 @@ impl Ctx<'_> {
                 }
             }
             ImageSource::Prebuilt { image } => self
-                .prebuilt(image, manifest.is_some())
+                .prebuilt(i, image, manifest.is_some())
                 .await
                 .map_err(|reason| NotStarted {
                     image: None,
@@ -868,8 +914,13 @@ impl Ctx<'_> {
             reason,
         };
 
-        // The address every server listens on: the generator runs on this host.
-        let mut env = vec![("BENCH_ADDR".to_string(), "127.0.0.1".to_string())];
+        // The address the server listens on and the load is sent to: 127.0.0.1 on this
+        // machine's engine, its host's address on another's.
+        let address = self
+            .plan
+            .host_of(spec)
+            .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |h| h.address);
+        let mut env = vec![("BENCH_ADDR".to_string(), address.to_string())];
         for (name, value) in &spec.options {
             let Some(decl) = manifest.and_then(|m| m.options.get(name)) else {
                 continue;
@@ -884,7 +935,7 @@ impl Ctx<'_> {
                             self.plan.servers[d].name
                         )));
                     };
-                    format!("127.0.0.1:{}", dep.guard.port())
+                    dep.guard.socket_addr().to_string()
                 }
                 // Sizes go as whole KiB: every server's size syntax reads a `k` suffix.
                 OptionValue::Size(bytes) => format!("{}k", bytes.div_ceil(1024)),
@@ -894,6 +945,8 @@ impl Ctx<'_> {
             };
             env.push((var, text));
         }
+        // On another machine's engine a port free here is only likely to be free there too;
+        // a server that cannot bind it exits and its log says so.
         let port = match spec.port {
             Some(p) => p,
             None => free_port().map_err(|e| unavailable(format!("no free port: {e}")))?,
@@ -903,6 +956,7 @@ impl Ctx<'_> {
             image: built.tag.clone(),
             env,
             port,
+            address: Some(address),
             cpuset: Some(self.plan.cpus.servers_cpuset()),
             cpu_share: self.plan.cpus.server_share,
             memory_bytes: Some(spec.memory),
@@ -914,20 +968,18 @@ impl Ctx<'_> {
             entrypoint: None,
             confinement: manifest.map(confinement).unwrap_or_default(),
         };
-        let guard = self
-            .orch
+        let orch = self.orch(i);
+        let guard = orch
             .start(&cspec)
             .await
             .map_err(|e| unavailable(self.explain(&spec.name, "could not start", &e)))?;
         let first = expected.first().map(|d| d.url_path.as_str()).unwrap_or("/");
-        let ready = self
-            .orch
+        let ready = orch
             .wait_ready_over(&guard, &self.scheme, port, first, self.opts.ready_deadline)
             .await
             .map_err(|e| unavailable(self.explain(&spec.name, "never became ready", &e)))?;
-        let verified = self
-            .orch
-            .verify_over(&self.scheme, port, expected)
+        let verified = orch
+            .verify_over(&self.scheme, guard.socket_addr(), expected)
             .await
             .map_err(|e| unavailable(self.explain(&spec.name, "verification failed", &e)))?;
         let total = guard.started_at().elapsed();
@@ -951,16 +1003,20 @@ impl Ctx<'_> {
 
     /// An existing image to run as it is: present, or pulled. Without a manifest to name its
     /// user, the image's own must not be root.
-    async fn prebuilt(&self, image: &str, has_manifest: bool) -> Result<BuiltImage, String> {
+    async fn prebuilt(
+        &self,
+        i: usize,
+        image: &str,
+        has_manifest: bool,
+    ) -> Result<BuiltImage, String> {
         let started = std::time::Instant::now();
-        if self.orch.image_id(image).await.ok().flatten().is_none() {
-            self.orch
-                .ensure_base_image(image)
+        let orch = self.orch(i);
+        if orch.image_id(image).await.ok().flatten().is_none() {
+            orch.ensure_base_image(image)
                 .await
                 .map_err(|e| format!("image {image} is not here and cannot be had: {e:#}"))?;
         }
-        let user = self
-            .orch
+        let user = orch
             .image_user(image)
             .await
             .map_err(|e| format!("image {image}: {e:#}"))?;
@@ -973,8 +1029,7 @@ impl Ctx<'_> {
                 ));
             }
         }
-        let id = self
-            .orch
+        let id = orch
             .image_id(image)
             .await
             .ok()
@@ -1038,15 +1093,16 @@ impl Ctx<'_> {
     /// statistics cost a second or so per load); `None` when the run was stopped during it.
     async fn measure(
         &self,
-        guard: &ContainerGuard,
+        l: &Live,
         load: &LoadSpec,
         url_path: &str,
         usage: bool,
     ) -> Result<Option<Measured>, RunError> {
+        let guard = &l.guard;
         let url = format!(
-            "{}://127.0.0.1:{}{}",
+            "{}://{}{}",
             self.scheme.name(),
-            guard.port(),
+            guard.socket_addr(),
             url_path
         );
         let target = Target::parse(&url).map_err(|e| RunError::Step(format!("{url}: {e}")))?;
@@ -1054,7 +1110,7 @@ impl Ctx<'_> {
         cfg.cpus = Some(self.plan.cpus.loadgen.clone());
         cfg.threads = self.plan.cpus.loadgen.len().max(1);
         let sampler = if usage {
-            self.orch.sample_stats(guard).await.ok()
+            self.orch(l.index).sample_stats(guard).await.ok()
         } else {
             None
         };

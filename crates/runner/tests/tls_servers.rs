@@ -97,7 +97,7 @@ async fn serves_https(kind: &str) {
         sha256_hex: hex::encode(Sha256::digest(body)),
     };
     let verified = orch
-        .verify_over(&trusted, spec.port, std::slice::from_ref(&doc))
+        .verify_over(&trusted, guard.socket_addr(), std::slice::from_ref(&doc))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
@@ -115,7 +115,7 @@ async fn serves_https(kind: &str) {
             &Scheme::Https {
                 cert_pem: other.ca_pem,
             },
-            spec.port,
+            guard.socket_addr(),
             std::slice::from_ref(&doc),
         )
         .await

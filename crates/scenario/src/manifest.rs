@@ -197,7 +197,7 @@ struct RawOption {
 
 /// Keys of a `[[server]]` table that every kind has; an option may not take one of them.
 pub const SERVER_KEYS: &[&str] = &[
-    "name", "kind", "context", "image", "memory", "port", "optional",
+    "name", "kind", "context", "image", "memory", "port", "optional", "host",
 ];
 
 fn check_option(d: &mut Diagnostics, name: &Spanned<String>, o: &RawOption) -> Option<OptionDecl> {

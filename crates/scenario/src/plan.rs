@@ -6,6 +6,7 @@ use crate::manifest::Manifest;
 pub use crate::units::Coalesce;
 pub use loadgen::LoadSpec;
 use std::fmt;
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 /// A scenario after validation: every default resolved, every reference checked.
@@ -37,6 +38,60 @@ pub struct Plan {
     /// Every server serves HTTPS with a certificate made for the run (`tls = true`): an ECDSA
     /// P-256 key, as servers are deployed with today.
     pub tls: bool,
+    /// The Docker engines named by `[[host]]` tables, in file order; the local engine is not
+    /// among them (it needs no table).
+    pub hosts: Vec<HostSpec>,
+}
+
+/// A Docker engine other than the local one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostSpec {
+    /// Unique among the scenario's hosts, `[a-z0-9-]+`.
+    pub name: String,
+    pub url: HostUrl,
+    /// Where its servers listen and are reached.
+    pub address: IpAddr,
+}
+
+/// How an engine is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostUrl {
+    /// `unix:///path`: a socket on this machine (an engine here, or one forwarded here).
+    Unix { path: PathBuf },
+    /// `tcp://host:port` with TLS client certificates from `tls_dir` (resolved against the
+    /// scenario's folder), or plain when `tls_dir` is `None` (which the scenario had to
+    /// accept with `insecure = true`).
+    Tcp {
+        host: String,
+        port: u16,
+        tls_dir: Option<PathBuf>,
+    },
+}
+
+impl HostUrl {
+    /// Plain, unauthenticated TCP: anyone who reaches the port controls the engine.
+    pub fn is_insecure(&self) -> bool {
+        matches!(self, HostUrl::Tcp { tls_dir: None, .. })
+    }
+}
+
+impl fmt::Display for HostUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostUrl::Unix { path } => write!(f, "unix://{}", path.display()),
+            HostUrl::Tcp { host, port, .. } if host.contains(':') => {
+                write!(f, "tcp://[{host}]:{port}")
+            }
+            HostUrl::Tcp { host, port, .. } => write!(f, "tcp://{host}:{port}"),
+        }
+    }
+}
+
+impl Plan {
+    /// The host a server runs on; `None` for the local engine.
+    pub fn host_of(&self, server: &ServerSpec) -> Option<&HostSpec> {
+        server.host.map(|h| &self.hosts[h])
+    }
 }
 
 /// CPUs for the two sides, disjoint so that the load generator never competes with a server.
@@ -84,6 +139,8 @@ pub struct ServerSpec {
     pub options: Vec<(String, OptionValue)>,
     /// A run in which this server is unavailable still succeeds (its reason is reported).
     pub optional: bool,
+    /// The engine that runs it, as an index into [`Plan::hosts`]; `None` for the local one.
+    pub host: Option<usize>,
 }
 
 /// Where a server's image comes from.

@@ -36,6 +36,27 @@ pub(crate) struct RawScenario {
     pub capacity: Option<Spanned<RawCapacity>>,
     /// Every server serves HTTPS, with a certificate benchctl makes for the run.
     pub tls: Option<bool>,
+    /// `[[host]]` tables: Docker engines other than the local one that servers may run on.
+    #[serde(default)]
+    pub host: Vec<Spanned<RawHost>>,
+}
+
+/// `[[host]]`: a Docker engine, by name.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawHost {
+    /// Unique id, `[a-z0-9-]+`; servers name it in their `host` key.
+    pub name: Spanned<String>,
+    /// `unix:///path` or `tcp://HOST[:PORT]` (`ssh://` is refused with a way round it).
+    pub url: Spanned<String>,
+    /// For `tcp://`: a folder (relative to the scenario file) holding `ca.pem`, `cert.pem` and
+    /// `key.pem`.
+    pub tls_dir: Option<Spanned<String>>,
+    /// For `tcp://` without `tls_dir`: accept plain, unauthenticated TCP.
+    pub insecure: Option<Spanned<bool>>,
+    /// The IP address the host's servers listen on and are reached at (default: the url's
+    /// host when it is an IP address; 127.0.0.1 for `unix://`).
+    pub address: Option<Spanned<String>>,
 }
 
 /// `[capacity]`: one latency target (exactly one of the percentile keys) and the search's
@@ -125,6 +146,8 @@ pub(crate) struct RawServer {
     pub port: Option<Spanned<i64>>,
     /// The run still succeeds when this server cannot be built or started (default false).
     pub optional: Option<bool>,
+    /// The `[[host]]` whose engine runs it; default: the local engine.
+    pub host: Option<Spanned<String>>,
     /// Every other key: the kind's options (their positions come from the document itself).
     #[serde(flatten)]
     pub options: std::collections::BTreeMap<String, toml::Value>,
@@ -195,7 +218,9 @@ pub(crate) mod keys {
         "document",
         "capacity",
         "tls",
+        "host",
     ];
+    pub const HOST: &[&str] = &["name", "url", "tls_dir", "insecure", "address"];
     pub const CPUS: &[&str] = &["servers", "loadgen", "server_share"];
     pub const LOAD: &[&str] = &[
         "requests",
@@ -277,6 +302,7 @@ pub(crate) fn unknown_keys(src: &str) -> Vec<(std::ops::Range<usize>, String)> {
             "cpus" => keys::CPUS,
             "load" => keys::LOAD,
             "document" => keys::DOCUMENT,
+            "host" => keys::HOST,
             "capacity" => {
                 if let DeValue::Table(t) = v.get_ref() {
                     capacity_keys(t, &mut out);
@@ -358,6 +384,10 @@ mod tests {
         );
         assert_eq!(serde_fields::<RawScenario>("name = \"a\""), ours(keys::TOP));
         assert_eq!(serde_fields::<RawCapacity>(""), ours(keys::CAPACITY));
+        assert_eq!(
+            serde_fields::<RawHost>("name = \"a\"\nurl = \"unix:///x\""),
+            ours(keys::HOST)
+        );
     }
 
     #[test]

@@ -8,16 +8,17 @@ use crate::error::{Diagnostics, ScenarioError};
 use crate::kinds::{Kind, Kinds};
 use crate::manifest::{Manifest, OptionDecl, OptionType};
 use crate::plan::{
-    CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, ImageSource, LoadSpec, OptionValue, Plan,
-    ServerSpec,
+    CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, HostSpec, HostUrl, ImageSource, LoadSpec,
+    OptionValue, Plan, ServerSpec,
 };
-use crate::raw::{RawLoad, RawScenario, RawSize};
+use crate::raw::{RawHost, RawLoad, RawScenario, RawSize};
 use crate::units::{
     describe_bytes, parse_coalesce, parse_cpuset, parse_duration, parse_size, Coalesce,
 };
 use loadgen::{HttpVersion, Method};
 use serde_spanned::Spanned;
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
 use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
@@ -75,6 +76,7 @@ pub(crate) fn validate(
     let roots = DocumentRoots::new(&mut d, &raw, &base_dir);
     let documents = check_documents(&mut d, &raw, &roots, &default_load);
     let largest = documents.iter().map(|doc| doc.length).max().unwrap_or(0);
+    let hosts = check_hosts(&mut d, &raw, &base_dir);
     let (servers, foreign) = check_servers(&mut d, src, &raw, kinds, &base_dir, largest);
     let capacity = raw
         .capacity
@@ -117,7 +119,190 @@ pub(crate) fn validate(
         documents,
         capacity,
         tls: raw.tls.unwrap_or(false),
+        hosts,
     })
+}
+
+/// Engine ports when the URL gives none, as Docker's own client assumes them.
+const DOCKER_TLS_PORT: u16 = 2376;
+const DOCKER_PLAIN_PORT: u16 = 2375;
+
+/// The `[[host]]` tables: names, URLs, TLS folders, the plain-TCP consent and addresses.
+fn check_hosts(d: &mut Diagnostics, raw: &RawScenario, base_dir: &Path) -> Vec<HostSpec> {
+    let mut names: HashMap<&str, usize> = HashMap::new();
+    let mut hosts = Vec::new();
+    for h in &raw.host {
+        let h = h.get_ref();
+        check_name(d, &h.name, "host");
+        let name = h.name.get_ref().as_str();
+        if let Some(first) = names.insert(name, line_of(d, h.name.span())) {
+            d.error(
+                h.name.span(),
+                format!("duplicate host name `{name}` (first used on line {first}; rename one)"),
+            );
+        }
+        if let Some(spec) = check_host(d, h, base_dir) {
+            hosts.push(spec);
+        }
+    }
+    hosts
+}
+
+fn check_host(d: &mut Diagnostics, h: &RawHost, base_dir: &Path) -> Option<HostSpec> {
+    let name = h.name.get_ref().as_str();
+    let url_text = h.url.get_ref().trim();
+    let url_span = h.url.span();
+    let only_tcp = |d: &mut Diagnostics, key: &str, span: Range<usize>| {
+        d.error(
+            span,
+            format!(
+                "{key} applies to tcp:// engines only, and host `{name}` is {url_text} (remove it)"
+            ),
+        );
+    };
+    let url = if let Some(path) = url_text.strip_prefix("unix://") {
+        if let Some(t) = &h.tls_dir {
+            only_tcp(d, "tls_dir", t.span());
+        }
+        if let Some(i) = &h.insecure {
+            only_tcp(d, "insecure", i.span());
+        }
+        if !path.starts_with('/') {
+            d.error(
+                url_span.clone(),
+                format!("`{url_text}` needs an absolute socket path (write it as unix:///var/run/docker.sock)"),
+            );
+            return None;
+        }
+        HostUrl::Unix {
+            path: PathBuf::from(path),
+        }
+    } else if let Some(rest) = url_text.strip_prefix("tcp://") {
+        let tls_dir = h.tls_dir.as_ref().and_then(|t| {
+            let dir = base_dir.join(t.get_ref());
+            let missing: Vec<&str> = ["ca.pem", "cert.pem", "key.pem"]
+                .into_iter()
+                .filter(|f| !dir.join(f).is_file())
+                .collect();
+            if missing.is_empty() {
+                Some(dir)
+            } else {
+                d.error(
+                    t.span(),
+                    format!(
+                        "tls_dir `{}` ({}) has no {} (a TLS folder holds the engine's CA certificate, ca.pem, and this client's certificate and key, cert.pem and key.pem)",
+                        t.get_ref(),
+                        dir.display(),
+                        missing.join(", ")
+                    ),
+                );
+                None
+            }
+        });
+        let insecure = h.insecure.as_ref().is_some_and(|i| *i.get_ref());
+        match (&h.tls_dir, &h.insecure) {
+            (Some(_), Some(i)) if *i.get_ref() => d.error(
+                i.span(),
+                format!("host `{name}` has both tls_dir and insecure = true (with TLS the connection is not insecure: remove insecure)"),
+            ),
+            (None, _) if !insecure => d.error(
+                url_span.clone(),
+                format!(
+                    "`{url_text}` is plain, unauthenticated TCP: whoever reaches that port controls the engine and its machine (add tls_dir = \"FOLDER\" with ca.pem, cert.pem and key.pem, or insecure = true to accept it on a network you trust)"
+                ),
+            ),
+            _ => {}
+        }
+        let rest = rest.trim_end_matches('/');
+        let (host, port) = match split_host_port(rest) {
+            Some(hp) => hp,
+            None => {
+                d.error(
+                    url_span.clone(),
+                    format!("`{url_text}` is not tcp://HOST or tcp://HOST:PORT (a port is 1-65535; an IPv6 address goes in brackets: tcp://[fd00::5]:2376)"),
+                );
+                return None;
+            }
+        };
+        let port = port.unwrap_or(if h.tls_dir.is_some() {
+            DOCKER_TLS_PORT
+        } else {
+            DOCKER_PLAIN_PORT
+        });
+        if h.tls_dir.is_some() && tls_dir.is_none() {
+            return None;
+        }
+        HostUrl::Tcp {
+            host,
+            port,
+            tls_dir,
+        }
+    } else if let Some(target) = url_text.strip_prefix("ssh://") {
+        d.error(
+            url_span,
+            format!("ssh:// engines are not supported yet (forward the engine's socket over ssh instead: `ssh -nNT -L /tmp/{name}.sock:/var/run/docker.sock {}` and write url = \"unix:///tmp/{name}.sock\" with address = \"<its IP>\")", target),
+        );
+        return None;
+    } else {
+        d.error(
+            url_span,
+            format!("`{url_text}` is not a Docker engine URL (write unix:///var/run/docker.sock, tcp://HOST:2376 with tls_dir, or tcp://HOST:2375 with insecure = true)"),
+        );
+        return None;
+    };
+    let address = match &h.address {
+        Some(a) => match a.get_ref().trim().parse::<IpAddr>() {
+            Ok(ip) => ip,
+            Err(_) => {
+                d.error(
+                    a.span(),
+                    format!("address `{}` is not an IP address (servers listen on an address such as 10.0.0.5 or fd00::5)", a.get_ref()),
+                );
+                return None;
+            }
+        },
+        None => match &url {
+            HostUrl::Unix { .. } => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            HostUrl::Tcp { host, .. } => match host.parse::<IpAddr>() {
+                Ok(ip) => ip,
+                Err(_) => {
+                    d.error(
+                        h.url.span(),
+                        format!("host `{name}` is named `{host}`, not by an IP address: add address = \"<its IP>\" (its servers listen on that address and the load is sent there)"),
+                    );
+                    return None;
+                }
+            },
+        },
+    };
+    Some(HostSpec {
+        name: name.to_string(),
+        url,
+        address,
+    })
+}
+
+/// `HOST`, `HOST:PORT`, `[V6]` or `[V6]:PORT`.
+fn split_host_port(text: &str) -> Option<(String, Option<u16>)> {
+    let port = |p: &str| p.parse::<u16>().ok().filter(|&p| p >= 1);
+    let (host, p) = if let Some(inner) = text.strip_prefix('[') {
+        let (h, after) = inner.split_once(']')?;
+        match after {
+            "" => (h, None),
+            _ => (h, Some(port(after.strip_prefix(':')?)?)),
+        }
+    } else {
+        match text.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') => (h, Some(port(p)?)),
+            Some(_) => return None, // an IPv6 address without brackets
+            None => (text, None),
+        }
+    };
+    let valid = !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-.:".contains(&b));
+    valid.then(|| (host.to_string(), p))
 }
 
 fn check_name(d: &mut Diagnostics, name: &Spanned<String>, what: &str) {
@@ -1099,6 +1284,31 @@ fn check_servers(
             // The manifest's order, whatever order the table had.
             options.sort_by_key(|(k, _)| m.options.keys().position(|o| o == k));
         }
+        let host = s.host.as_ref().and_then(|h| {
+            let found = raw
+                .host
+                .iter()
+                .position(|t| t.get_ref().name.get_ref() == h.get_ref());
+            if found.is_none() {
+                let mut names: Vec<&str> = Vec::new();
+                for t in &raw.host {
+                    let n = t.get_ref().name.get_ref().as_str();
+                    if !names.contains(&n) {
+                        names.push(n);
+                    }
+                }
+                d.error(
+                    h.span(),
+                    if names.is_empty() {
+                        format!("host `{}` is not defined (add a [[host]] table with name = \"{}\" and its url, or remove host to run on the local engine)", h.get_ref(), h.get_ref())
+                    } else {
+                        format!("host `{}` is not a [[host]] of this scenario (name one of: {}; or remove host to run on the local engine)", h.get_ref(), names.join(", "))
+                    },
+                );
+                ok = false;
+            }
+            found
+        });
         entries.push((ok && image.is_some()).then(|| ServerEntry {
             spec: ServerSpec {
                 name: name.to_owned(),
@@ -1109,6 +1319,7 @@ fn check_servers(
                 port,
                 options,
                 optional: s.optional.unwrap_or(false),
+                host,
             },
             needs,
         }));

@@ -2,7 +2,7 @@
 
 use loadgen::{HttpVersion, Method};
 use scenario::{
-    Coalesce, DocumentSource, GeneratorKind, Kinds, OptionValue, Plan, ScenarioError,
+    Coalesce, DocumentSource, GeneratorKind, HostUrl, Kinds, OptionValue, Plan, ScenarioError,
     DEFAULT_MEMORY, DEFAULT_TIMEOUT,
 };
 use std::path::Path;
@@ -596,4 +596,67 @@ fn tls_is_off_unless_asked_and_the_kinds_say_whether_they_serve_it() {
         e.contains("invalid type: string \"yes\", expected a boolean"),
         "{e}"
     );
+}
+
+#[test]
+fn hosts_become_urls_and_addresses_and_servers_name_theirs() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hosts");
+    let src = MINIMAL.replace(
+        "[[server]]\nname = \"nginx\"\nkind = \"nginx\"\n",
+        r#"[[host]]
+name = "srv1"
+url = "tcp://10.0.0.5"
+tls_dir = "certs"
+
+[[host]]
+name = "lab"
+url = "tcp://[fd00::7]:2375"
+insecure = true
+
+[[host]]
+name = "tunnel"
+url = "unix:///tmp/srv2.sock"
+address = "10.0.0.9"
+
+[[server]]
+name = "nginx"
+kind = "nginx"
+host = "srv1"
+
+[[server]]
+name = "apache"
+kind = "apache"
+"#,
+    );
+    let plan = parse_str(&src, &dir.join("s.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = plan.hosts.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, ["srv1", "lab", "tunnel"]);
+    assert_eq!(
+        plan.hosts[0].url,
+        HostUrl::Tcp {
+            host: "10.0.0.5".to_string(),
+            port: 2376,
+            tls_dir: Some(dir.join("certs")),
+        }
+    );
+    assert_eq!(plan.hosts[0].address.to_string(), "10.0.0.5");
+    assert!(!plan.hosts[0].url.is_insecure());
+    assert_eq!(plan.hosts[1].url.to_string(), "tcp://[fd00::7]:2375");
+    assert_eq!(plan.hosts[1].address.to_string(), "fd00::7");
+    assert!(plan.hosts[1].url.is_insecure());
+    assert_eq!(
+        plan.hosts[2].url,
+        HostUrl::Unix {
+            path: "/tmp/srv2.sock".into()
+        }
+    );
+    assert_eq!(plan.hosts[2].address.to_string(), "10.0.0.9");
+    let nginx = plan.servers.iter().find(|s| s.name == "nginx").unwrap();
+    let apache = plan.servers.iter().find(|s| s.name == "apache").unwrap();
+    assert_eq!(plan.host_of(nginx).map(|h| h.name.as_str()), Some("srv1"));
+    assert_eq!(plan.host_of(apache), None);
+    // Without tables, everything is on the local engine.
+    let plain = parse_str(MINIMAL, Path::new("m.toml")).unwrap();
+    assert!(plain.hosts.is_empty());
+    assert!(plain.servers.iter().all(|s| s.host.is_none()));
 }

@@ -54,7 +54,7 @@ impl Ctx<'_> {
                     };
                     let (load, capped) = capacity::step_load(&dspec.load, spec, rate, ceiling);
                     let began = Instant::now();
-                    let m = self.measure(&l.guard, &load, &doc.url_path, false).await;
+                    let m = self.measure(l, &load, &doc.url_path, false).await;
                     if let Some(death) = self.find_death(l, live, &during).await? {
                         self.report_deaths(record, results, death);
                         break 'documents;

@@ -1,0 +1,291 @@
+//! Engines other than the local one, made by the test as network namespaces with their own
+//! dockerd ([`testhosts`]): the orchestrator connects to them over TCP with the API version
+//! negotiated, reads their facts, fails in bounded time and with the engine's URL when one does
+//! not answer, and runs a server there: an image built on that engine, the documents uploaded
+//! through the API (no bind mount of a local path), reached and verified at that host's
+//! address, labelled, and removed (in order and by a guard's drop) so that no container is
+//! left on any engine.
+//!
+//! Every request goes to an address of a namespace this test made.
+
+mod common;
+
+use common::{busybox_image, connect, run_id};
+use orchestrator::{ContainerSpec, Endpoint, ExpectedDoc, Orchestrator, OrchestratorError};
+use sha2::{Digest, Sha256};
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+use testhosts::TestHosts;
+
+/// The hosts, or `None` with the reason printed when this machine cannot make them (outside
+/// CI; in CI that is a failure).
+fn hosts_or_skip(n: usize) -> Option<TestHosts> {
+    hosts_or_skip_with(n, TestHosts::up)
+}
+
+fn hosts_or_skip_with(n: usize, up: fn(usize) -> Result<TestHosts, String>) -> Option<TestHosts> {
+    if let Some(why) = testhosts::unavailable() {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set, so the multi-host tests must run, but: {why}");
+        }
+        eprintln!("SKIPPED: {why}");
+        return None;
+    }
+    let t = Instant::now();
+    let hosts = up(n).unwrap_or_else(|e| panic!("making {n} test hosts: {e}"));
+    for h in hosts.hosts() {
+        eprintln!(
+            "host {} at {}: dockerd answered after {:.1} s",
+            h.name,
+            h.address,
+            h.ready_after.as_secs_f64()
+        );
+    }
+    eprintln!("{n} hosts up in {:.1} s", t.elapsed().as_secs_f64());
+    Some(hosts)
+}
+
+fn tcp(address: IpAddr, port: u16) -> Endpoint {
+    Endpoint::Tcp {
+        host: address.to_string(),
+        port,
+        tls: None,
+    }
+}
+
+/// The labelled containers on an engine.
+async fn labelled(orch: &Orchestrator) -> Vec<String> {
+    let filters =
+        std::collections::HashMap::from([("label".to_string(), vec!["benchctl=1".to_string()])]);
+    let options = bollard::query_parameters::ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
+    orch.docker()
+        .list_containers(Some(options))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|c| c.id)
+        .collect()
+}
+
+#[tokio::test]
+async fn engines_in_namespaces_answer_with_their_facts_and_a_silent_one_fails_in_bounded_time() {
+    let Some(hosts) = hosts_or_skip(2) else {
+        return;
+    };
+    for h in hosts.hosts() {
+        let orch = Orchestrator::connect_to(&tcp(h.address.into(), testhosts::ENGINE_PORT))
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", h.name));
+        let facts = orch.facts().await.unwrap();
+        eprintln!("{}: {facts:?}", h.name);
+        assert!(!facts.version.is_empty());
+        assert_eq!(facts.api_version, orch.api_version());
+        assert!(facts.cpus >= 1, "{facts:?}");
+        assert!(facts.memory_bytes > 64 << 20, "{facts:?}");
+        // The same machine's clock: any offset is the request's own time.
+        assert!(
+            facts.clock_offset_s.abs() < 1.0 + facts.clock_uncertainty_s,
+            "{facts:?}"
+        );
+    }
+
+    // Nothing has this address: the connection gets no answer.
+    let silent = tcp(hosts.silent_address().into(), testhosts::ENGINE_PORT);
+    let t = Instant::now();
+    let e = Orchestrator::connect_to(&silent)
+        .await
+        .expect_err("nobody is there");
+    let waited = t.elapsed();
+    let text = e.to_string();
+    eprintln!("after {waited:?}: {text}");
+    assert!(
+        matches!(
+            e,
+            OrchestratorError::NoAnswer { .. } | OrchestratorError::EngineUnreachable { .. }
+        ),
+        "{e:?}"
+    );
+    assert!(text.contains(&silent.url()), "{text}");
+    assert!(
+        waited < orchestrator::CONNECT_BOUND + Duration::from_secs(5),
+        "{waited:?}"
+    );
+
+    // An engine's port with nothing listening: refused at once, the URL in the message.
+    let closed = tcp(hosts.hosts()[0].address.into(), 1);
+    let e = Orchestrator::connect_to(&closed)
+        .await
+        .expect_err("nothing listens on port 1");
+    assert!(e.to_string().contains(&closed.url()), "{e}");
+}
+
+#[tokio::test]
+async fn a_server_on_another_engine_is_built_there_serves_uploaded_documents_and_is_removed() {
+    let Some(local) = connect().await else { return };
+    let Some(hosts) = hosts_or_skip(1) else {
+        return;
+    };
+    let h = &hosts.hosts()[0];
+    let remote = Orchestrator::connect_to(&tcp(h.address.into(), testhosts::ENGINE_PORT))
+        .await
+        .unwrap();
+
+    // The namespace has no way out to Debian's mirrors: its base image comes from here.
+    let base = busybox_image(&local).await;
+    let t = Instant::now();
+    local.copy_image_to(&remote, &base.tag).await.unwrap();
+    eprintln!(
+        "copied {} to {} in {:.1} s",
+        base.tag,
+        h.name,
+        t.elapsed().as_secs_f64()
+    );
+    // Built on that engine: the context travels through its API.
+    let ctx = common::context(&[(
+        "Dockerfile",
+        &format!(
+            "FROM {}\nUSER 65534:65534\nENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -v -p $BENCH_ADDR:$BENCH_PORT -h /srv/www\"]\n",
+            base.tag
+        ),
+    )]);
+    let logs = tempfile::tempdir().unwrap();
+    let image = remote
+        .build_image("test-remote", ctx.path(), &logs.path().join("remote.log"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(local.image_id(&image.tag).await.unwrap().is_none());
+
+    let www = tempfile::tempdir().unwrap();
+    let hello = b"Hello, World!";
+    let big: Vec<u8> = (0..2_000_000u32).map(|i| (i * 13 % 251) as u8).collect();
+    std::fs::write(www.path().join("index.html"), hello).unwrap();
+    std::fs::create_dir(www.path().join("sub")).unwrap();
+    std::fs::write(www.path().join("sub/big.bin"), &big).unwrap();
+    let docs = [
+        ExpectedDoc {
+            url_path: "/index.html".to_string(),
+            length: hello.len() as u64,
+            sha256_hex: hex::encode(Sha256::digest(hello)),
+        },
+        ExpectedDoc {
+            url_path: "/sub/big.bin".to_string(),
+            length: big.len() as u64,
+            sha256_hex: hex::encode(Sha256::digest(&big)),
+        },
+    ];
+
+    let run = run_id("remote");
+    let address = IpAddr::V4(h.address);
+    let spec = ContainerSpec {
+        name: "remote".to_string(),
+        image: image.tag.clone(),
+        env: vec![("BENCH_ADDR".to_string(), address.to_string())],
+        port: 8080,
+        docroot: Some(www.path().to_path_buf()),
+        run_id: run.clone(),
+        memory_bytes: Some(64 << 20),
+        ..Default::default()
+    };
+    let guard = remote.start(&spec).await.unwrap();
+    assert_eq!(guard.address(), address);
+    let info = remote
+        .docker()
+        .inspect_container(
+            guard.id(),
+            None::<bollard::query_parameters::InspectContainerOptions>,
+        )
+        .await
+        .unwrap();
+    let host_config = info.host_config.unwrap();
+    assert_eq!(host_config.binds, None, "no local path is mounted there");
+    let labels = info.config.unwrap().labels.unwrap();
+    assert_eq!(labels.get("benchctl.run"), Some(&run));
+    assert_eq!(
+        labels.get(orchestrator::LABEL_MACHINE),
+        orchestrator::owner::machine_id().as_ref()
+    );
+    let ready = remote
+        .wait_ready(&guard, spec.port, "/index.html", Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("remote busybox: create to ready {ready:?}");
+    remote
+        .verify_at(guard.socket_addr(), &docs)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Stats come from its engine.
+    let sampler = remote.sample_stats(&guard).await.unwrap();
+    let usage = sampler.finish().await;
+    assert!(usage.samples >= 1);
+
+    // This machine's sweep of stale containers leaves a live run's alone there too.
+    assert_eq!(remote.gc_stale().await.unwrap(), 0);
+    assert_eq!(labelled(&remote).await.len(), 1);
+
+    // Dropped: the guard reaches its own engine to remove it.
+    let id = guard.id().to_string();
+    drop(guard);
+    assert!(labelled(&remote).await.is_empty(), "{id} is still there");
+
+    // And in order, with a second one.
+    let guard = remote.start(&spec).await.unwrap();
+    remote
+        .wait_ready(&guard, spec.port, "/index.html", Duration::from_secs(20))
+        .await
+        .unwrap();
+    guard.remove().await.unwrap();
+    assert!(labelled(&remote).await.is_empty());
+    // A run's sweep from another thread reaches every engine named.
+    let leaked = remote.start(&spec).await.unwrap().leak();
+    let removed = orchestrator::remove_run_blocking_on(
+        &[Endpoint::Local, remote.endpoint().clone()],
+        &run,
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    assert_eq!(removed, 1, "{leaked}");
+    assert!(labelled(&remote).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_tls_engine_answers_a_client_with_its_certificates_and_refuses_plain_http() {
+    let Some(hosts) = hosts_or_skip_with(1, TestHosts::up_tls) else {
+        return;
+    };
+    let h = &hosts.hosts()[0];
+    let tls_dir = h.tls_dir.clone().expect("a TLS host has a client folder");
+    let with_tls = Endpoint::Tcp {
+        host: h.address.to_string(),
+        port: h.port,
+        tls: Some(tls_dir.clone()),
+    };
+    let orch = Orchestrator::connect_to(&with_tls)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let facts = orch.facts().await.unwrap();
+    assert!(facts.cpus >= 1, "{facts:?}");
+
+    // The same port without TLS is not an engine that answers.
+    let plain = tcp(h.address.into(), h.port);
+    let e = Orchestrator::connect_to(&plain)
+        .await
+        .expect_err("a TLS engine does not speak plain HTTP");
+    assert!(e.to_string().contains(&plain.url()), "{e}");
+
+    // A folder without the client's key: said before any connection.
+    let partial = tempfile::tempdir().unwrap();
+    for f in ["ca.pem", "cert.pem"] {
+        std::fs::copy(tls_dir.join(f), partial.path().join(f)).unwrap();
+    }
+    let e = Orchestrator::connect_to(&Endpoint::Tcp {
+        host: h.address.to_string(),
+        port: h.port,
+        tls: Some(partial.path().to_path_buf()),
+    })
+    .await
+    .expect_err("no key.pem");
+    assert!(e.to_string().contains("no key.pem"), "{e}");
+}

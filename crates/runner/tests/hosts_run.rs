@@ -1,0 +1,193 @@
+//! A whole run whose server is on another Docker engine: a `[[host]]` made by the test as a
+//! network namespace with its own dockerd ([`testhosts`]), named by the server's `host` key.
+//! The server's image is built on that engine (its context through the API), its documents are
+//! uploaded there and verified by SHA-256 from this machine, the load goes to that host's
+//! address, and afterwards no container is left on either engine.
+//!
+//! Every request goes to the address of the namespace this test made; the load is bounded
+//! (200 requests per document).
+
+mod common;
+
+use common::*;
+use orchestrator::Orchestrator;
+use report::ServerStatus;
+use runner::RunOptions;
+use std::sync::Arc;
+use testhosts::TestHosts;
+
+/// The base image the orchestrator's tests make (the same name and recipe, so it is shared).
+const TEST_BASE: &str = "benchctl-test/bookworm:base";
+
+/// busybox's httpd in the tests' base image, built here (where Debian's mirrors are
+/// reachable) by the recipe the orchestrator's tests use, so its tag is theirs.
+async fn busybox_image(local: &Orchestrator) -> String {
+    if local.image_id(TEST_BASE).await.unwrap().is_none() {
+        local
+            .bootstrap_debian("bookworm", TEST_BASE)
+            .await
+            .unwrap_or_else(|e| panic!("bootstrapping {TEST_BASE}: {e}"));
+    }
+    let ctx = tempfile::tempdir().unwrap();
+    std::fs::write(
+        ctx.path().join("Dockerfile"),
+        format!(
+            "FROM {TEST_BASE}\n\
+             RUN apt-get update && apt-get install -y --no-install-recommends busybox \
+                 && rm -rf /var/lib/apt/lists/*\n\
+             ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -v -p 127.0.0.1:$BENCH_PORT -h /srv/www\"]\n"
+        ),
+    )
+    .unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    local
+        .build_image("test-busybox", ctx.path(), &logs.path().join("b.log"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .tag
+}
+
+/// A server kind by the contract in docker/README.md, on top of `base`.
+fn write_kind(dir: &std::path::Path, base: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("Dockerfile"),
+        format!(
+            "FROM {base}\nUSER 65534:65534\n\
+             ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -p ${{BENCH_ADDR:-127.0.0.1}}:$BENCH_PORT -h /srv/www\"]\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("server.toml"),
+        "[server]\nname = \"busybox httpd\"\nsource = \"Debian bookworm package busybox\"\n\n\
+         [container]\nuser = \"65534:65534\"\ncapabilities = []\npids_limit = 16\n\
+         tmpfs = [{ path = \"/tmp\", size = \"1m\" }]\n",
+    )
+    .unwrap();
+}
+
+async fn labelled_on(orch: &Orchestrator, label: &str) -> Vec<String> {
+    let filters = std::collections::HashMap::from([("label".to_string(), vec![label.to_string()])]);
+    orch.docker()
+        .list_containers(Some(
+            bollard::query_parameters::ListContainersOptionsBuilder::default()
+                .all(true)
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|c| c.id)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_on_a_namespace_host_is_built_verified_and_measured_there_and_leaves_nothing() {
+    if !daemon_or_skip("a_server_on_a_namespace_host_is_built_verified_and_measured_there").await {
+        return;
+    }
+    if let Some(why) = testhosts::unavailable() {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set, so the multi-host tests must run, but: {why}");
+        }
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let _one_at_a_time = exclusive();
+    let hosts = tokio::task::spawn_blocking(|| TestHosts::up(1))
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("making a test host: {e}"));
+    let h = &hosts.hosts()[0];
+    eprintln!(
+        "host at {}: dockerd answered after {:.1} s",
+        h.address,
+        h.ready_after.as_secs_f64()
+    );
+
+    // The namespace cannot reach Debian's mirrors: the kind's base image goes there from here.
+    let local = Orchestrator::connect().await.unwrap();
+    let remote = Orchestrator::connect_to(&orchestrator::Endpoint::Tcp {
+        host: h.address.to_string(),
+        port: testhosts::ENGINE_PORT,
+        tls: None,
+    })
+    .await
+    .unwrap();
+    let base = busybox_image(&local).await;
+    local.copy_image_to(&remote, &base).await.unwrap();
+
+    let (dir, path) = scenario(&format!(
+        r#"
+name = "remote"
+[load]
+requests = 200
+concurrency = 2
+timeout = "10s"
+[[host]]
+name = "srv1"
+url = "{}"
+insecure = true
+[[server]]
+name = "tiny"
+kind = "tiny"
+host = "srv1"
+memory = "64m"
+[[document]]
+name = "hello"
+path = "/"
+generate = "hello"
+[[document]]
+name = "page"
+path = "/page.html"
+generate = "html"
+size = 20000
+"#,
+        h.tcp_url()
+    ));
+    let kinds = dir.path().join("kinds");
+    write_kind(&kinds.join("tiny"), &base);
+    let plan = plan_with(&path, &kinds);
+    let out = dir.path().join("remote.json");
+    let rec = Arc::new(Recorder::default());
+    let outcome = runner::run(
+        &plan,
+        RunOptions {
+            out: Some(out.clone()),
+            ..RunOptions::new()
+        },
+        rec.clone(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{}", rec.lines().join("\n"));
+    assert!(outcome.succeeded(), "{:?}", outcome.problems);
+    let record = &outcome.record;
+    assert!(
+        matches!(record.servers[0].status, ServerStatus::Available { .. }),
+        "{:?}",
+        record.servers[0].status
+    );
+    // Built there, not here.
+    let tag = &record.servers[0].image_tag;
+    assert!(remote.image_id(tag).await.unwrap().is_some(), "{tag}");
+    assert!(local.image_id(tag).await.unwrap().is_none(), "{tag}");
+    assert_eq!(record.loads.len(), 2);
+    for l in &record.loads {
+        assert_eq!(l.load.complete, 200, "{}", l.url_path);
+        assert_eq!(l.load.failed, 0, "{}", l.url_path);
+        assert_eq!(
+            l.load.server.hostname,
+            h.address.to_string(),
+            "where the load went"
+        );
+    }
+    assert!(out.is_file());
+
+    // Nothing left on either engine.
+    assert!(labelled_on(&remote, "benchctl=1").await.is_empty());
+    let mine = format!("benchctl.pid={}", std::process::id());
+    assert!(labelled_on(&local, &mine).await.is_empty());
+}

@@ -1,0 +1,714 @@
+//! Extra "hosts" on this one machine, for the tests of benchctl's multi-host features: each a
+//! network namespace joined to the machine by a veth pair on a bridge, running its own
+//! `dockerd`. To benchctl such a host is a Docker engine at `tcp://ADDRESS:2375` whose
+//! host-network containers answer at `ADDRESS`, exactly as another machine on the LAN would be.
+//!
+//! Why each piece is as it is (all of it measured on the development machines, see
+//! ENVIRONMENT.md):
+//! - `dockerd` is started with `nsenter --net=/var/run/netns/NAME`, not `ip netns exec`, which
+//!   remounts /sys and leaves dockerd without its devices cgroup;
+//! - every engine has its own data root, exec root, pid file and sockets, and runs with
+//!   `--iptables=false --bridge=none`: it must not touch the machine's firewall or make a
+//!   docker0 of its own (the machine's main engine is in use by others meanwhile);
+//! - the main engine sets FORWARD's policy to DROP and bridged frames pass through iptables, so
+//!   one rule, `FORWARD -i BRIDGE -o BRIDGE -j ACCEPT`, lets the namespaces reach each other; it
+//!   names only our own bridge and is removed with it;
+//! - names carry a short id unique to the fixture, so nothing collides with another test
+//!   process, and a lock file lets only one fixture set exist at a time (a dockerd is heavy on
+//!   a 2-core machine, and a set left by a killed test is recognised and removed by the next);
+//! - everything is removed when [`TestHosts`] drops: also when the test panics.
+//!
+//! Every address a test sends requests to is one of the namespaces made here.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::Ipv4Addr;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where the engines' exec roots, sockets and pid files live (short paths: containerd's
+/// sockets must fit in 108 bytes).
+const RUN_ROOT: &str = "/run/benchctl-testhosts";
+/// Where their images and containers live (a disk filesystem, which overlay2 needs).
+const DATA_ROOT: &str = "/var/lib/benchctl-testhosts";
+/// Held (flock) for the whole life of a fixture set.
+const LOCK_FILE: &str = "/run/benchctl-testhosts.lock";
+/// The port each engine's API listens on, plain TCP, on its namespace's address only.
+pub const ENGINE_PORT: u16 = 2375;
+/// The port instead when the engines ask for TLS client certificates ([`TestHosts::up_tls`]).
+pub const ENGINE_TLS_PORT: u16 = 2376;
+/// How long a fresh dockerd may take to answer.
+const READY_DEADLINE: Duration = Duration::from_secs(90);
+
+/// One extra host: a namespace with an address and an engine.
+#[derive(Debug)]
+pub struct TestHost {
+    /// `h0`, `h1`, ...
+    pub name: String,
+    /// The network namespace (`/var/run/netns/<netns>`).
+    pub netns: String,
+    /// The namespace's address: the engine listens here, and host-network containers too.
+    pub address: Ipv4Addr,
+    /// Its exec root, sockets and log.
+    pub run_dir: PathBuf,
+    /// How long its dockerd took from start to answering `/_ping`.
+    pub ready_after: Duration,
+    /// The port its API listens on.
+    pub port: u16,
+    /// With TLS: the client's folder (`ca.pem`, `cert.pem`, `key.pem`), as a scenario's
+    /// `tls_dir` names it.
+    pub tls_dir: Option<PathBuf>,
+}
+
+impl TestHost {
+    /// The engine's API over TCP: what a scenario's `[[host]] url` names.
+    pub fn tcp_url(&self) -> String {
+        format!("tcp://{}:{}", self.address, self.port)
+    }
+
+    /// The engine's local socket, for set-up done without the network.
+    pub fn socket(&self) -> PathBuf {
+        self.run_dir.join("docker.sock")
+    }
+
+    /// `unix://` URL of [`socket`](Self::socket).
+    pub fn unix_url(&self) -> String {
+        format!("unix://{}", self.socket().display())
+    }
+
+    /// The dockerd's own log.
+    pub fn log(&self) -> PathBuf {
+        self.run_dir.join("dockerd.log")
+    }
+}
+
+/// A set of extra hosts, removed on drop.
+#[derive(Debug)]
+pub struct TestHosts {
+    layout: Layout,
+    hosts: Vec<TestHost>,
+    dockerds: Vec<Child>,
+    /// The engines require TLS client certificates signed by the set's own CA.
+    tls: bool,
+    /// Keeps the lock for as long as the hosts exist.
+    _lock: File,
+}
+
+/// Every name and path a fixture set uses, written down before anything is made so that a
+/// set whose process was killed can be taken apart by the next one.
+#[derive(Debug, Clone)]
+struct Layout {
+    id: String,
+    /// Third octet of the set's subnet, 10.213.N.0/24.
+    net: u8,
+    bridge: String,
+    hosts: usize,
+}
+
+impl Layout {
+    fn netns(&self, i: usize) -> String {
+        format!("bc{}h{i}", self.id)
+    }
+    fn veth_outside(&self, i: usize) -> String {
+        format!("bc{}o{i}", self.id)
+    }
+    fn veth_inside(&self, i: usize) -> String {
+        format!("bc{}i{i}", self.id)
+    }
+    fn gateway(&self) -> Ipv4Addr {
+        Ipv4Addr::new(10, 213, self.net, 1)
+    }
+    fn address(&self, i: usize) -> Ipv4Addr {
+        Ipv4Addr::new(10, 213, self.net, 10 + i as u8)
+    }
+    fn run_dir(&self) -> PathBuf {
+        Path::new(RUN_ROOT).join(&self.id)
+    }
+    fn data_dir(&self) -> PathBuf {
+        Path::new(DATA_ROOT).join(&self.id)
+    }
+    fn rule(&self) -> Vec<String> {
+        [
+            "FORWARD",
+            "-i",
+            &self.bridge,
+            "-o",
+            &self.bridge,
+            "-j",
+            "ACCEPT",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }
+    fn to_text(&self) -> String {
+        format!(
+            "id={}\nnet={}\nbridge={}\nhosts={}\n",
+            self.id, self.net, self.bridge, self.hosts
+        )
+    }
+    fn from_text(text: &str) -> Option<Layout> {
+        let get = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+                .map(str::to_string)
+        };
+        Some(Layout {
+            id: get("id")?,
+            net: get("net")?.parse().ok()?,
+            bridge: get("bridge")?,
+            hosts: get("hosts")?.parse().ok()?,
+        })
+    }
+}
+
+/// Why extra hosts cannot be made here, or `None` when they can: the tests skip with this
+/// reason outside CI and fail with it in CI.
+pub fn unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("making network namespaces and engines needs root".to_string());
+    }
+    for tool in ["ip", "nsenter", "iptables", "dockerd"] {
+        let found = std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+            || ["/usr/sbin", "/sbin", "/usr/bin"]
+                .iter()
+                .any(|d| Path::new(d).join(tool).is_file());
+        if !found {
+            return Some(format!("`{tool}` is not installed"));
+        }
+    }
+    None
+}
+
+/// Runs a command to completion; its stderr is the error.
+fn run(args: &[&str]) -> Result<(), String> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+fn output(args: &[&str]) -> String {
+    Command::new(args[0])
+        .args(&args[1..])
+        .stdin(Stdio::null())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+impl TestHosts {
+    /// Makes `n` hosts (1..=8) and waits until each engine answers. Blocks while another set
+    /// exists (in this process or another); removes a set whose process is gone first.
+    pub fn up(n: usize) -> Result<TestHosts, String> {
+        TestHosts::make(n, false)
+    }
+
+    /// [`up`](Self::up) with engines that speak only TLS on [`ENGINE_TLS_PORT`] and accept
+    /// only clients with a certificate of the set's own CA ([`TestHost::tls_dir`]), as
+    /// `dockerd --tlsverify` does.
+    pub fn up_tls(n: usize) -> Result<TestHosts, String> {
+        TestHosts::make(n, true)
+    }
+
+    fn make(n: usize, tls: bool) -> Result<TestHosts, String> {
+        if !(1..=8).contains(&n) {
+            return Err(format!("{n} hosts: make 1 to 8"));
+        }
+        if let Some(why) = unavailable() {
+            return Err(why);
+        }
+        std::fs::create_dir_all(RUN_ROOT).map_err(|e| format!("{RUN_ROOT}: {e}"))?;
+        std::fs::create_dir_all(DATA_ROOT).map_err(|e| format!("{DATA_ROOT}: {e}"))?;
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(LOCK_FILE)
+            .map_err(|e| format!("{LOCK_FILE}: {e}"))?;
+        // SAFETY: the descriptor belongs to `lock`, which outlives the call.
+        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
+            return Err(format!(
+                "locking {LOCK_FILE}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        // With the lock held, any set still on the machine belongs to a process that is gone.
+        sweep_stale();
+
+        let id = unique_id();
+        let net = free_subnet().ok_or("no free 10.213.N.0/24 subnet for the hosts")?;
+        let layout = Layout {
+            bridge: format!("bc{id}br"),
+            id,
+            net,
+            hosts: n,
+        };
+        let mut set = TestHosts {
+            layout: layout.clone(),
+            hosts: Vec::new(),
+            dockerds: Vec::new(),
+            tls,
+            _lock: lock,
+        };
+        // From here on, Drop takes apart whatever was made, even half of it.
+        std::fs::create_dir_all(layout.run_dir()).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(layout.data_dir()).map_err(|e| e.to_string())?;
+        std::fs::write(layout.run_dir().join("layout"), layout.to_text())
+            .map_err(|e| e.to_string())?;
+        set.make_network()?;
+        if tls {
+            set.make_certificates()?;
+        }
+        let started = Instant::now();
+        for i in 0..n {
+            let child = set.start_dockerd(i)?;
+            set.dockerds.push(child);
+        }
+        for i in 0..n {
+            let ready_after = set.wait_ready(i, started)?;
+            set.hosts.push(TestHost {
+                name: format!("h{i}"),
+                netns: layout.netns(i),
+                address: layout.address(i),
+                run_dir: layout.run_dir().join(format!("h{i}")),
+                ready_after,
+                port: if tls { ENGINE_TLS_PORT } else { ENGINE_PORT },
+                tls_dir: tls.then(|| layout.run_dir().join("client")),
+            });
+        }
+        Ok(set)
+    }
+
+    /// The hosts, in order.
+    pub fn hosts(&self) -> &[TestHost] {
+        &self.hosts
+    }
+
+    /// The machine's own address on the hosts' bridge: where a namespace reaches it.
+    pub fn gateway(&self) -> Ipv4Addr {
+        self.layout.gateway()
+    }
+
+    /// An address on the hosts' subnet that no namespace has: a "host" that does not answer
+    /// (connections to it time out, as to a machine that is down).
+    pub fn silent_address(&self) -> Ipv4Addr {
+        Ipv4Addr::new(10, 213, self.layout.net, 200)
+    }
+
+    fn make_network(&self) -> Result<(), String> {
+        let l = &self.layout;
+        let br = l.bridge.as_str();
+        run(&["ip", "link", "add", br, "type", "bridge"])?;
+        run(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{}/24", l.gateway()),
+            "dev",
+            br,
+        ])?;
+        run(&["ip", "link", "set", br, "up"])?;
+        let mut rule = vec!["iptables".to_string(), "-I".to_string()];
+        rule.extend(l.rule());
+        run(&rule.iter().map(String::as_str).collect::<Vec<_>>())?;
+        for i in 0..l.hosts {
+            let ns = l.netns(i);
+            let (out, inside) = (l.veth_outside(i), l.veth_inside(i));
+            run(&["ip", "netns", "add", &ns])?;
+            run(&[
+                "ip", "link", "add", &out, "type", "veth", "peer", "name", &inside,
+            ])?;
+            run(&["ip", "link", "set", &out, "master", br, "up"])?;
+            run(&["ip", "link", "set", &inside, "netns", &ns])?;
+            run(&[
+                "ip",
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{}/24", l.address(i)),
+                "dev",
+                &inside,
+            ])?;
+            run(&["ip", "-n", &ns, "link", "set", &inside, "up"])?;
+            run(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
+        }
+        Ok(())
+    }
+
+    /// A CA, a server certificate per engine (for its IP address) and one client certificate,
+    /// with openssl: what `dockerd --tlsverify` and a client's `tls_dir` hold.
+    fn make_certificates(&self) -> Result<(), String> {
+        let l = &self.layout;
+        let certs = l.run_dir().join("certs");
+        let client = l.run_dir().join("client");
+        for d in [&certs, &client] {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        let p = |dir: &Path, f: &str| dir.join(f).display().to_string();
+        let key = |path: &str| run(&["openssl", "genrsa", "-out", path, "2048"]);
+        key(&p(&certs, "ca-key.pem"))?;
+        run(&[
+            "openssl",
+            "req",
+            "-x509",
+            "-new",
+            "-key",
+            &p(&certs, "ca-key.pem"),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=benchctl test CA",
+            "-out",
+            &p(&certs, "ca.pem"),
+        ])?;
+        // Signs `name`'s key with the CA, with `extensions` (one per line).
+        let sign = |dir: &Path, name: &str, cn: &str, extensions: &str| -> Result<(), String> {
+            key(&p(dir, &format!("{name}-key.pem")))?;
+            run(&[
+                "openssl",
+                "req",
+                "-new",
+                "-key",
+                &p(dir, &format!("{name}-key.pem")),
+                "-subj",
+                &format!("/CN={cn}"),
+                "-out",
+                &p(dir, &format!("{name}.csr")),
+            ])?;
+            let ext = p(dir, &format!("{name}.ext"));
+            std::fs::write(&ext, extensions).map_err(|e| format!("{ext}: {e}"))?;
+            run(&[
+                "openssl",
+                "x509",
+                "-req",
+                "-in",
+                &p(dir, &format!("{name}.csr")),
+                "-CA",
+                &p(&certs, "ca.pem"),
+                "-CAkey",
+                &p(&certs, "ca-key.pem"),
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                &ext,
+                "-out",
+                &p(dir, &format!("{name}-cert.pem")),
+            ])
+        };
+        for i in 0..l.hosts {
+            sign(
+                &certs,
+                &format!("h{i}"),
+                &l.address(i).to_string(),
+                &format!(
+                    "subjectAltName = IP:{}\nextendedKeyUsage = serverAuth\nbasicConstraints = CA:FALSE\n",
+                    l.address(i)
+                ),
+            )?;
+        }
+        sign(
+            &client,
+            "client",
+            "benchctl test client",
+            "extendedKeyUsage = clientAuth\nbasicConstraints = CA:FALSE\n",
+        )?;
+        // The names a client's folder has, as docker's own client expects them.
+        std::fs::copy(certs.join("ca.pem"), client.join("ca.pem")).map_err(|e| e.to_string())?;
+        std::fs::rename(client.join("client-cert.pem"), client.join("cert.pem"))
+            .map_err(|e| e.to_string())?;
+        std::fs::rename(client.join("client-key.pem"), client.join("key.pem"))
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    fn start_dockerd(&self, i: usize) -> Result<Child, String> {
+        let l = &self.layout;
+        let dir = l.run_dir().join(format!("h{i}"));
+        let data = l.data_dir().join(format!("h{i}"));
+        for d in [&dir, &data] {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        let log = File::create(dir.join("dockerd.log")).map_err(|e| e.to_string())?;
+        let log2 = log.try_clone().map_err(|e| e.to_string())?;
+        let p = |name: &str| dir.join(name).display().to_string();
+        // Its own (empty) configuration: the machine's /etc/docker/daemon.json is the main
+        // engine's.
+        std::fs::write(dir.join("daemon.json"), "{}\n").map_err(|e| e.to_string())?;
+        Command::new("nsenter")
+            .arg(format!("--net=/var/run/netns/{}", l.netns(i)))
+            .arg("dockerd")
+            .arg(format!("--config-file={}", p("daemon.json")))
+            .arg(format!("--data-root={}", data.display()))
+            .arg(format!("--exec-root={}", p("exec")))
+            .arg(format!("--pidfile={}", p("dockerd.pid")))
+            .arg(format!("--host=unix://{}", p("docker.sock")))
+            .args(if self.tls {
+                let certs = l.run_dir().join("certs");
+                vec![
+                    format!("--host=tcp://{}:{ENGINE_TLS_PORT}", l.address(i)),
+                    "--tlsverify".to_string(),
+                    format!("--tlscacert={}", certs.join("ca.pem").display()),
+                    format!(
+                        "--tlscert={}",
+                        certs.join(format!("h{i}-cert.pem")).display()
+                    ),
+                    format!("--tlskey={}", certs.join(format!("h{i}-key.pem")).display()),
+                ]
+            } else {
+                vec![format!("--host=tcp://{}:{ENGINE_PORT}", l.address(i))]
+            })
+            .args(["--iptables=false", "--ip-masq=false", "--bridge=none"])
+            .args(["--log-level=warn", "--userland-proxy=false"])
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            .spawn()
+            .map_err(|e| format!("starting dockerd for {}: {e}", l.netns(i)))
+    }
+
+    fn wait_ready(&mut self, i: usize, started: Instant) -> Result<Duration, String> {
+        let sock = self.layout.run_dir().join(format!("h{i}/docker.sock"));
+        loop {
+            if ping(&sock) {
+                return Ok(started.elapsed());
+            }
+            if let Ok(Some(status)) = self.dockerds[i].try_wait() {
+                return Err(format!(
+                    "dockerd of {} exited ({status}) before answering; its log:\n{}",
+                    self.layout.netns(i),
+                    std::fs::read_to_string(
+                        self.layout.run_dir().join(format!("h{i}/dockerd.log"))
+                    )
+                    .unwrap_or_default()
+                ));
+            }
+            if started.elapsed() > READY_DEADLINE {
+                return Err(format!(
+                    "dockerd of {} did not answer within {READY_DEADLINE:?}",
+                    self.layout.netns(i)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Stops host `i`'s engine at once (SIGKILL), as a machine that goes away would: its API
+    /// stops answering; its containers' processes are killed with it.
+    pub fn kill_engine(&mut self, i: usize) {
+        if let Some(child) = self.dockerds.get_mut(i) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        kill_namespace(&self.layout.netns(i));
+    }
+}
+
+impl Drop for TestHosts {
+    fn drop(&mut self) {
+        for child in &mut self.dockerds {
+            stop(child);
+        }
+        teardown(&self.layout);
+        // The roots go too when no other set is in them (the lock file stays: removing it
+        // would let two processes hold "the" lock at once).
+        let _ = std::fs::remove_dir(RUN_ROOT);
+        let _ = std::fs::remove_dir(DATA_ROOT);
+    }
+}
+
+/// SIGTERM, then SIGKILL if dockerd has not stopped its containers and exited in 20 s.
+fn stop(child: &mut Child) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    // SAFETY: kill(2) on our own child's pid, which it still is (not yet waited for).
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Kills every process left in a namespace (containerd, shims, host-network containers).
+fn kill_namespace(ns: &str) {
+    for _ in 0..3 {
+        let pids = output(&["ip", "netns", "pids", ns]);
+        let pids: Vec<i32> = pids
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if pids.is_empty() {
+            return;
+        }
+        for pid in pids {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Removes everything a layout names; each step is tried whatever the others did.
+fn teardown(l: &Layout) {
+    for i in 0..l.hosts {
+        // The dockerd of a set whose test was killed lives in its namespace too: found by
+        // the namespace, never by a pid file whose pid may belong to someone else by now.
+        kill_namespace(&l.netns(i));
+        let _ = run(&["ip", "netns", "del", &l.netns(i)]);
+        let _ = run(&["ip", "link", "del", &l.veth_outside(i)]);
+    }
+    let mut rule = vec!["iptables".to_string(), "-D".to_string()];
+    rule.extend(l.rule());
+    // Inserted once; deleted until none is left, in case a set was interrupted mid-way.
+    for _ in 0..4 {
+        if run(&rule.iter().map(String::as_str).collect::<Vec<_>>()).is_err() {
+            break;
+        }
+    }
+    let _ = run(&["ip", "link", "del", &l.bridge]);
+    for dir in [l.data_dir(), l.run_dir()] {
+        unmount_under(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Lazily unmounts every mount point under `dir`, deepest first (overlay and shm mounts a
+/// killed dockerd left).
+fn unmount_under(dir: &Path) {
+    let mut text = String::new();
+    if File::open("/proc/self/mountinfo")
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .is_err()
+    {
+        return;
+    }
+    let prefix = dir.display().to_string();
+    let mut points: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|p| p.starts_with(&prefix))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for p in points {
+        let _ = run(&["umount", "-l", p]);
+    }
+}
+
+/// Takes apart every set left on the machine (call with the lock held: then none is live).
+fn sweep_stale() {
+    let Ok(entries) = std::fs::read_dir(RUN_ROOT) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let layout = std::fs::read_to_string(e.path().join("layout"))
+            .ok()
+            .and_then(|t| Layout::from_text(&t));
+        match layout {
+            Some(l) => teardown(&l),
+            None => {
+                unmount_under(&e.path());
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    // Data folders whose run folder was already gone.
+    if let Ok(entries) = std::fs::read_dir(DATA_ROOT) {
+        for e in entries.flatten() {
+            unmount_under(&e.path());
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Four hex digits from the pid and the clock: short enough for interface names (15 bytes).
+fn unique_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "{:04x}",
+        (std::process::id() ^ nanos.rotate_left(7)) & 0xffff
+    )
+}
+
+/// A 10.213.N.0/24 no interface of the machine is on.
+fn free_subnet() -> Option<u8> {
+    let taken = output(&["ip", "-4", "-o", "addr", "show"]);
+    let start = (std::process::id() % 200) as u8;
+    (0..200u8)
+        .map(|k| 20 + (start.wrapping_add(k)) % 200)
+        .find(|n| !taken.contains(&format!("10.213.{n}.")))
+}
+
+/// Whether the engine behind `sock` answers `GET /_ping`.
+fn ping(sock: &Path) -> bool {
+    let Ok(mut s) = UnixStream::connect(sock) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut reply = String::new();
+    let _ = s.read_to_string(&mut reply);
+    reply.starts_with("HTTP/1.") && reply.contains(" 200 ") && reply.ends_with("OK")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_layout_survives_being_written_down() {
+        let l = Layout {
+            id: "ab12".to_string(),
+            net: 57,
+            bridge: "bcab12br".to_string(),
+            hosts: 3,
+        };
+        let back = Layout::from_text(&l.to_text()).unwrap();
+        assert_eq!(back.id, "ab12");
+        assert_eq!(back.net, 57);
+        assert_eq!(back.bridge, "bcab12br");
+        assert_eq!(back.hosts, 3);
+        // Interface names must fit the kernel's 15 bytes.
+        for name in [
+            &l.bridge,
+            &l.veth_outside(7),
+            &l.veth_inside(7),
+            &l.netns(7),
+        ] {
+            assert!(name.len() <= 15, "{name}");
+        }
+        assert_eq!(l.address(2), Ipv4Addr::new(10, 213, 57, 12));
+    }
+}
