@@ -1097,6 +1097,9 @@ impl Worker {
                     };
                     // A short read took everything there was: the socket is empty.
                     let emptied = n < asked;
+                    // Over TLS, the end of the stream may have come with the data: its
+                    // readiness event was spent on them, so it is acted on now.
+                    let eof_after = c.tls.as_ref().is_some_and(|t| t.eof_pending());
                     // Where this read's bytes start that the current response has not taken
                     // yet: past 0 only after a pipelined response ended inside the read.
                     let mut from = 0;
@@ -1139,13 +1142,14 @@ impl Worker {
                             // is not read).
                             Ok((Feed::Done, _)) => {
                                 c.unread = !emptied;
-                                return self.complete(idx, t, closed && (emptied || skip > 0));
+                                let server_closed = (closed && (emptied || skip > 0)) || eof_after;
+                                return self.complete(idx, t, server_closed);
                             }
                             Ok((Feed::More, _)) => break,
                             Err(_) => return self.fail(idx, FailureKind::Exception),
                         }
                     }
-                    if emptied && !closed {
+                    if emptied && !closed && !eof_after {
                         return;
                     }
                     budget = budget.saturating_sub(n);

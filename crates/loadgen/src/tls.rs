@@ -238,7 +238,10 @@ impl Tls {
     pub fn connect(&self) -> io::Result<Box<TlsConn>> {
         let conn = ClientConnection::new(self.config.clone(), self.name.clone())
             .map_err(|e| io::Error::other(HandshakeError(e.to_string())))?;
-        Ok(Box::new(TlsConn { conn }))
+        Ok(Box::new(TlsConn {
+            conn,
+            eof_pending: false,
+        }))
     }
 }
 
@@ -360,12 +363,22 @@ impl Write for SocketWriter {
 /// One connection's TLS state.
 pub struct TlsConn {
     conn: ClientConnection,
+    /// The end of the stream was seen while plaintext before it was returned: the next
+    /// [`TlsConn::recv`] returns `Eof`.
+    eof_pending: bool,
 }
 
 impl TlsConn {
     /// TLS records are waiting to be written to the socket.
     pub fn wants_write(&self) -> bool {
         self.conn.wants_write()
+    }
+
+    /// The last [`TlsConn::recv`] returned data that the end of the stream followed: the
+    /// server has closed, and the next [`TlsConn::recv`] returns `Eof` (the socket's own
+    /// end-of-stream event may already have been spent on that data).
+    pub fn eof_pending(&self) -> bool {
+        self.eof_pending
     }
 
     /// Writes pending records to the socket, all of them or until it would block.
@@ -465,6 +478,7 @@ impl TlsConn {
             }
         }
         if filled > 0 {
+            self.eof_pending = eof;
             Recv::Data { len: filled, stamp }
         } else if eof {
             Recv::Eof

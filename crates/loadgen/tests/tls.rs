@@ -80,6 +80,26 @@ fn tls_resume_lets_new_connections_resume() {
 }
 
 #[test]
+fn a_body_ended_by_close_notify_and_the_close_completes_at_once() {
+    // The body, close_notify and the FIN arrive together: the end of the stream must be
+    // noticed without another readiness event, or every request would wait for its timeout.
+    let s = TlsServer::start(Cert::Good);
+    for keep_alive in [false, true] {
+        let mut cfg = https(&s.url("/close"), 20, 2);
+        cfg.load.keep_alive = keep_alive;
+        let started = std::time::Instant::now();
+        let m = run_ok(cfg);
+        assert_eq!(m.complete(), 20);
+        assert_eq!(m.rec.body_bytes, 20 * 13);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "no request waited for its 5 s timeout ({:?})",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
 fn large_bodies_and_pipelining_over_tls() {
     let s = TlsServer::start(Cert::Good);
     let mut cfg = https(&s.url("/bytes/300001"), 20, 2);

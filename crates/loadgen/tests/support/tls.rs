@@ -2,7 +2,8 @@
 //! connection, on 127.0.0.1 port 0, with certificates made by the test (a CA of its own and a
 //! server certificate it signed: one for 127.0.0.1, one for another name, or one that has
 //! expired). Every path gets "Hello, World!" with Content-Length, except `/bytes/N`, which
-//! gets N bytes; kept alive as the request asks. It counts connections, requests and resumed handshakes, so tests can check the
+//! gets N bytes, kept alive as the request asks; and `/close`, which gets "Hello, World!"
+//! without a length, ended by close_notify and the close, all in one write. It counts connections, requests and resumed handshakes, so tests can check the
 //! client's numbers against it.
 
 use rcgen::{date_time_ymd, BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
@@ -201,6 +202,14 @@ fn serve(s: TcpStream, config: Arc<ServerConfig>, c: &Counters) -> std::io::Resu
             lower.contains("connection: keep-alive")
         };
         let path = head.split(' ').nth(1).unwrap_or("/");
+        if path == "/close" {
+            tls.conn
+                .writer()
+                .write_all(b"HTTP/1.0 200 OK\r\nServer: tlstest/1.0\r\n\r\nHello, World!")?;
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+            return Ok(());
+        }
         let body = match path.strip_prefix("/bytes/").and_then(|n| n.parse().ok()) {
             Some(n) => vec![b'x'; n],
             None => b"Hello, World!".to_vec(),
