@@ -8,6 +8,13 @@ turn, round by round, in two modes:
   keep-alive   -c 100, each tool for --seconds
   close        -c 300, a new connection per request (ab's default, HTTP/1.0)
 
+With --tls, nginx serves the page over HTTPS with a self-signed ECDSA P-256 certificate made
+for the run (openssl), and every tool fetches https:// without verifying it (ab and benchctl
+never verify unless asked; oha gets --insecure): keep-alive then measures encryption, close
+mode a full TLS handshake per request (no session is resumed: ab does not, benchctl not
+without --tls-resume, wrk and oha reconnect without tickets). The report then goes to
+bench/results/peers-tls-latest.{md,json}.
+
 benchctl runs twice: as it is, and as `benchctl-woken` (--user-timestamps: responses timed when
 read and the client woken by every one, as ab and wrk are), which shows what its receive stamps
 and coalesced wake-ups change.
@@ -22,7 +29,7 @@ medians, and paired (each run against its neighbouring benchctl runs). A Markdow
 and a JSON copy go to bench/results/peers-latest.{md,json}, and the Markdown is kept as well
 under bench/results/history/ with its date and commit.
 
-Usage:  python3 bench/peers.py [--rounds 3] [--seconds 5] [--tools benchctl,wrk,ab,oha]
+Usage:  python3 bench/peers.py [--rounds 3] [--seconds 5] [--tools benchctl,wrk,ab,oha] [--tls]
         (build first: cargo build --release -p benchctl; `just bench` does both)
 
 Only 127.0.0.1 is ever contacted; every run is bounded in requests or time and has a timeout.
@@ -86,8 +93,9 @@ class Fatal(Exception):
 class Nginx:
     """The Debian nginx binary with a throw-away prefix; never the system service."""
 
-    def __init__(self, cpu: int | None):
+    def __init__(self, cpu: int | None, tls: bool = False):
         self.cpu = cpu
+        self.tls = tls
         self.dir = Path(tempfile.mkdtemp(prefix="benchctl-peers-nginx-"))
         self.proc: subprocess.Popen | None = None
         self.port = 0
@@ -102,6 +110,8 @@ class Nginx:
         for p in (self.dir, html):
             os.chmod(p, 0o755)
         os.chmod(html / "index.html", 0o644)
+        if self.tls:
+            self._make_certificate()
 
         for attempt in range(5):
             self.port = free_port()
@@ -116,8 +126,31 @@ class Nginx:
                 continue  # someone took the port between our probe and nginx's bind
             raise Fatal(f"nginx did not start on 127.0.0.1:{self.port}: {err.strip() or 'no output'}")
 
+    def _make_certificate(self) -> None:
+        """A self-signed ECDSA P-256 certificate for 127.0.0.1, made for this run."""
+        if shutil.which("openssl") is None:
+            raise Fatal("--tls needs openssl to make the certificate: apt-get install openssl")
+        cmd = [
+            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+            "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+            "-keyout", str(self.dir / "key.pem"), "-out", str(self.dir / "cert.pem"),
+        ]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise Fatal(f"openssl could not make a certificate: {out.stderr.strip()}")
+        for name in ("key.pem", "cert.pem"):
+            os.chmod(self.dir / name, 0o644)
+
     def _config(self, html: Path) -> str:
         d = self.dir
+        listen = f"listen 127.0.0.1:{self.port} backlog=4096"
+        if self.tls:
+            # No session cache and no tickets: every new connection is a full handshake.
+            listen += f""" ssl;
+        ssl_certificate {d}/cert.pem;
+        ssl_certificate_key {d}/key.pem;
+        ssl_session_cache off;
+        ssl_session_tickets off"""
         return f"""# written by bench/peers.py for one benchmark run
 worker_processes 1;
 daemon off;
@@ -137,7 +170,7 @@ http {{
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
     server {{
-        listen 127.0.0.1:{self.port} backlog=4096;
+        {listen};
         root {html};
         index index.html;
     }}
@@ -150,7 +183,15 @@ http {{
             if self.proc is None or self.proc.poll() is not None:
                 return False
             try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1.0)
+                if self.tls:
+                    import ssl
+
+                    ctx = ssl.create_default_context()
+                    ctx.check_hostname = False
+                    ctx.verify_mode = ssl.CERT_NONE
+                    conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=1.0, context=ctx)
+                else:
+                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1.0)
                 conn.request("GET", "/")
                 resp = conn.getresponse()
                 body = resp.read()
@@ -182,7 +223,8 @@ http {{
         return err
 
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self.port}/"
 
     def version(self) -> str:
         out = subprocess.run([NGINX, "-v"], capture_output=True, text=True, timeout=10)
@@ -425,15 +467,19 @@ class Oha(Tool):
             self.extra += ["--worker-threads", "1"]
         self.json_flags = ["--output-format", "json"] if "--output-format" in help_text else ["-j"]
 
+    def tls_flags(self, url: str) -> list[str]:
+        # The run's certificate is self-signed; oha verifies by default, the others do not.
+        return ["--insecure"] if url.startswith("https:") else []
+
     def command(self, mode, url, cfg, round_no):
         c = CONCURRENCY[mode]
-        cmd = [self.path, "--no-tui", *self.json_flags, *self.extra, "-c", str(c), "-z", f"{cfg.seconds}s"]
+        cmd = [self.path, "--no-tui", *self.json_flags, *self.extra, *self.tls_flags(url), "-c", str(c), "-z", f"{cfg.seconds}s"]
         if mode == "close":
             cmd.append("--disable-keepalive")
         return cmd + [url]
 
     def smoke_command(self, url):
-        return [self.path, "--no-tui", *self.json_flags, "-n", "100", "-c", "2", url]
+        return [self.path, "--no-tui", *self.json_flags, *self.tls_flags(url), "-n", "100", "-c", "2", url]
 
     def parse(self, stdout, stderr, r):
         try:
@@ -758,7 +804,7 @@ def render_text(summary: dict, cfg: Config) -> str:
 
 def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
     lines = [
-        "# Peer benchmark: benchctl load against wrk, ab and oha",
+        "# Peer benchmark: benchctl load against wrk, ab and oha" + (" over HTTPS" if meta.get("tls") else ""),
         "",
         f"Measured {meta['date']} on source `{meta['source']}` with:",
         "",
@@ -766,7 +812,9 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         meta["reproduce"],
         "```",
         "",
-        f"- server: {meta['nginx']} (native, 1 worker, 13-byte page, access log off), "
+        f"- server: {meta['nginx']} (native, 1 worker, 13-byte page, access log off"
+        + (", HTTPS with a self-signed ECDSA P-256 certificate, no session cache or tickets" if meta.get("tls") else "")
+        + "), "
         f"CPU {meta['server_cpu']}; clients on CPU {meta['client_cpu']}",
         f"- host: {meta['cpu_model']}, {meta['cores']} cores, Linux {meta['kernel']}, "
         f"load average at start {meta['loadavg_at_start']}",
@@ -846,6 +894,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--out-dir", default=str(DEFAULT_OUT_DIR), help="where peers-latest.{md,json} go")
     p.add_argument("--no-write", action="store_true", help="print the tables only, write no files")
+    p.add_argument(
+        "--tls",
+        action="store_true",
+        help="nginx serves HTTPS with a self-signed certificate made for the run; reports go to peers-tls-latest.*",
+    )
     a = p.parse_args(argv)
     if a.rounds < 1 or a.seconds < 1:
         p.error("--rounds and --seconds must be at least 1")
@@ -917,7 +970,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, on_term)
 
     host = host_facts()
-    nginx = Nginx(server_cpu)
+    nginx = Nginx(server_cpu, tls=args.tls)
     results: list[RunResult] = []
     try:
         nginx.start()
@@ -996,12 +1049,14 @@ def main(argv: list[str]) -> int:
             "client_cpu": client_cpu,
             "versions": versions,
             "commands": commands,
+            "tls": args.tls,
             **host,
         }
         out_dir = Path(args.out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        md = out_dir / "peers-latest.md"
-        js = out_dir / "peers-latest.json"
+        stem = "peers-tls" if args.tls else "peers"
+        md = out_dir / f"{stem}-latest.md"
+        js = out_dir / f"{stem}-latest.json"
         write_atomic(md, render_markdown(summary, cfg, meta))
         payload = {
             "meta": meta,
@@ -1012,7 +1067,7 @@ def main(argv: list[str]) -> int:
         write_atomic(js, json.dumps(payload, indent=2) + "\n")
         # The history: every run's table kept under its date and commit.
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M")
-        history = out_dir / "history" / f"peers-{stamp}-{meta['source']}.md"
+        history = out_dir / "history" / f"{stem}-{stamp}-{meta['source']}.md"
         history.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(history, render_markdown(summary, cfg, meta))
         log(f"wrote {rel(md)}, {rel(js)} and {rel(history)}")

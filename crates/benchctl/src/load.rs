@@ -5,15 +5,18 @@ use crate::signals::Signal;
 use crate::{Failure, OnSignals};
 use clap::Args;
 use loadgen::config::AB_TIMELIMIT_REQUESTS;
-use loadgen::{HttpVersion, LoadConfig, LoadError, LoadSpec, Method, StopFlag, Target};
+use loadgen::{HttpVersion, LoadConfig, LoadError, LoadSpec, Method, Proxy, StopFlag, Target};
 use scenario::units::{parse_coalesce, parse_cpuset, parse_duration};
+use std::fs::File;
+use std::io::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct LoadArgs {
-    /// http://HOST[:PORT]/PATH
+    /// http://HOST[:PORT]/PATH or https://HOST[:PORT]/PATH
     url: String,
     /// Number of requests to perform (ab's -n; default 1, or unlimited with --duration).
     #[arg(short = 'n', long = "requests")]
@@ -44,9 +47,86 @@ pub struct LoadArgs {
     /// Send HEAD requests instead of GET (ab's -i).
     #[arg(short = 'i')]
     head: bool,
+    /// POST this file's bytes with every request (ab's -p), with their Content-Length.
+    #[arg(short = 'p', long = "postfile", value_name = "FILE")]
+    post_file: Option<PathBuf>,
+    /// PUT this file's bytes with every request (ab's -u).
+    #[arg(short = 'u', long = "putfile", value_name = "FILE")]
+    put_file: Option<PathBuf>,
+    /// Content-Type of the -p/-u body (ab's -T; default text/plain).
+    #[arg(short = 'T', long = "content-type", value_name = "TYPE")]
+    content_type: Option<String>,
+    /// Request method (ab's -m), e.g. -m DELETE; with -p/-u, the method their body goes with.
+    #[arg(short = 'm', long = "method", value_name = "METHOD")]
+    method: Option<String>,
+    /// Cookie to send, e.g. -C 'session=abc' (ab's -C; repeatable: one Cookie header).
+    #[arg(short = 'C', long = "cookie", value_name = "NAME=VALUE")]
+    cookies: Vec<String>,
+    /// Basic authentication to the server (ab's -A).
+    #[arg(short = 'A', long = "auth", value_name = "USER:PASSWORD")]
+    auth: Option<String>,
+    /// Basic authentication to the proxy (ab's -P).
+    #[arg(short = 'P', long = "proxy-auth", value_name = "USER:PASSWORD")]
+    proxy_auth: Option<String>,
+    /// Send every request through this HTTP proxy (ab's -X): connect to it, and name the
+    /// whole URL on the request line.
+    #[arg(short = 'X', long = "proxy", value_name = "HOST:PORT")]
+    proxy: Option<String>,
+    /// Size of each connection's socket send and receive buffers, bytes (ab's -b).
+    #[arg(short = 'b', long = "window-size", value_name = "BYTES")]
+    window_size: Option<u32>,
+    /// Local IP address to connect from (ab's -B).
+    #[arg(short = 'B', long = "bind", value_name = "ADDRESS")]
+    bind: Option<String>,
+    /// Write ab's CSV of the time within which each percentage (0-100) was served (ab's -e).
+    #[arg(short = 'e', long = "csv", value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Write ab's gnuplot table, one line per request (ab's -g; runs bounded by -n or -t).
+    #[arg(short = 'g', long = "gnuplot", value_name = "FILE")]
+    gnuplot: Option<PathBuf>,
+    /// Print the results as ab's HTML table instead of its text (ab's -w).
+    #[arg(short = 'w', long = "html")]
+    html: bool,
+    /// Leave out the table of percentages served (ab's -d).
+    #[arg(short = 'd')]
+    no_percentiles: bool,
+    /// Connection Times with min, avg and max only, no median, deviation or warnings (ab's -S).
+    #[arg(short = 'S')]
+    no_confidence: bool,
+    /// Do not stop on receive errors (ab's -r). benchctl never does: they are counted under
+    /// "Receive", so this changes nothing.
+    #[arg(short = 'r')]
+    receive_errors_ok: bool,
+    /// ab's verbosity: 0 and 1 print the results; 2 also prints the request before the run.
+    #[arg(
+        short = 'v',
+        long = "verbosity",
+        value_name = "LEVEL",
+        default_value_t = 0
+    )]
+    verbosity: u32,
     /// Speak HTTP/1.1 instead of ab's HTTP/1.0.
     #[arg(long = "http1.1")]
     http11: bool,
+    /// https: verify the server's certificate and name against the CA certificates in this
+    /// PEM file (by default nothing is verified, as with ab).
+    #[arg(long, value_name = "CAFILE")]
+    verify: Option<PathBuf>,
+    /// https: let new connections resume earlier TLS sessions (by default every connection
+    /// does a full handshake, as with ab).
+    #[arg(long)]
+    tls_resume: bool,
+    /// https: the TLS protocol (ab's -f): TLS1.2, TLS1.3 or ALL.
+    #[arg(short = 'f', long = "protocol", value_name = "PROTOCOL")]
+    protocol: Option<String>,
+    /// https: the cipher suites to offer (ab's -Z), colon-separated, e.g.
+    /// ECDHE-RSA-AES128-GCM-SHA256 or TLS_AES_128_GCM_SHA256.
+    #[arg(short = 'Z', long = "ciphers", value_name = "SUITES")]
+    ciphers: Option<String>,
+    /// Write N requests back to back on each connection, then read their N responses (HTTP/1.1
+    /// pipelining, as wrk's pipeline script; needs -k and --http1.1).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pipeline: u32,
     /// Run for this long instead of a request count (e.g. 10s, 2m).
     #[arg(long)]
     duration: Option<String>,
@@ -125,7 +205,7 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
         } else {
             HttpVersion::Http10
         },
-        method: if a.head { Method::Head } else { Method::Get },
+        method: method(a)?,
         timeout: secs("-s", &a.timeout)?,
         warmup: match &a.warmup {
             Some(w) => secs("--warmup", w)?,
@@ -159,17 +239,160 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
         },
     };
     for h in &a.headers {
+        // Before any trimming: a line break at either end is still a second line on the wire
+        // in ab, and never what the user meant.
+        if h.contains(['\r', '\n']) {
+            return Err(usage(format!(
+                "-H {h:?}: a header may not contain a line break (CR or LF); it would end the header there and send the rest as another header"
+            )));
+        }
         let Some((k, v)) = h.split_once(':') else {
             return Err(usage(format!("-H {h:?}: expected 'Name: value'")));
         };
         c.headers.push((k.trim().to_string(), v.trim().to_string()));
     }
+    // -r: a receive error never ends a run (it is counted under "Receive"); nothing to set.
+    let _ = a.receive_errors_ok;
+    c.pipeline = a.pipeline;
+    c.tls = loadgen::tls::TlsOptions {
+        verify: a.verify.clone(),
+        resume: a.tls_resume,
+        protocol: a.protocol.clone(),
+        ciphers: a.ciphers.clone(),
+    };
+    c.cookies = a.cookies.clone();
+    c.basic_auth = a.auth.as_deref().map(|s| s.trim_start().to_string());
+    c.proxy_auth = a.proxy_auth.as_deref().map(|s| s.trim_start().to_string());
+    c.content_type = a.content_type.clone();
+    if let Some(path) = a.post_file.as_ref().or(a.put_file.as_ref()) {
+        let flag = if a.post_file.is_some() { "-p" } else { "-u" };
+        c.body = Some(std::fs::read(path).map_err(|e| {
+            usage(format!(
+                "{flag} {}: cannot read the file: {e}",
+                path.display()
+            ))
+        })?);
+    }
+    if let Some(p) = &a.proxy {
+        c.proxy = Some(Proxy::parse(p).map_err(Failure::usage)?);
+    }
+    c.socket.buffer = a.window_size.filter(|&b| b > 0);
+    if let Some(b) = &a.bind {
+        c.socket.bind = Some(b.trim().parse().map_err(|_| {
+            usage(format!(
+                "-B {b:?}: not an IP address (give the local address to connect from, e.g. 127.0.0.1)"
+            ))
+        })?);
+    }
+    if a.verbosity >= 3 {
+        return Err(usage(format!(
+            "-v {}: ab prints every response's status and head from level 3 up; benchctl does not print from inside the measurement (the terminal would be timed with the server). Use -v 2 to see the request, and count the statuses in the results (Non-2xx responses)",
+            a.verbosity
+        )));
+    }
+    if a.html && a.json {
+        return Err(usage("give either -w (HTML) or --json, not both".into()));
+    }
+    if a.gnuplot.is_some() {
+        if c.load.requests.is_none() {
+            return Err(usage(
+                "-g writes one line per request, and only a run bounded by a request count (-n or -t) keeps them; add -n".into(),
+            ));
+        }
+        c.keep_start_times = true;
+    }
     c.validate().map_err(Failure::usage)?;
+    if c.target.https {
+        // The TLS options are checked (and the CA file read) before anything is sent.
+        loadgen::tls::Tls::new(&c.target.host, &c.tls)
+            .map_err(|e| usage(format!("{}: {e}", a.url)))?;
+    }
     Ok(c)
+}
+
+/// The method from -i, -p, -u and -m, as ab combines them: -m names the method a -p/-u body
+/// goes with; HEAD has no body; one file at most.
+fn method(a: &LoadArgs) -> Result<Method, Failure> {
+    let usage = |m: &str| Err(Failure::usage(anyhow::anyhow!(m.to_string())));
+    if a.post_file.is_some() && a.put_file.is_some() {
+        return usage("give either -p (POST) or -u (PUT), not both");
+    }
+    let body = a.post_file.is_some() || a.put_file.is_some();
+    if a.head && body {
+        return usage("-i sends HEAD requests, which have no body; -p/-u send one");
+    }
+    if a.head && a.method.is_some() {
+        return usage("give either -i or -m, not both");
+    }
+    Ok(match &a.method {
+        Some(m) => Method::parse(m),
+        None if a.head => Method::Head,
+        None if a.post_file.is_some() => Method::Post,
+        None if a.put_file.is_some() => Method::Put,
+        None => Method::Get,
+    })
+}
+
+/// The files -e and -g write after the run, created (or emptied) before it: a path that cannot
+/// be written is bad input, found before any request is sent.
+struct OutputFiles {
+    csv: Option<(PathBuf, File)>,
+    gnuplot: Option<(PathBuf, File)>,
+}
+
+impl OutputFiles {
+    fn open(a: &LoadArgs) -> Result<OutputFiles, Failure> {
+        let open = |flag: &str, p: &Option<PathBuf>| -> Result<Option<(PathBuf, File)>, Failure> {
+            p.as_ref()
+                .map(|p| {
+                    File::create(p).map(|f| (p.clone(), f)).map_err(|e| {
+                        Failure::usage(anyhow::anyhow!(
+                            "{flag} {}: cannot create the file: {e}",
+                            p.display()
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        Ok(OutputFiles {
+            csv: open("-e", &a.csv)?,
+            gnuplot: open("-g", &a.gnuplot)?,
+        })
+    }
+
+    fn write(self, m: &loadgen::Measurement) -> Result<(), Failure> {
+        let put = |what: &str, (path, mut f): (PathBuf, File), text: &str| {
+            f.write_all(text.as_bytes())
+                .and_then(|()| f.flush())
+                .map_err(|e| anyhow::anyhow!("cannot write the {what} to {}: {e}", path.display()))
+        };
+        if let Some(out) = self.csv {
+            put("CSV", out, &report::abfiles::percentiles_csv(m))?;
+        }
+        if let Some(out) = self.gnuplot {
+            let text = report::abfiles::gnuplot_tsv(m)?;
+            put("gnuplot table", out, &text)?;
+        }
+        Ok(())
+    }
 }
 
 pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
     let cfg = config(&a)?;
+    let files = OutputFiles::open(&a)?;
+    if a.verbosity >= 2 {
+        // ab's -v 2: the request's head, once, before the run (a body is not shown).
+        let request = loadgen::http::build_request(&cfg);
+        let head_len = request
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(request.len(), |i| i + 2);
+        eprintln!(
+            "INFO: {} header == \n---\n{}\n---",
+            cfg.load.method.as_str(),
+            String::from_utf8_lossy(&request[..head_len])
+        );
+    }
     let style = if a.quiet || a.json {
         Style::Quiet
     } else {
@@ -180,6 +403,9 @@ pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
     }
     let ab_opts = report::ab::AbOptions {
         variable_length: cfg.variable_length,
+        no_percentiles: a.no_percentiles,
+        no_confidence: a.no_confidence,
+        send_body: cfg.body.is_some(),
     };
     // The first signal ends the run and prints what was measured; a second one exits at once
     // (there is nothing of ours to clean up).
@@ -206,6 +432,8 @@ pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
     if a.json {
         let report = loadgen::json::LoadReport::from_measurement(&m);
         crate::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+    } else if a.html {
+        crate::stdout(&report::abfiles::render_html(&m, &ab_opts))?;
     } else {
         crate::stdout(&report::ab::render_text(&report::ab::summarize_with(
             &m, &ab_opts,
@@ -214,6 +442,7 @@ pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
     for n in &m.notes {
         eprintln!("note: {}", report::notes::describe(n));
     }
+    files.write(&m)?;
     if let Some(sig) = *stopped_by.lock().unwrap_or_else(|p| p.into_inner()) {
         return Ok(ExitCode::from(sig.exit_code()));
     }

@@ -28,7 +28,7 @@ enum Command {
     /// Run a scenario: build and start its servers, verify them, measure them, report.
     Run(run::RunArgs),
     /// Drive one URL with load, like ab (and at least as fast as wrk).
-    Load(load::LoadArgs),
+    Load(Box<load::LoadArgs>),
     /// Check scenario files without starting anything.
     Validate(cmds::ValidateArgs),
     /// Build the servers' images, or make their base images locally.
@@ -53,7 +53,7 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(e),
     };
     let result = match cli.command {
-        Command::Load(args) => load::main(args, on_signals),
+        Command::Load(args) => load::main(*args, on_signals),
         Command::Validate(args) => cmds::validate(args),
         Command::Report(args) => cmds::report(args),
         Command::Compare(args) => cmds::compare(args),

@@ -172,10 +172,21 @@ fn bad_input_is_a_one_line_error_with_status_2() {
         (&["load", "127.0.0.1:8080/"], "no scheme"),
         (&["load", "http://127.0.0.1:99999/"], "bad port"),
         (&["load", "http://127.0.0.1:http/"], "bad port"),
+        (&["load", "gopher://127.0.0.1/"], "unsupported scheme"),
         (
-            &["load", "https://127.0.0.1/"],
-            "https is not supported yet",
+            &["load", "-f", "TLS1.1", "https://127.0.0.1/"],
+            "TLS 1.2 and TLS 1.3 only",
         ),
+        (
+            &[
+                "load",
+                "--verify",
+                "/nonexistent/ca.pem",
+                "https://127.0.0.1/",
+            ],
+            "--verify /nonexistent/ca.pem",
+        ),
+        (&["load", "--tls-resume", &url], "apply to https:// URLs"),
         (&["load", "-c", "0", &url], "concurrency must be at least 1"),
         (
             &["load", "-n", "2", "-c", "5", &url],
@@ -597,4 +608,265 @@ fn running_out_of_file_descriptors_is_the_generators_failure() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("\nFailed requests:        0\n"), "{stdout}");
+}
+
+#[test]
+fn ab_request_flags_reach_the_server_as_ab_sends_them() {
+    let s = TestServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let post = dir.path().join("body.bin");
+    let body: Vec<u8> = (0..70_000u32).map(|i| (i % 253) as u8).collect();
+    std::fs::write(&post, &body).unwrap();
+    let url = s.url("/cl");
+    let f = benchctl(
+        &[
+            "load",
+            "-q",
+            "-n",
+            "6",
+            "-c",
+            "2",
+            "-p",
+            post.to_str().unwrap(),
+            "-T",
+            "application/x-www-form-urlencoded",
+            "-C",
+            "session=abc",
+            "-C",
+            "theme=dark",
+            "-A",
+            "user:secret",
+            "-H",
+            "X-Test: yes",
+            &url,
+        ],
+        SHORT,
+    );
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    // ab's lines for a run with a body.
+    assert!(
+        f.stdout.contains(&format!(
+            "Total body sent:        {}\n",
+            6 * (body.len() as u64 + request_head_len(&s))
+        )),
+        "{}",
+        f.describe()
+    );
+    assert!(f.stdout.contains(" kb/s sent\n") && f.stdout.contains(" kb/s total\n"));
+    let seen = s.seen();
+    assert_eq!(seen.len(), 6);
+    for r in &seen {
+        assert_eq!(r.line, "POST /cl HTTP/1.0");
+        assert_eq!(r.header("content-length"), [body.len().to_string()]);
+        assert_eq!(
+            r.header("content-type"),
+            ["application/x-www-form-urlencoded"]
+        );
+        assert_eq!(r.header("cookie"), ["session=abc; theme=dark"]);
+        assert_eq!(r.header("authorization"), ["Basic dXNlcjpzZWNyZXQ="]);
+        assert_eq!(r.header("x-test"), ["yes"]);
+        assert!(r.body == body, "the body arrives byte for byte");
+    }
+}
+
+/// The length of the head of the last request the server saw, as it came.
+fn request_head_len(s: &TestServer) -> u64 {
+    let r = s.seen().pop().expect("a request");
+    let lines: u64 = r.headers.iter().map(|h| h.len() as u64 + 2).sum();
+    r.line.len() as u64 + 2 + lines + 2
+}
+
+#[test]
+fn ab_flags_that_would_break_the_request_are_refused() {
+    let s = TestServer::start();
+    let url = s.url("/cl");
+    let dir = tempfile::tempdir().unwrap();
+    let post = dir.path().join("body.txt");
+    std::fs::write(&post, "a=1").unwrap();
+    let post = post.to_str().unwrap();
+    let missing = dir.path().join("missing");
+    let missing = missing.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["load", "-H", "X-A: 1\r\nX-Injected: yes", &url],
+            "line break",
+        ),
+        (
+            &["load", "-H", "X-A: 1\nX-Injected: yes", &url],
+            "line break",
+        ),
+        (&["load", "-H", "X-A: 1\r\n", &url], "line break"),
+        (&["load", "-H", "X-A\r\nX-B: 1", &url], "line break"),
+        (
+            &["load", "-C", "a=1\r\nX-Injected: yes", &url],
+            "line break",
+        ),
+        (&["load", "-A", "user:pw\r\nX: y", &url], "line break"),
+        (&["load", "-A", "nocolon", &url], "USER:PASSWORD"),
+        (
+            &["load", "-p", post, "-T", "text/plain\nX: y", &url],
+            "line break",
+        ),
+        (&["load", "-m", "GET /x HTTP/1.0\r\n", &url], "bad method"),
+        (&["load", "-T", "text/plain", &url], "-p or -u"),
+        (&["load", "-p", post, "-u", post, &url], "either -p"),
+        (&["load", "-i", "-p", post, &url], "no body"),
+        (&["load", "-i", "-m", "GET", &url], "either -i or -m"),
+        (&["load", "-m", "HEAD", "-p", post, &url], "no body"),
+        (&["load", "-p", missing, &url], "cannot read the file"),
+        (
+            &["load", "-H", "Content-Length: 3", &url],
+            "frames each request",
+        ),
+        (&["load", "-X", "127.0.0.1", &url], "HOST:PORT"),
+        (&["load", "-B", "localhost", &url], "not an IP address"),
+        (&["load", "-B", "::1", &url], "IPv6"),
+        (&["load", "-v", "3", &url], "-v 3"),
+        (&["load", "-w", "--json", &url], "either -w"),
+        (&["load", "--duration", "1s", "-g", missing, &url], "-g"),
+        (&["load", "-e", "/nonexistent-dir/x.csv", &url], "-e"),
+    ];
+    for (args, names) in cases {
+        assert_usage_error(args, names);
+    }
+    assert_eq!(s.accepted(), 0, "bad input never reaches the server");
+}
+
+#[test]
+fn ab_output_flags_write_its_files_and_tables() {
+    let s = TestServer::start();
+    let url = s.url("/cl");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("p.csv");
+    let tsv = dir.path().join("g.tsv");
+    let f = benchctl(
+        &[
+            "load",
+            "-q",
+            "-n",
+            "40",
+            "-c",
+            "4",
+            "-k",
+            "-e",
+            csv.to_str().unwrap(),
+            "-g",
+            tsv.to_str().unwrap(),
+            "-S",
+            "-d",
+            &url,
+        ],
+        SHORT,
+    );
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    // -S: min, avg and max only; -d: no percentage table.
+    assert!(f.stdout.contains("              min   avg   max\n"));
+    assert!(!f.stdout.contains("mean[+/-sd]"));
+    assert!(!f.stdout.contains("Percentage of the requests"));
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 102, "{csv}");
+    assert_eq!(lines[0], "Percentage served,Time in ms");
+    let mut last = 0.0f64;
+    for (i, l) in lines[1..].iter().enumerate() {
+        let (p, ms) = l.split_once(',').unwrap();
+        assert_eq!(p, i.to_string());
+        assert_eq!(ms.split_once('.').map(|(_, d)| d.len()), Some(3), "{l}");
+        let ms: f64 = ms.parse().unwrap();
+        assert!(ms >= last, "percentages served in order: {csv}");
+        last = ms;
+    }
+    let tsv = std::fs::read_to_string(&tsv).unwrap();
+    let rows: Vec<Vec<&str>> = tsv.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(rows.len(), 41, "{tsv}");
+    assert_eq!(
+        rows[0],
+        ["starttime", "seconds", "ctime", "dtime", "ttime", "wait"]
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let mut last_total = 0;
+    for r in &rows[1..] {
+        assert_eq!(r.len(), 6, "{r:?}");
+        // "Wed Dec 02 00:00:00 2026"
+        assert_eq!(r[0].len(), 24, "{r:?}");
+        let secs: u64 = r[1].parse().unwrap();
+        assert!(secs <= now && now - secs < 120, "{r:?}");
+        let [c, d, t, w]: [i64; 4] = std::array::from_fn(|i| r[i + 2].parse().unwrap());
+        assert!(c >= 0 && d >= 0 && w >= 0 && t >= last_total, "{r:?}");
+        last_total = t;
+    }
+
+    // -w: ab's HTML table instead of its text.
+    let f = benchctl(&["load", "-q", "-n", "10", "-w", &url], SHORT);
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    assert!(f.stdout.starts_with("\n\n<table >\n"), "{}", f.stdout);
+    assert!(f.stdout.contains(
+        "<tr ><th colspan=2 bgcolor=white>Complete requests:</th><td colspan=2 bgcolor=white>10</td></tr>"
+    ));
+    assert!(f.stdout.contains("<th bgcolor=white>Processing:</th>"));
+    assert!(f.stdout.ends_with("</table>\n"));
+    assert!(!f.stdout.contains("Server Software:        "));
+
+    // -v 2: the request, before the run.
+    let f = benchctl(
+        &["load", "-q", "-n", "1", "-v", "2", "-m", "DELETE", &url],
+        SHORT,
+    );
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    assert!(
+        f.stderr
+            .contains("INFO: DELETE header == \n---\nDELETE /cl HTTP/1.0\r\n"),
+        "{}",
+        f.describe()
+    );
+    assert_eq!(s.seen().last().unwrap().line, "DELETE /cl HTTP/1.0");
+}
+
+#[test]
+fn https_keep_alive_and_verify_from_the_command_line() {
+    use support::tls::{Cert, TlsServer};
+    let good = TlsServer::start(Cert::Good);
+    let ca = good.ca_file.to_str().unwrap().to_string();
+    let f = benchctl(
+        &[
+            "load",
+            "-q",
+            "-n",
+            "40",
+            "-c",
+            "2",
+            "-k",
+            "--verify",
+            &ca,
+            &good.url("/"),
+        ],
+        SHORT,
+    );
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    assert!(f.stdout.contains("Complete requests:      40\n"));
+    assert!(f.stdout.contains("Keep-Alive requests:    40\n"));
+    assert!(f.stdout.contains("Failed requests:        0\n"));
+    assert_eq!(good.accepted(), 2);
+
+    let expired = TlsServer::start(Cert::Expired);
+    let ca = expired.ca_file.to_str().unwrap().to_string();
+    let f = benchctl(
+        &["load", "-q", "-n", "4", "--verify", &ca, &expired.url("/")],
+        SHORT,
+    );
+    assert_eq!(f.code, Some(1), "{}", f.describe());
+    assert!(
+        f.stderr.contains("no TLS connection to 127.0.0.1:")
+            && f.stderr.contains("certificate expired"),
+        "{}",
+        f.describe()
+    );
+    assert_eq!(expired.requests(), 0);
+    // Without --verify, as ab: measured.
+    let f = benchctl(&["load", "-q", "-n", "4", &expired.url("/")], SHORT);
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    assert_eq!(expired.requests(), 4);
 }

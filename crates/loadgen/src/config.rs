@@ -31,14 +31,17 @@ pub struct Target {
     pub port: u16,
     /// Path and query, as sent on the request line.
     pub path: String,
-    /// The Host header value: `host` plus `:port` unless the port is 80, as ab sends it.
+    /// The Host header value: `host` plus `:port` unless the port is the scheme's default (80,
+    /// or 443 for https), as ab sends it.
     pub host_header: String,
     /// Resolved address; filled by [`Target::resolve`].
     pub addr: Option<SocketAddr>,
+    /// `https://`: every connection speaks TLS (see [`crate::tls`]).
+    pub https: bool,
 }
 
 impl Target {
-    /// Parses `http://host[:port][/path]`.
+    /// Parses `http://host[:port][/path]` or `https://host[:port][/path]`.
     pub fn parse(url: &str) -> Result<Target, ConfigError> {
         let Some((scheme, rest)) = url.split_once("://") else {
             return Err(url_err(
@@ -46,21 +49,17 @@ impl Target {
                 "no scheme; write it as http://HOST[:PORT]/PATH",
             ));
         };
-        match scheme.to_ascii_lowercase().as_str() {
-            "http" => {}
-            "https" => {
-                return Err(url_err(
-                    url,
-                    "https is not supported yet (planned); benchmark over http://",
-                ))
-            }
+        let https = match scheme.to_ascii_lowercase().as_str() {
+            "http" => false,
+            "https" => true,
             other => {
                 return Err(url_err(
                     url,
-                    format!("unsupported scheme {other:?}; use http://"),
+                    format!("unsupported scheme {other:?}; use http:// or https://"),
                 ))
             }
-        }
+        };
+        let default_port = if https { 443 } else { 80 };
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
             Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -101,7 +100,7 @@ impl Target {
             ));
         }
         let port = match port_str {
-            None => 80,
+            None => default_port,
             Some(p) => match p.parse::<u16>() {
                 Ok(0) => return Err(url_err(url, "port 0 is not a port one can connect to")),
                 Ok(n) => n,
@@ -113,7 +112,7 @@ impl Target {
         } else {
             host.to_string()
         };
-        let host_header = if port == 80 {
+        let host_header = if port == default_port {
             host_in_header
         } else {
             format!("{host_in_header}:{port}")
@@ -124,6 +123,7 @@ impl Target {
             path,
             host_header,
             addr: None,
+            https,
         })
     }
 
@@ -141,10 +141,46 @@ impl Target {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The request method. ab sends GET, HEAD with `-i`, POST with `-p`, PUT with `-u`, and any
+/// other token with `-m`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum Method {
     Get,
     Head,
+    Post,
+    Put,
+    /// Any other method, as written (methods are case-sensitive).
+    Other(String),
+}
+
+impl Method {
+    /// The method as given on the command line: the four ab knows by name map to their
+    /// variants, anything else is kept as written (checked by [`LoadConfig::validate`]).
+    pub fn parse(s: &str) -> Method {
+        match s {
+            "GET" => Method::Get,
+            "HEAD" => Method::Head,
+            "POST" => Method::Post,
+            "PUT" => Method::Put,
+            other => Method::Other(other.to_string()),
+        }
+    }
+
+    /// The method's name on the request line.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Method::Get => "GET",
+            Method::Head => "HEAD",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Other(m) => m,
+        }
+    }
+
+    /// Responses to this method carry no body, whatever their Content-Length says.
+    pub fn head_only(&self) -> bool {
+        *self == Method::Head
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -248,6 +284,111 @@ pub struct LoadConfig {
     pub keep_samples: bool,
     /// Length of the intervals the load is counted in over time ([`crate::timeline`]).
     pub interval: Duration,
+    /// With `keep_samples`: also keep each request's wall-clock start (ab's `-g` file needs it).
+    pub keep_start_times: bool,
+    /// Cookies, each `name=value` as the user wrote it (ab's `-C`), sent in one `Cookie` header
+    /// joined by `; `.
+    pub cookies: Vec<String>,
+    /// `user:password` for Basic authentication to the server (ab's `-A`).
+    pub basic_auth: Option<String>,
+    /// `user:password` for Basic authentication to a proxy (ab's `-P`).
+    pub proxy_auth: Option<String>,
+    /// The body every request carries (ab's `-p` / `-u` file), sent with its Content-Length.
+    pub body: Option<Vec<u8>>,
+    /// The body's Content-Type (ab's `-T`; `text/plain` when a body has none, as ab).
+    pub content_type: Option<String>,
+    /// Send every request through this HTTP proxy (ab's `-X`), with the absolute URL on the
+    /// request line.
+    pub proxy: Option<Proxy>,
+    /// Options every connection's socket is opened with (ab's `-b` and `-B`).
+    pub socket: crate::connect::SocketOptions,
+    /// Requests written back to back on a keep-alive connection before their responses are
+    /// read (`--pipeline N`; 1: one at a time). See [`crate::pipeline`].
+    pub pipeline: u32,
+    /// How `https://` connections are made (verification, resumption, ab's `-f` and `-Z`).
+    pub tls: crate::tls::TlsOptions,
+}
+
+/// An HTTP proxy the requests go through (ab's `-X HOST:PORT`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proxy {
+    pub host: String,
+    pub port: u16,
+    /// Resolved address; filled by [`Proxy::resolve`].
+    pub addr: Option<SocketAddr>,
+}
+
+impl Proxy {
+    /// Parses `HOST:PORT` or `[V6]:PORT`.
+    pub fn parse(s: &str) -> Result<Proxy, ConfigError> {
+        let bad = |why: &str| ConfigError::Option(format!("proxy {s:?}: {why}"));
+        if s.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+            return Err(bad("contains spaces or control characters"));
+        }
+        let (host, port) = if let Some(v6) = s.strip_prefix('[') {
+            let (h, after) = v6
+                .split_once(']')
+                .ok_or_else(|| bad("unclosed '[' in IPv6 address"))?;
+            (h, after.strip_prefix(':'))
+        } else {
+            match s.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (s, None),
+            }
+        };
+        if host.is_empty() || host.contains(['/', '@']) {
+            return Err(bad("expected HOST:PORT"));
+        }
+        let port = match port.map(str::parse::<u16>) {
+            Some(Ok(p)) if p > 0 => p,
+            Some(_) => return Err(bad("bad port: expected 1-65535")),
+            None => return Err(bad("no port; write it as HOST:PORT")),
+        };
+        Ok(Proxy {
+            host: host.to_string(),
+            port,
+            addr: None,
+        })
+    }
+
+    /// Resolves the proxy's host once, before the run.
+    pub fn resolve(&mut self) -> Result<SocketAddr, ConfigError> {
+        let addr = (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .map_err(|e| {
+                ConfigError::Option(format!("cannot resolve the proxy {:?}: {e}", self.host))
+            })?
+            .next()
+            .ok_or_else(|| {
+                ConfigError::Option(format!("the proxy {:?} resolves to no address", self.host))
+            })?;
+        self.addr = Some(addr);
+        Ok(addr)
+    }
+}
+
+/// Checks that a string the user gave stays one field value on the wire: a CR or LF would end
+/// the header there and start another (or end the head), and other control characters but tab
+/// are not allowed in a field value (RFC 9110, section 5.5).
+fn check_value(what: &str, v: &str) -> Result<(), ConfigError> {
+    if v.bytes().any(|b| b == b'\r' || b == b'\n') {
+        return Err(ConfigError::Option(format!(
+            "{what} {v:?} contains a line break (CR or LF); it would end the header there and send the rest as another header"
+        )));
+    }
+    if v.bytes().any(|b| (b < b' ' && b != b'\t') || b == 0x7f) {
+        return Err(ConfigError::Option(format!(
+            "{what} {v:?} contains a control character, which a header value may not hold"
+        )));
+    }
+    Ok(())
+}
+
+/// RFC 9110's `tchar`: what a method or a header name is made of.
+pub fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 impl LoadConfig {
@@ -262,6 +403,24 @@ impl LoadConfig {
             variable_length: false,
             keep_samples: true,
             interval: crate::timeline::DEFAULT_INTERVAL,
+            keep_start_times: false,
+            cookies: Vec::new(),
+            basic_auth: None,
+            proxy_auth: None,
+            body: None,
+            content_type: None,
+            proxy: None,
+            socket: crate::connect::SocketOptions::default(),
+            pipeline: 1,
+            tls: crate::tls::TlsOptions::default(),
+        }
+    }
+
+    /// Where the connections go: the proxy when there is one, else the target. Resolves it.
+    pub fn resolve(&mut self) -> Result<SocketAddr, ConfigError> {
+        match self.proxy.as_mut() {
+            Some(p) => p.resolve(),
+            None => self.target.resolve(),
         }
     }
 
@@ -338,13 +497,118 @@ impl LoadConfig {
                 ));
             }
         }
+        self.validate_request()
+    }
+
+    /// Checks everything the user gave that is written into the request: nothing may add a
+    /// header, end the head early or frame the request other than benchctl does.
+    fn validate_request(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Option(m));
         for (k, v) in &self.headers {
-            if k.is_empty() || k.bytes().any(|b| b <= b' ' || b == b':' || b >= 0x7f) {
-                return bad(format!("bad header name {k:?}"));
+            if k.bytes().any(|b| b == b'\r' || b == b'\n') {
+                return bad(format!(
+                    "header name {k:?} contains a line break (CR or LF); it would end the header there and send the rest as another header"
+                ));
             }
-            if v.bytes().any(|b| b == b'\r' || b == b'\n') {
-                return bad(format!("header {k:?} has a line break in its value"));
+            if !is_token(k) {
+                return bad(format!(
+                    "bad header name {k:?}: a name is letters, digits and !#$%&'*+-.^_`|~ only"
+                ));
             }
+            check_value(&format!("the value of header {k:?}"), v)?;
+            if k.eq_ignore_ascii_case("content-length")
+                || k.eq_ignore_ascii_case("transfer-encoding")
+            {
+                return bad(format!(
+                    "header {k:?} is not for -H: benchctl frames each request itself (a Content-Length from the -p/-u file's size, or no body), and a second framing would make the server read the requests differently"
+                ));
+            }
+        }
+        for c in &self.cookies {
+            check_value("the cookie", c)?;
+        }
+        for (what, cred) in [
+            ("-A credentials", &self.basic_auth),
+            ("-P credentials", &self.proxy_auth),
+        ] {
+            let Some(cred) = cred else { continue };
+            if !cred.contains(':') {
+                return bad(format!(
+                    "{what} {cred:?}: expected USER:PASSWORD (Basic authentication sends them joined by a colon)"
+                ));
+            }
+            if cred.bytes().any(|b| b < b' ' || b == 0x7f) {
+                return bad(format!(
+                    "{what} contain a control character or line break, which Basic authentication does not allow (RFC 7617)"
+                ));
+            }
+        }
+        if let Some(t) = &self.content_type {
+            check_value("the content type", t)?;
+            if self.body.is_none() {
+                return bad(
+                    "a content type (-T) is the type of a -p or -u body; give the file to send too, or a header with -H 'Content-Type: ...'"
+                        .into(),
+                );
+            }
+        }
+        let method = self.load.method.as_str();
+        if !is_token(method) {
+            return bad(format!(
+                "bad method {method:?}: a method is letters, digits and !#$%&'*+-.^_`|~ only, with no spaces or line breaks"
+            ));
+        }
+        if self.body.is_some() && self.load.method.head_only() {
+            return bad(
+                "HEAD requests carry no body; -p/-u send one (leave out -i or -m HEAD)".into(),
+            );
+        }
+        if let Some(p) = &self.proxy {
+            if p.host.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+                return bad(format!(
+                    "proxy {:?} contains spaces or control characters",
+                    p.host
+                ));
+            }
+        }
+        if self.pipeline == 0 || self.pipeline > crate::pipeline::MAX_DEPTH {
+            return bad(format!(
+                "a pipeline depth of {} is out of range: 1 (no pipelining) to {}",
+                self.pipeline,
+                crate::pipeline::MAX_DEPTH
+            ));
+        }
+        if self.pipeline > 1 {
+            if !self.load.keep_alive {
+                return bad(
+                    "--pipeline needs keep-alive (-k): the pipelined requests share a connection"
+                        .into(),
+                );
+            }
+            if self.load.version != HttpVersion::Http11 {
+                return bad("--pipeline needs --http1.1: HTTP/1.0 has no pipelining".into());
+            }
+            if self.load.rate.is_some() {
+                return bad(
+                    "--pipeline writes requests in batches, --rate sends each at its own time; give one of them"
+                        .into(),
+                );
+            }
+        }
+        if !self.target.https && self.tls.is_set() {
+            return bad(
+                "--verify, --tls-resume, -f and -Z apply to https:// URLs; this one is http://"
+                    .into(),
+            );
+        }
+        if self.target.https && self.proxy.is_some() {
+            return bad(
+                "-X with an https:// URL would need a CONNECT tunnel through the proxy, which benchctl does not make; benchmark the proxy over http:// or the server directly"
+                    .into(),
+            );
+        }
+        if self.socket.buffer == Some(0) {
+            return bad("the socket buffer size must be at least 1 byte".into());
         }
         Ok(())
     }
@@ -374,13 +638,21 @@ mod tests {
         );
         let t = Target::parse("http://127.0.0.1?q").unwrap();
         assert_eq!(t.path, "/?q");
+        assert!(!t.https);
+        let t = Target::parse("https://localhost/x").unwrap();
+        assert_eq!(
+            (t.port, t.host_header.as_str(), t.https),
+            (443, "localhost", true)
+        );
+        let t = Target::parse("HTTPS://127.0.0.1:8443/").unwrap();
+        assert_eq!((t.port, t.host_header.as_str()), (8443, "127.0.0.1:8443"));
     }
 
     #[test]
     fn bad_urls_say_why() {
         let e = |u: &str| Target::parse(u).unwrap_err().to_string();
         assert!(e("127.0.0.1:80/").contains("no scheme"));
-        assert!(e("https://127.0.0.1/").contains("https is not supported yet"));
+        assert!(e("gopher://127.0.0.1/").contains("use http:// or https://"));
         assert!(e("http://127.0.0.1:99999/").contains("bad port"));
         assert!(e("http://127.0.0.1:x/").contains("bad port"));
         assert!(e("http://127.0.0.1:0/").contains("port 0"));

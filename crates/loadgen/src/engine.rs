@@ -34,7 +34,7 @@
 //! CPU is not made to wake it for every response.
 
 use crate::coalesce::Napper;
-use crate::config::{Coalesce, HttpVersion, LoadConfig, Method};
+use crate::config::{Coalesce, ConfigError, HttpVersion, LoadConfig};
 use crate::cpu;
 use crate::http::{build_request, Feed, ResponseParser};
 use crate::sock::{self, Recv};
@@ -93,6 +93,9 @@ pub enum LoadError {
         "{addr} refused every connection ({reason}); is the server running and listening there?"
     )]
     Unreachable { addr: SocketAddr, reason: String },
+    /// Connections were made, but not one TLS handshake succeeded.
+    #[error("no TLS connection to {addr} could be made: {reason}")]
+    Tls { addr: SocketAddr, reason: String },
     /// Connections failed for want of the generator's own resources before any succeeded.
     #[error("the load generator could not open connections: {reason}; this is a limit of the machine running the generator, not of the server")]
     GeneratorLimit { reason: String },
@@ -123,6 +126,8 @@ struct Shared {
     cfg: LoadConfig,
     addr: SocketAddr,
     request: Box<[u8]>,
+    /// With `--pipeline N`: the request N times over, written as one batch (else empty).
+    pipelined: Box<[u8]>,
     /// Requests of one load (`-n`), or [`UNKNOWN`] for a load bounded by time.
     per_load: u64,
     /// Requests to issue in all: `per_load`, raised by another `per_load` each time the
@@ -138,6 +143,10 @@ struct Shared {
     ports_exhausted: AtomicU64,
     fds_exhausted: AtomicU64,
     first_connect_error: Mutex<Option<String>>,
+    /// The first connect error was a failed TLS handshake.
+    tls_failed: AtomicBool,
+    /// `https://`: what every connection's TLS is made from.
+    tls: Option<crate::tls::Tls>,
     /// Holds receive stamping on for the run; `None` without stamps (asked for or possible).
     stamps: Option<sock::StampKeeper>,
     /// This kernel drops body bytes nobody looks at without copying them
@@ -212,21 +221,27 @@ pub fn run_observed(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Measurement, LoadError> {
     cfg.validate()?;
-    let addr = cfg.target.resolve()?;
+    // Connections go to the proxy when there is one (ab's -X), else to the target.
+    let addr = cfg.resolve()?;
+    crate::connect::check(addr, &cfg.socket).map_err(ConfigError::Option)?;
     let threads = cfg.threads.min(cfg.load.concurrency as usize).max(1);
     crate::limits::ensure_open_files(cfg.load.concurrency, threads)?;
-    let request = build_request(
-        &cfg.target,
-        cfg.load.method,
-        cfg.load.version,
-        cfg.load.keep_alive,
-        &cfg.headers,
-    )
-    .into_boxed_slice();
+    let tls = if cfg.target.https {
+        Some(crate::tls::Tls::new(&cfg.target.host, &cfg.tls).map_err(ConfigError::Option)?)
+    } else {
+        None
+    };
+    let request = build_request(&cfg).into_boxed_slice();
+    let pipelined = if cfg.pipeline > 1 {
+        request.repeat(cfg.pipeline as usize).into_boxed_slice()
+    } else {
+        Box::default()
+    };
     let limit = cfg.load.requests.unwrap_or(UNKNOWN);
     let sh = Arc::new(Shared {
         addr,
         request,
+        pipelined,
         per_load: limit,
         limit: AtomicU64::new(limit),
         issued: AtomicU64::new(0),
@@ -239,6 +254,8 @@ pub fn run_observed(
         ports_exhausted: AtomicU64::new(0),
         fds_exhausted: AtomicU64::new(0),
         first_connect_error: Mutex::new(None),
+        tls_failed: AtomicBool::new(false),
+        tls,
         stamps: if cfg.load.rx_stamps {
             sock::StampKeeper::start()
         } else {
@@ -356,6 +373,9 @@ pub fn run_observed(
             .ok()
             .and_then(|e| e.clone())
             .unwrap_or_else(|| "connection failed".into());
+        if sh.tls_failed.load(Relaxed) {
+            return Err(LoadError::Tls { addr, reason });
+        }
         return Err(LoadError::Unreachable { addr, reason });
     }
 
@@ -395,7 +415,7 @@ pub fn run_observed(
             rate: cfg.load.rate,
             threads,
             http11: cfg.load.version == HttpVersion::Http11,
-            head: cfg.load.method == Method::Head,
+            head: cfg.load.method.head_only(),
             rx_stamps: sh.stamps.is_some(),
             coalesce: coalesce.to_string(),
             repetitions: cfg
@@ -501,6 +521,8 @@ impl Request {
 /// One connection slot: at most one socket at a time, issuing requests one after another.
 struct Conn {
     stream: Option<TcpStream>,
+    /// The stream's TLS state (`https://` only): what is written and read goes through it.
+    tls: Option<Box<crate::tls::TlsConn>>,
     /// Bumped with every new socket; part of the token, so an event for an earlier socket is
     /// never taken for one of the current one.
     generation: u32,
@@ -512,6 +534,10 @@ struct Conn {
     stamped: bool,
     /// Bytes of the request written so far.
     sent: usize,
+    /// Requests written together in the current batch (1 unless pipelining), and how many of
+    /// their responses have been recorded (see [`crate::pipeline`]).
+    batch: u32,
+    answered: u32,
     /// This request's write had to wait for writability (events for readability may have
     /// come and gone meanwhile).
     blocked: bool,
@@ -547,6 +573,8 @@ struct Worker {
     /// Slots not yet finished.
     active: usize,
     start: Instant,
+    /// `start` on the wall clock, µs since the Unix epoch (for [`Recorder::starts`]).
+    wall_start_us: u64,
     measure_start: Instant,
     /// End of the measurement window (`-t` / `--duration`): nothing completing later counts.
     end: Option<Instant>,
@@ -624,7 +652,7 @@ fn worker_thread(
             return (rec, None);
         }
     };
-    let head_only = cfg.load.method == Method::Head;
+    let head_only = cfg.load.method.head_only();
     let alarm = cfg
         .load
         .rate
@@ -633,16 +661,28 @@ fn worker_thread(
     barrier.wait();
     let start = *sh.start.get().expect("set before workers start");
     let measure_start = *sh.measure_start.get().expect("set before workers start");
+    if keep && cfg.keep_start_times {
+        rec.starts = Some(Vec::new());
+    }
+    let wall_start_us = {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        now.saturating_sub(start.elapsed()).as_micros() as u64
+    };
     let mut w = Worker {
         poll,
         conns: (0..conns)
             .map(|_| Conn {
                 stream: None,
+                tls: None,
                 generation: 0,
                 registered: None,
                 connected: false,
                 stamped: false,
                 sent: 0,
+                batch: 1,
+                answered: 0,
                 blocked: false,
                 unread: false,
                 state: State::Waiting(None),
@@ -657,6 +697,7 @@ fn worker_thread(
         timers: BinaryHeap::new(),
         active: conns,
         start,
+        wall_start_us,
         measure_start,
         end: cfg.load.duration.map(|d| measure_start + d),
         timeout: cfg.load.timeout,
@@ -760,7 +801,12 @@ impl Worker {
                 }
                 let closed = ev.is_read_closed() || ev.is_error();
                 match c.state {
-                    State::Writing if ev.is_writable() || closed => self.write(idx),
+                    // A TLS handshake waits for the server's flights while writing.
+                    State::Writing
+                        if ev.is_writable() || closed || (ev.is_readable() && c.tls.is_some()) =>
+                    {
+                        self.write(idx)
+                    }
                     State::Reading if ev.is_readable() || closed => self.read(idx, closed),
                     State::Draining if ev.is_readable() || closed => self.drain(idx),
                     _ => {}
@@ -861,10 +907,13 @@ impl Worker {
         if measured && (self.end.is_some_and(|e| now >= e) || !self.sh.take_ticket()) {
             return self.finish(idx);
         }
+        let batch = crate::pipeline::batch(&self.sh.cfg, measured, || self.sh.take_ticket());
         if measured {
-            self.rec.started += 1;
+            self.rec.started += u64::from(batch);
         }
         let c = &mut self.conns[idx];
+        c.batch = batch;
+        c.answered = 0;
         c.req = Request::new(now, intended, measured, self.sh.server.get().is_none());
         self.send(idx, now);
     }
@@ -883,8 +932,15 @@ impl Worker {
             // Connect without TCP_NODELAY: each request leaves in one write, and everything
             // sent before it was acknowledged by the response it got, so Nagle never holds a
             // request back, and the setsockopt would be one more system call per connection.
-            match TcpStream::connect(self.sh.addr) {
+            match crate::connect::connect(self.sh.addr, &self.sh.cfg.socket) {
                 Ok(s) => {
+                    c.tls = match self.sh.tls.as_ref().map(|t| t.connect()).transpose() {
+                        Ok(t) => t,
+                        Err(e) => {
+                            let kind = note_connect_error(&self.sh, &e);
+                            return self.fail(idx, kind);
+                        }
+                    };
                     c.stamped =
                         self.sh.stamps.is_some() && sock::enable_rx_stamps(s.as_raw_fd()).is_ok();
                     c.stream = Some(s);
@@ -905,8 +961,12 @@ impl Worker {
     /// Writes what is left of the request; a new connection's first successful write is what
     /// shows it established.
     fn write(&mut self, idx: usize) {
-        let request = &self.sh.request;
         let c = &mut self.conns[idx];
+        let request: &[u8] = if c.batch > 1 {
+            &self.sh.pipelined[..c.batch as usize * self.sh.request.len()]
+        } else {
+            &self.sh.request
+        };
         let Some(s) = c.stream.as_mut() else {
             return;
         };
@@ -915,9 +975,14 @@ impl Worker {
         } else {
             Instant::now()
         };
-        while c.sent < request.len() {
-            match s.write(&request[c.sent..]) {
-                Ok(0) => return self.fail(idx, FailureKind::Write),
+        // Over TLS, the records of what was taken may still be waiting for the socket.
+        while c.sent < request.len() || c.tls.as_ref().is_some_and(|t| t.wants_write()) {
+            let written = match c.tls.as_mut() {
+                Some(t) => t.send(s.as_raw_fd(), &request[c.sent..]),
+                None => s.write(&request[c.sent..]),
+            };
+            match written {
+                Ok(0) if c.sent < request.len() => return self.fail(idx, FailureKind::Write),
                 Ok(n) => {
                     if !c.connected {
                         c.connected = true;
@@ -989,13 +1054,14 @@ impl Worker {
     /// a copy nor room in the buffer: each call takes whatever has arrived, up to
     /// [`TURN_BYTES`]. They are counted and stamped as read bytes are.
     fn read(&mut self, idx: usize, closed: bool) {
-        let c = &mut self.conns[idx];
-        let Some(s) = c.stream.as_mut() else {
-            return;
-        };
         let mut budget = TURN_BYTES;
         loop {
-            let skip = if self.discard {
+            let c = &mut self.conns[idx];
+            let Some(s) = c.stream.as_mut() else {
+                return;
+            };
+            // Over TLS every byte is decrypted: nothing can be dropped in the kernel.
+            let skip = if self.discard && c.tls.is_none() {
                 c.parser.skippable().min(budget as u64) as usize
             } else {
                 0
@@ -1003,10 +1069,11 @@ impl Worker {
             let (got, asked) = if skip > 0 {
                 (sock::discard(s.as_raw_fd(), skip, c.stamped), skip)
             } else {
-                (
-                    sock::recv(s.as_raw_fd(), &mut self.buf, c.stamped),
-                    self.buf.len(),
-                )
+                let got = match c.tls.as_mut() {
+                    Some(t) => t.recv(s.as_raw_fd(), &mut self.buf, c.stamped),
+                    None => sock::recv(s.as_raw_fd(), &mut self.buf, c.stamped),
+                };
+                (got, self.buf.len())
             };
             match got {
                 Recv::Eof => {
@@ -1031,35 +1098,67 @@ impl Worker {
                         Some(st) => sock::arrival(st, now, sock::realtime_now(), c.req.start),
                         None => now,
                     };
-                    if c.req.first_byte.is_none() {
-                        c.req.first_byte = Some(t);
-                    }
-                    c.req.last_data = t;
-                    c.req.read_at = now;
-                    c.req.stamped = stamp.is_some();
-                    let fed = if skip > 0 {
-                        c.parser.skip(n as u64)
-                    } else {
-                        c.parser.feed(&self.buf[..n])
-                    };
                     // A short read took everything there was: the socket is empty.
                     let emptied = n < asked;
-                    match fed {
-                        // A FIN the poller reported has nothing after it when the read emptied
-                        // the socket, or when it ended exactly where the response did (what
-                        // follows a response on a connection the server closed is not read).
-                        Ok(Feed::Done) => {
-                            c.unread = !emptied;
-                            return self.complete(idx, t, closed && (emptied || skip > 0));
+                    // Over TLS, the end of the stream may have come with the data: its
+                    // readiness event was spent on them, so it is acted on now.
+                    let eof_after = c.tls.as_ref().is_some_and(|t| t.eof_pending());
+                    // Where this read's bytes start that the current response has not taken
+                    // yet: past 0 only after a pipelined response ended inside the read.
+                    let mut from = 0;
+                    loop {
+                        let c = &mut self.conns[idx];
+                        if c.req.first_byte.is_none() {
+                            c.req.first_byte = Some(t);
                         }
-                        Ok(Feed::More) if emptied && !closed => return,
-                        Ok(Feed::More) => {
-                            budget = budget.saturating_sub(n);
-                            if budget == 0 {
-                                return self.resume.push((idx, c.generation, closed));
+                        c.req.last_data = t;
+                        c.req.read_at = now;
+                        c.req.stamped = stamp.is_some();
+                        let fed = if skip > 0 {
+                            c.parser.skip(n as u64).map(|f| (f, n))
+                        } else {
+                            c.parser
+                                .feed_prefix(&self.buf[from..n])
+                                .map(|(f, used)| (f, from + used))
+                        };
+                        match fed {
+                            // A pipelined response with more of its batch due: the next one
+                            // starts where it ended, in this read or a later one.
+                            Ok((Feed::Done, end)) if c.answered + 1 < c.batch => {
+                                self.complete(idx, t, false);
+                                if self.conns[idx].state != State::Reading {
+                                    return;
+                                }
+                                if end < n {
+                                    from = end;
+                                    continue;
+                                }
+                                break;
                             }
+                            // Bytes after the last response due: not HTTP.
+                            Ok((Feed::Done, end)) if end < n => {
+                                return self.fail(idx, FailureKind::Exception)
+                            }
+                            // A FIN the poller reported has nothing after it when the read
+                            // emptied the socket, or when it ended exactly where the response
+                            // did (what follows a response on a connection the server closed
+                            // is not read).
+                            Ok((Feed::Done, _)) => {
+                                c.unread = !emptied;
+                                let server_closed = (closed && (emptied || skip > 0)) || eof_after;
+                                return self.complete(idx, t, server_closed);
+                            }
+                            Ok((Feed::More, _)) => break,
+                            Err(_) => return self.fail(idx, FailureKind::Exception),
                         }
-                        Err(_) => return self.fail(idx, FailureKind::Exception),
+                    }
+                    if emptied && !closed && !eof_after {
+                        return;
+                    }
+                    budget = budget.saturating_sub(n);
+                    if budget == 0 {
+                        let generation = self.conns[idx].generation;
+                        return self.resume.push((idx, generation, closed));
                     }
                 }
                 Recv::Again => return,
@@ -1071,7 +1170,7 @@ impl Worker {
     /// The connection ended (EOF or error) before the response did.
     fn closed(&mut self, idx: usize) {
         let c = &self.conns[idx];
-        if c.req.reused && !c.parser.started() {
+        if c.req.reused && !c.parser.started() && c.answered == 0 {
             self.stale(idx)
         } else {
             self.fail(idx, FailureKind::Receive)
@@ -1145,6 +1244,10 @@ impl Worker {
                 .map(|t| done.saturating_duration_since(t).as_micros() as u64);
             rec.record(sample, corrected);
             rec.interval_response(done, &sample, corrected, c.parser.wire_len, length_failure);
+            rec.record_start(
+                self.wall_start_us
+                    + req.start.saturating_duration_since(self.start).as_micros() as u64,
+            );
             if req.stamped {
                 rec.read_delay.saturating_record(
                     req.read_at.saturating_duration_since(done).as_micros() as u64,
@@ -1155,6 +1258,18 @@ impl Worker {
         self.napper
             .observe(done.saturating_duration_since(req.start), req.read_at);
         let c = &mut self.conns[idx];
+        c.answered += 1;
+        if c.answered < c.batch {
+            // More responses of a pipelined batch are due on this connection.
+            if crate::pipeline::next_response(c.parser.head.keep_alive, server_closed) {
+                c.parser.reset(false);
+                c.req.first_byte = None;
+                c.deadline = Some(done + self.timeout);
+                return;
+            }
+            // The server ends the connection with requests of the batch unanswered.
+            return self.fail(idx, FailureKind::Receive);
+        }
         if cfg.load.keep_alive && c.parser.head.keep_alive {
             return self.queue(idx);
         }
@@ -1205,15 +1320,19 @@ impl Worker {
         c.stream = None;
         c.deadline = None;
         let measured = c.req.measured;
+        // Every request of the batch still unanswered fails with it (one without pipelining).
+        let unanswered = c.batch.saturating_sub(c.answered).max(1);
         let now = Instant::now();
         let no_connection = matches!(kind, FailureKind::Connect | FailureKind::Generator);
         if measured && self.end.is_none_or(|e| now < e) {
-            self.rec.failures.add(kind);
-            if !no_connection {
-                self.rec.completed += 1;
+            for _ in 0..unanswered {
+                self.rec.failures.add(kind);
+                if !no_connection {
+                    self.rec.completed += 1;
+                }
+                self.rec.interval_failure(now, kind, !no_connection);
+                self.tally.count(&self.sh, now);
             }
-            self.rec.interval_failure(now, kind, !no_connection);
-            self.tally.count(&self.sh, now);
         }
         if no_connection {
             // A target that refuses connections must not turn the slot into a spin.
@@ -1264,6 +1383,7 @@ impl Worker {
 /// Counts a failed connection attempt and says whose failure it was: the server's (refused,
 /// unreachable) or the generator's own (see [`crate::limits::LocalLimit`]).
 fn note_connect_error(sh: &Shared, e: &io::Error) -> FailureKind {
+    let tls = crate::tls::handshake_error(e).is_some();
     if let Some(limit) = crate::limits::local_limit(e) {
         let counter = match limit {
             crate::limits::LocalLimit::FileDescriptors => &sh.fds_exhausted,
@@ -1280,7 +1400,10 @@ fn note_connect_error(sh: &Shared, e: &io::Error) -> FailureKind {
     let n = sh.connect_failures.fetch_add(1, Relaxed) + 1;
     if n == 1 {
         if let Ok(mut first) = sh.first_connect_error.lock() {
-            first.get_or_insert_with(|| e.to_string());
+            if first.is_none() {
+                *first = Some(e.to_string());
+                sh.tls_failed.store(tls, Relaxed);
+            }
         }
     }
     if n >= REFUSED_LIMIT && !sh.connected_once.load(Relaxed) {

@@ -8,7 +8,7 @@
 //! one read (the common case); only a head split across reads is copied, into a small buffer
 //! that is reused for the life of the connection.
 
-use crate::config::{HttpVersion, Method, Target};
+use crate::config::{HttpVersion, LoadConfig};
 
 /// Largest response head accepted; a longer one is an exception, not a reason to grow forever.
 const MAX_HEAD: usize = 64 * 1024;
@@ -19,20 +19,23 @@ pub const MIN_CHUNK_SKIP: u64 = 64 * 1024;
 
 /// Builds the request bytes once per run: every request of a run is identical.
 ///
-/// ab's request by default: `GET path HTTP/1.0`, then `Connection: Keep-Alive` with `-k`, the
-/// user's `-H` headers, then Host, User-Agent and Accept unless the user gave them.
-pub fn build_request(
-    target: &Target,
-    method: Method,
-    version: HttpVersion,
-    keep_alive: bool,
-    headers: &[(String, String)],
-) -> Vec<u8> {
+/// ab's request: `METHOD path HTTP/1.0` (the absolute URL instead of the path through a
+/// proxy), then `Connection: Keep-Alive` with `-k`, the cookie, the credentials, the body's
+/// Content-Length and Content-Type, the user's `-H` headers, then Host, User-Agent and Accept
+/// unless the user gave them, and the body. The parts the user gave were checked by
+/// [`LoadConfig::validate`]: none can start another header.
+pub fn build_request(cfg: &LoadConfig) -> Vec<u8> {
+    use base64::Engine as _;
+    let target = &cfg.target;
+    let (version, keep_alive) = (cfg.load.version, cfg.load.keep_alive);
+    let headers = &cfg.headers;
     let mut r = String::with_capacity(128);
-    r.push_str(match method {
-        Method::Get => "GET ",
-        Method::Head => "HEAD ",
-    });
+    r.push_str(cfg.load.method.as_str());
+    r.push(' ');
+    if cfg.proxy.is_some() {
+        r.push_str("http://");
+        r.push_str(&target.host_header);
+    }
     r.push_str(&target.path);
     r.push_str(match version {
         HttpVersion::Http10 => " HTTP/1.0\r\n",
@@ -43,7 +46,31 @@ pub fn build_request(
         (HttpVersion::Http11, false) => r.push_str("Connection: close\r\n"),
         _ => {}
     }
+    if !cfg.cookies.is_empty() {
+        r.push_str("Cookie: ");
+        r.push_str(&cfg.cookies.join("; "));
+        r.push_str("\r\n");
+    }
+    let b64 = base64::engine::general_purpose::STANDARD;
+    if let Some(cred) = &cfg.basic_auth {
+        r.push_str("Authorization: Basic ");
+        r.push_str(&b64.encode(cred));
+        r.push_str("\r\n");
+    }
+    if let Some(cred) = &cfg.proxy_auth {
+        r.push_str("Proxy-Authorization: Basic ");
+        r.push_str(&b64.encode(cred));
+        r.push_str("\r\n");
+    }
     let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    if let Some(body) = &cfg.body {
+        r.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        if !has("content-type") {
+            r.push_str("Content-Type: ");
+            r.push_str(cfg.content_type.as_deref().unwrap_or("text/plain"));
+            r.push_str("\r\n");
+        }
+    }
     for (k, v) in headers {
         r.push_str(k);
         r.push_str(": ");
@@ -66,7 +93,11 @@ pub fn build_request(
         r.push_str("Accept: */*\r\n");
     }
     r.push_str("\r\n");
-    r.into_bytes()
+    let mut bytes = r.into_bytes();
+    if let Some(body) = &cfg.body {
+        bytes.extend_from_slice(body);
+    }
+    bytes
 }
 
 /// Why a response could not be understood.
@@ -196,9 +227,20 @@ impl ResponseParser {
         matches!(self.state, State::Body(Body::UntilClose))
     }
 
-    /// Feeds the bytes of one read.
+    /// Feeds the bytes of one read, which must all belong to this response.
     pub fn feed(&mut self, data: &[u8]) -> Result<Feed, ParseError> {
-        self.wire_len += data.len() as u64;
+        match self.feed_prefix(data)? {
+            (Feed::Done, used) if used < data.len() => Err(ParseError::Malformed),
+            (fed, _) => Ok(fed),
+        }
+    }
+
+    /// Feeds the bytes of one read up to the end of this response, and says how many of them
+    /// it took: all of them unless the response ended before them, in which case the rest
+    /// belong to the next response on the connection (pipelining).
+    pub fn feed_prefix(&mut self, data: &[u8]) -> Result<(Feed, usize), ParseError> {
+        let all = data.len();
+        let mut head_used = 0;
         let mut rest = data;
         if let State::Head = self.state {
             let used = if self.partial_head.is_empty() {
@@ -206,7 +248,8 @@ impl ResponseParser {
                     Some(n) => n,
                     None => {
                         self.stash(data)?;
-                        return Ok(Feed::More);
+                        self.wire_len += all as u64;
+                        return Ok((Feed::More, all));
                     }
                 }
             } else {
@@ -217,47 +260,43 @@ impl ResponseParser {
                 self.partial_head = buf;
                 match parsed? {
                     Some(n) => n - before,
-                    None => return Ok(Feed::More),
+                    None => {
+                        self.wire_len += all as u64;
+                        return Ok((Feed::More, all));
+                    }
                 }
             };
+            head_used = used;
             rest = &data[used..];
             if self.state == State::Done {
-                return if rest.is_empty() {
-                    Ok(Feed::Done)
-                } else {
-                    Err(ParseError::Malformed)
-                };
+                self.wire_len += used as u64;
+                return Ok((Feed::Done, used));
             }
         }
-        match &mut self.state {
+        let (fed, body_used) = match &mut self.state {
             State::Head => unreachable!("head parsed above"),
-            State::Done => {
-                if data.is_empty() {
-                    Ok(Feed::Done)
-                } else {
-                    Err(ParseError::Malformed)
-                }
-            }
+            State::Done if data.is_empty() => (Feed::Done, 0),
+            State::Done => return Err(ParseError::Malformed),
             State::Body(Body::UntilClose) => {
                 self.body_len += rest.len() as u64;
-                Ok(Feed::More)
+                (Feed::More, rest.len())
             }
             State::Body(Body::Length(remaining)) => {
-                let n = rest.len() as u64;
-                if n > *remaining {
-                    return Err(ParseError::Malformed);
-                }
+                let n = (rest.len() as u64).min(*remaining);
                 *remaining -= n;
                 self.body_len += n;
                 if *remaining == 0 {
                     self.state = State::Done;
-                    Ok(Feed::Done)
+                    (Feed::Done, n as usize)
                 } else {
-                    Ok(Feed::More)
+                    (Feed::More, n as usize)
                 }
             }
-            State::Body(Body::Chunked(_)) => self.feed_chunked(rest),
-        }
+            State::Body(Body::Chunked(_)) => self.feed_chunked(rest)?,
+        };
+        let used = head_used + body_used;
+        self.wire_len += used as u64;
+        Ok((fed, used))
     }
 
     /// How many of the next bytes on the connection are body bytes that need not be looked at
@@ -423,7 +462,8 @@ impl ResponseParser {
         Ok(Some(len))
     }
 
-    fn feed_chunked(&mut self, data: &[u8]) -> Result<Feed, ParseError> {
+    /// Feeds chunked body bytes up to the end of the body; returns how many it took.
+    fn feed_chunked(&mut self, data: &[u8]) -> Result<(Feed, usize), ParseError> {
         let State::Body(Body::Chunked(mut st)) = self.state else {
             unreachable!("only called in the chunked state")
         };
@@ -516,11 +556,7 @@ impl ResponseParser {
                     }
                     if at_line_start {
                         self.state = State::Done;
-                        return if i == data.len() {
-                            Ok(Feed::Done)
-                        } else {
-                            Err(ParseError::Malformed)
-                        };
+                        return Ok((Feed::Done, i));
                     }
                     Chunk::Trailer {
                         at_line_start: true,
@@ -529,7 +565,7 @@ impl ResponseParser {
             };
         }
         self.state = State::Body(Body::Chunked(st));
-        Ok(Feed::More)
+        Ok((Feed::More, data.len()))
     }
 }
 
@@ -899,25 +935,109 @@ mod tests {
     }
 
     #[test]
+    fn feed_prefix_stops_where_each_response_ends() {
+        // Three pipelined responses in one read: Content-Length, chunked, empty 204.
+        let one = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".as_slice();
+        let two = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+            .as_slice();
+        let three = b"HTTP/1.1 204 No Content\r\n\r\n".as_slice();
+        let all = [one, two, three].concat();
+        let mut p = ResponseParser::new(false);
+        let mut at = 0;
+        for (want, body) in [(one, 5), (two, 3), (three, 0)] {
+            p.reset(false);
+            let (fed, used) = p.feed_prefix(&all[at..]).unwrap();
+            assert_eq!((fed, used), (Feed::Done, want.len()));
+            assert_eq!(p.body_len, body);
+            assert_eq!(p.wire_len, want.len() as u64);
+            at += used;
+        }
+        assert_eq!(at, all.len());
+        // Split anywhere, the same responses come out with the same counts.
+        for split in 1..all.len() {
+            let mut p = ResponseParser::new(false);
+            let mut done = Vec::new();
+            for part in [&all[..split], &all[split..]] {
+                let mut from = 0;
+                while from < part.len() {
+                    let (fed, used) = p.feed_prefix(&part[from..]).unwrap();
+                    from += used;
+                    if fed == Feed::Done {
+                        done.push(p.wire_len);
+                        p.reset(false);
+                    }
+                }
+            }
+            let lens: Vec<u64> = [one, two, three].iter().map(|r| r.len() as u64).collect();
+            assert_eq!(done, lens, "split at {split}");
+        }
+        // `feed` still refuses bytes past the end of a response.
+        let mut p = ResponseParser::new(false);
+        assert_eq!(p.feed(&all), Err(ParseError::Malformed));
+    }
+
+    #[test]
     fn request_bytes_follow_ab() {
+        use crate::config::{LoadSpec, Method, Target};
         let t = Target::parse("http://127.0.0.1:8080/index.html").unwrap();
-        let r = build_request(&t, Method::Get, HttpVersion::Http10, true, &[]);
-        let s = String::from_utf8(r).unwrap();
+        let mut cfg = LoadConfig::new(t, LoadSpec::default());
+        cfg.load.keep_alive = true;
+        let s = String::from_utf8(build_request(&cfg)).unwrap();
         assert!(s.starts_with(
             "GET /index.html HTTP/1.0\r\nConnection: Keep-Alive\r\nHost: 127.0.0.1:8080\r\n"
         ));
         assert!(s.ends_with("Accept: */*\r\n\r\n"));
-        let r = build_request(
-            &t,
-            Method::Head,
-            HttpVersion::Http11,
-            false,
-            &[("Host".into(), "example".into())],
-        );
-        let s = String::from_utf8(r).unwrap();
+        cfg.load.method = Method::Head;
+        cfg.load.version = HttpVersion::Http11;
+        cfg.load.keep_alive = false;
+        cfg.headers = vec![("Host".into(), "example".into())];
+        let s = String::from_utf8(build_request(&cfg)).unwrap();
         assert!(
             s.starts_with("HEAD /index.html HTTP/1.1\r\nConnection: close\r\nHost: example\r\n")
         );
         assert_eq!(s.matches("Host:").count(), 1);
+    }
+
+    #[test]
+    fn a_body_cookies_credentials_and_a_proxy_go_where_ab_puts_them() {
+        use crate::config::{LoadSpec, Method, Proxy, Target};
+        let t = Target::parse("http://127.0.0.1:8080/form?x=1").unwrap();
+        let mut cfg = LoadConfig::new(t, LoadSpec::default());
+        cfg.load.method = Method::Post;
+        cfg.body = Some(b"a=1&b=\x00\xff".to_vec());
+        cfg.content_type = Some("application/x-www-form-urlencoded".into());
+        cfg.cookies = vec!["a=1".into(), "b=2".into()];
+        cfg.basic_auth = Some("user:pass".into());
+        cfg.proxy_auth = Some("proxy:secret".into());
+        cfg.proxy = Some(Proxy::parse("127.0.0.1:3128").unwrap());
+        cfg.validate().unwrap();
+        let r = build_request(&cfg);
+        let head_end = r.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        let head = std::str::from_utf8(&r[..head_end]).unwrap();
+        assert_eq!(
+            head,
+            concat!(
+                "POST http://127.0.0.1:8080/form?x=1 HTTP/1.0\r\n",
+                "Cookie: a=1; b=2\r\n",
+                "Authorization: Basic dXNlcjpwYXNz\r\n",
+                "Proxy-Authorization: Basic cHJveHk6c2VjcmV0\r\n",
+                "Content-Length: 8\r\n",
+                "Content-Type: application/x-www-form-urlencoded\r\n",
+                "Host: 127.0.0.1:8080\r\n",
+                "User-Agent: benchctl/",
+                env!("CARGO_PKG_VERSION"),
+                "\r\n",
+                "Accept: */*\r\n\r\n"
+            )
+        );
+        assert_eq!(&r[head_end..], b"a=1&b=\x00\xff");
+        // A body without -T is text/plain, as ab sends it; a -H Content-Type replaces that.
+        cfg.content_type = None;
+        let s = String::from_utf8_lossy(&build_request(&cfg)).into_owned();
+        assert!(s.contains("Content-Type: text/plain\r\n"));
+        cfg.headers = vec![("Content-Type".into(), "application/json".into())];
+        let s = String::from_utf8_lossy(&build_request(&cfg)).into_owned();
+        assert_eq!(s.matches("Content-Type").count(), 1);
+        assert!(s.contains("Content-Type: application/json\r\n"));
     }
 }

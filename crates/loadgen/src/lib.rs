@@ -12,18 +12,21 @@
 
 pub mod coalesce;
 pub mod config;
+pub mod connect;
 pub mod cpu;
 pub mod engine;
 pub mod http;
 pub mod json;
 pub mod limits;
+pub mod pipeline;
 pub mod sock;
 pub mod stats;
 pub mod steady;
 pub mod timeline;
 pub mod timer;
+pub mod tls;
 
-pub use config::{Coalesce, ConfigError, HttpVersion, LoadConfig, LoadSpec, Method, Target};
+pub use config::{Coalesce, ConfigError, HttpVersion, LoadConfig, LoadSpec, Method, Proxy, Target};
 pub use engine::{run, run_observed, run_until, LoadError, StopFlag};
 pub use stats::{
     FailureKind, Failures, Measurement, Note, Sample, ServerInfo, StopReason, Timer, Timers,

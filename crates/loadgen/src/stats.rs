@@ -348,6 +348,9 @@ pub enum StopReason {
 #[derive(Debug, Clone)]
 pub struct Recorder {
     pub samples: Option<Vec<Sample>>,
+    /// When asked for (ab's `-g`), the wall-clock start of each sample's request, µs since the
+    /// Unix epoch: `starts[i]` belongs to `samples[i]`.
+    pub starts: Option<Vec<u64>>,
     pub moments: Timers<Moments>,
     pub hist: Timers<Histogram<u64>>,
     /// Total latency measured from each request's intended send time (constant-rate runs only),
@@ -401,6 +404,7 @@ impl Recorder {
     pub fn new(keep_samples: bool, corrected: bool) -> Self {
         Recorder {
             samples: keep_samples.then(Vec::new),
+            starts: None,
             moments: Timers::default(),
             hist: Timers::from_fn(|_| new_histogram()),
             corrected: corrected.then(new_histogram),
@@ -438,7 +442,19 @@ impl Recorder {
         }
     }
 
+    /// Keeps the wall-clock start of the request just recorded (see [`Recorder::starts`]).
+    #[inline]
+    pub fn record_start(&mut self, unix_us: u64) {
+        if let Some(v) = self.starts.as_mut() {
+            v.push(unix_us);
+        }
+    }
+
     pub fn merge(&mut self, mut o: Recorder) {
+        match (self.starts.as_mut(), o.starts.take()) {
+            (Some(a), Some(mut b)) => a.append(&mut b),
+            _ => self.starts = None,
+        }
         match (self.samples.as_mut(), o.samples.take()) {
             (Some(a), Some(mut b)) => a.append(&mut b),
             _ => self.samples = None,

@@ -34,6 +34,15 @@ pub const AB_PERCENTILES: [u32; 9] = [50, 66, 75, 80, 90, 95, 98, 99, 100];
 pub struct AbOptions {
     /// ab's `-l`: response lengths were allowed to vary, so "Document Length" reads "Variable".
     pub variable_length: bool,
+    /// ab's `-d`: no "Percentage of the requests served" table.
+    #[serde(default)]
+    pub no_percentiles: bool,
+    /// ab's `-S`: min, avg and max only, without the median, the deviation and the verdicts.
+    #[serde(default)]
+    pub no_confidence: bool,
+    /// ab's `-p`/`-u`: every request carried a body, so ab adds what it sent.
+    #[serde(default)]
+    pub send_body: bool,
 }
 
 /// ab's failure breakdown line, `   (Connect: .., Receive: .., Length: .., Exceptions: ..)`.
@@ -59,6 +68,12 @@ pub struct Rates {
     pub time_per_request_all: String,
     /// `totalread / 1024 / timetaken`, `%.2f` Kbytes/s.
     pub transfer_rate: String,
+    /// With a body (`-p`/`-u`): `totalposted / 1024 / timetaken`, `%.2f` kb/s sent.
+    #[serde(default)]
+    pub sent_rate: Option<String>,
+    /// With a body: `(totalread + totalposted) / 1024 / timetaken`, `%.2f` kb/s in all.
+    #[serde(default)]
+    pub total_rate: Option<String>,
 }
 
 /// One row of the Connection Times table, in whole milliseconds as ab rounds them
@@ -140,6 +155,13 @@ pub struct AbSummary {
     pub total_transferred: u64,
     /// Body bytes read.
     pub html_transferred: u64,
+    /// With a body (`-p`/`-u`): request bytes written, heads and bodies (ab's "Total body
+    /// sent", its `totalposted`).
+    #[serde(default)]
+    pub body_sent: Option<u64>,
+    /// ab's default; `-S` turns it off: the table then has min, avg and max only.
+    #[serde(default = "yes")]
+    pub confidence: bool,
     /// None when the time taken or the request count is zero (ab prints no rates then).
     pub rates: Option<Rates>,
     /// None when no request was timed.
@@ -148,6 +170,10 @@ pub struct AbSummary {
     pub percentiles: Vec<PercentileRow>,
     /// Medians and percentiles were read from histograms rather than exact samples.
     pub from_histograms: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// ab's `ap_round_ms`: microseconds to milliseconds, rounding halves up, truncating in integers.
@@ -200,6 +226,7 @@ pub fn summarize_with(m: &Measurement, opts: &AbOptions) -> AbSummary {
             keep_alive_requests: m.rec.keep_alive_requests,
             total_bytes: m.rec.total_bytes,
             body_bytes: m.rec.body_bytes,
+            sent_bytes: m.rec.sent_bytes,
         },
         opts,
     );
@@ -216,6 +243,9 @@ pub fn summarize_with(m: &Measurement, opts: &AbOptions) -> AbSummary {
             s.percentiles = percentiles;
             s.from_histograms = true;
         }
+    }
+    if opts.no_percentiles {
+        s.percentiles.clear();
     }
     s
 }
@@ -238,6 +268,7 @@ pub fn summarize_report(
             keep_alive_requests: r.keep_alive_requests,
             total_bytes: r.total_bytes,
             body_bytes: r.body_bytes,
+            sent_bytes: r.sent_bytes,
         },
         opts,
     );
@@ -247,6 +278,9 @@ pub fn summarize_report(
     s.times = times;
     s.percentiles = percentiles;
     s.from_histograms = true;
+    if opts.no_percentiles {
+        s.percentiles.clear();
+    }
     Ok(s)
 }
 
@@ -266,6 +300,7 @@ struct HeaderInput<'a> {
     keep_alive_requests: u64,
     total_bytes: u64,
     body_bytes: u64,
+    sent_bytes: u64,
 }
 
 fn header(h: &HeaderInput<'_>, opts: &AbOptions) -> AbSummary {
@@ -280,6 +315,15 @@ fn header(h: &HeaderInput<'_>, opts: &AbOptions) -> AbSummary {
             time_per_request: format!("{:.3}", f64::from(h.concurrency) * timetaken * 1000.0 / d),
             time_per_request_all: format!("{:.3}", timetaken * 1000.0 / d),
             transfer_rate: format!("{:.2}", h.total_bytes as f64 / 1024.0 / timetaken),
+            sent_rate: opts
+                .send_body
+                .then(|| format!("{:.2}", h.sent_bytes as f64 / 1024.0 / timetaken)),
+            total_rate: opts.send_body.then(|| {
+                format!(
+                    "{:.2}",
+                    (h.total_bytes + h.sent_bytes) as f64 / 1024.0 / timetaken
+                )
+            }),
         }
     });
     AbSummary {
@@ -307,6 +351,8 @@ fn header(h: &HeaderInput<'_>, opts: &AbOptions) -> AbSummary {
         keep_alive_requests: h.keep_alive_requests,
         total_transferred: h.total_bytes,
         html_transferred: h.body_bytes,
+        body_sent: opts.send_body.then_some(h.sent_bytes),
+        confidence: !opts.no_confidence,
         rates,
         times: None,
         percentiles: Vec::new(),
@@ -555,6 +601,7 @@ mod tests {
             keep_alive_requests: 0,
             total_bytes: 0,
             body_bytes: 0,
+            sent_bytes: 0,
         };
         let s = header(&h, &AbOptions::default());
         // ab prints no rates when no time passed, rather than dividing by zero.

@@ -11,6 +11,7 @@
 //! `benchctl compare`; [`bmf::to_bmf_json`] for the Bencher export.
 
 pub mod ab;
+pub mod abfiles;
 pub mod bmf;
 pub mod capacity;
 pub mod charts;

@@ -359,6 +359,7 @@ fn single_request_variable_length_failures_and_write_errors() {
         &m,
         &AbOptions {
             variable_length: true,
+            ..AbOptions::default()
         },
     );
     assert_text(&render_text(&s), ONE_TEXT);

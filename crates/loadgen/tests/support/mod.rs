@@ -32,10 +32,17 @@
 //!   them M milliseconds after the others;
 //! - `/big-chunked`: [`big_chunk_sizes`] as chunks, large and small ones mixed.
 //!
+//! A request with a Content-Length has its body read, and the first [`SEEN_KEPT`] requests are
+//! kept whole ([`TestServer::seen`]) so tests can check what arrived byte for byte. A request
+//! line with an absolute URL (`GET http://host:port/path`, what a client sends to a proxy) is
+//! answered as its path, as a proxy in front of this server would, and kept as it came.
+//!
 //! The server runs on its own multi-thread runtime and thread; dropping [`TestServer`] stops
 //! it and closes every connection it holds.
 
 #![allow(dead_code)]
+
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
@@ -83,6 +90,33 @@ pub fn big_chunk_sizes() -> Vec<u64> {
 
 static BIG_CHUNK: [u8; 64 * 1024] = [b'x'; 64 * 1024];
 
+/// How many requests [`TestServer::seen`] keeps.
+pub const SEEN_KEPT: usize = 1000;
+
+/// One request as it arrived.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    /// The request line, as sent.
+    pub line: String,
+    /// The header lines, as sent, in order.
+    pub headers: Vec<String>,
+    /// The body (Content-Length bytes; empty without one).
+    pub body: Vec<u8>,
+}
+
+impl Seen {
+    /// The values of every header named `name` (case-insensitively), in order.
+    pub fn header(&self, name: &str) -> Vec<String> {
+        self.headers
+            .iter()
+            .filter_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+            })
+            .collect()
+    }
+}
+
 #[derive(Default)]
 struct Counters {
     accepted: AtomicU64,
@@ -95,6 +129,7 @@ struct Counters {
     stalled_at: Mutex<Option<Instant>>,
     /// The first `/warm` request.
     warm_from: Mutex<Option<Instant>>,
+    seen: Mutex<Vec<Seen>>,
 }
 
 /// Runs the load on a thread of its own and fails the test if it does not return in `limit`.
@@ -207,6 +242,15 @@ impl TestServer {
     pub fn bytes_sent(&self) -> u64 {
         self.counters.bytes_sent.load(SeqCst)
     }
+
+    /// The first [`SEEN_KEPT`] requests, whole, in the order their heads were read.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.counters
+            .seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
 }
 
 impl Drop for TestServer {
@@ -226,15 +270,52 @@ struct Request {
     path: String,
     query: String,
     keep_alive: bool,
+    content_length: usize,
 }
 
-/// Reads one request head into `buf` (which may already hold bytes); None at a clean EOF.
-async fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<Option<Request>> {
+/// Reads one request (its head, and its body when it has a Content-Length) into `buf`
+/// (which may already hold bytes), keeping it in `seen`; None at a clean EOF.
+async fn read_request(
+    s: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    c: &Counters,
+) -> std::io::Result<Option<Request>> {
+    let Some(req) = read_head(s, buf).await? else {
+        return Ok(None);
+    };
+    let (head, req) = req;
+    while buf.len() < req.content_length {
+        let mut chunk = [0u8; 16 * 1024];
+        let n = s.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::Error::other("the body was cut short"));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body: Vec<u8> = buf.drain(..req.content_length).collect();
+    let mut seen = c.seen.lock().unwrap_or_else(|p| p.into_inner());
+    if seen.len() < SEEN_KEPT {
+        let mut lines = head.split("\r\n");
+        seen.push(Seen {
+            line: lines.next().unwrap_or("").to_string(),
+            headers: lines.map(str::to_string).collect(),
+            body,
+        });
+    }
+    Ok(Some(req))
+}
+
+/// Reads one request head; None at a clean EOF.
+async fn read_head(
+    s: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<(String, Request)>> {
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).into_owned();
             buf.drain(..end + 4);
-            return Ok(Some(parse_request(&head)));
+            let req = parse_request(&head);
+            return Ok(Some((head, req)));
         }
         if buf.len() > 64 * 1024 {
             return Err(std::io::Error::other("request head too long"));
@@ -255,14 +336,23 @@ fn parse_request(head: &str) -> Request {
     let method = parts.next().unwrap_or("");
     let target = parts.next().unwrap_or("/");
     let version = parts.next().unwrap_or("HTTP/1.0");
+    // An absolute URL, as sent to a proxy: answered as its path.
+    let target = match target.strip_prefix("http://") {
+        Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
+        None => target,
+    };
     let (path, query) = match target.split_once('?') {
         Some((p, q)) => (p.to_string(), q.to_string()),
         None => (target.to_string(), String::new()),
     };
     let mut conn_close = false;
     let mut conn_keep = false;
+    let mut content_length = 0;
     for l in lines {
         if let Some((k, v)) = l.split_once(':') {
+            if k.trim().eq_ignore_ascii_case("content-length") {
+                content_length = v.trim().parse().unwrap_or(0);
+            }
             if k.trim().eq_ignore_ascii_case("connection") {
                 for t in v.split(',') {
                     let t = t.trim();
@@ -282,6 +372,7 @@ fn parse_request(head: &str) -> Request {
         path,
         query,
         keep_alive,
+        content_length,
     }
 }
 
@@ -347,7 +438,7 @@ async fn serve(mut s: TcpStream, c: &Counters) -> std::io::Result<()> {
     let mut buf = Vec::with_capacity(1024);
     // `/twice` sent the response to this connection's next request already.
     let mut answered_ahead = false;
-    while let Some(req) = read_request(&mut s, &mut buf).await? {
+    while let Some(req) = read_request(&mut s, &mut buf, c).await? {
         let nth = c.requests.fetch_add(1, SeqCst) + 1;
         let keep = req.keep_alive;
         let body = |b: &[u8]| {

@@ -1,0 +1,554 @@
+//! TLS for `https://` targets, with rustls (its *ring* provider) driven by hand over the
+//! engine's own non-blocking sockets: no runtime, no task, no extra thread. Records are read
+//! from the socket with the same stamped `recvmsg` as plaintext ([`crate::sock::recv`]), so a
+//! response's arrival is still the kernel's receive stamp of the packet that carried it; the
+//! rest of the engine sees only plaintext, through [`TlsConn::send`] and [`TlsConn::recv`].
+//!
+//! As ab: the handshake is part of the connection (its time counts in Connect), the server's
+//! certificate is not verified unless asked ([`TlsOptions::verify`]), every new connection
+//! does a full handshake unless resumption is allowed ([`TlsOptions::resume`]), and the
+//! server name is sent (SNI) when the host is a name, not an address. ab's `-f` (protocol)
+//! and `-Z` (cipher suites) are honoured for what rustls speaks: TLS 1.2 and 1.3 and the nine
+//! AEAD suites of its *ring* provider; anything else is refused with the reason.
+//!
+//! What TLS costs the engine: bodies are decrypted, so none is dropped in the kernel
+//! ([`crate::sock::discard`] is for plaintext only), and each connection holds its rustls
+//! state (some tens of KiB).
+
+use crate::sock::{self, Recv, Stamp};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{ring as provider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{
+    ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme,
+    SupportedCipherSuite, SupportedProtocolVersion,
+};
+use std::io::{self, Read, Write};
+use std::os::fd::RawFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// How `https://` connections are made.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// Verify the server's certificate chain and name against the CA certificates in this PEM
+    /// file (`--verify`). Without it nothing is verified, as ab does.
+    pub verify: Option<PathBuf>,
+    /// Let a new connection resume an earlier session with an abbreviated handshake
+    /// (`--tls-resume`). Without it every new connection does a full handshake, as ab's does.
+    pub resume: bool,
+    /// ab's `-f`: `TLS1.2`, `TLS1.3` or `ALL` (the default: both).
+    pub protocol: Option<String>,
+    /// ab's `-Z`: the cipher suites to offer, colon-separated, by IANA or OpenSSL name.
+    pub ciphers: Option<String>,
+}
+
+impl TlsOptions {
+    /// True when any option differs from the defaults (they only mean something for https).
+    pub fn is_set(&self) -> bool {
+        *self != TlsOptions::default()
+    }
+}
+
+/// The suites of rustls's *ring* provider: OpenSSL's name, IANA's name, the suite.
+fn suites() -> [(&'static str, &'static str, SupportedCipherSuite); 9] {
+    use provider::cipher_suite as cs;
+    [
+        (
+            "TLS_AES_256_GCM_SHA384",
+            "TLS_AES_256_GCM_SHA384",
+            cs::TLS13_AES_256_GCM_SHA384,
+        ),
+        (
+            "TLS_AES_128_GCM_SHA256",
+            "TLS_AES_128_GCM_SHA256",
+            cs::TLS13_AES_128_GCM_SHA256,
+        ),
+        (
+            "TLS_CHACHA20_POLY1305_SHA256",
+            "TLS_CHACHA20_POLY1305_SHA256",
+            cs::TLS13_CHACHA20_POLY1305_SHA256,
+        ),
+        (
+            "ECDHE-ECDSA-AES256-GCM-SHA384",
+            "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+            cs::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        ),
+        (
+            "ECDHE-ECDSA-AES128-GCM-SHA256",
+            "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+            cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        ),
+        (
+            "ECDHE-ECDSA-CHACHA20-POLY1305",
+            "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+            cs::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+        ),
+        (
+            "ECDHE-RSA-AES256-GCM-SHA384",
+            "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+            cs::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+        ),
+        (
+            "ECDHE-RSA-AES128-GCM-SHA256",
+            "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+            cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+        ),
+        (
+            "ECDHE-RSA-CHACHA20-POLY1305",
+            "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+            cs::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+        ),
+    ]
+}
+
+/// The protocol versions ab's `-f` names, as far as rustls speaks them.
+fn versions(protocol: Option<&str>) -> Result<Vec<&'static SupportedProtocolVersion>, String> {
+    let p = protocol.unwrap_or("ALL").trim();
+    Ok(match p.to_ascii_uppercase().as_str() {
+        "ALL" => vec![&rustls::version::TLS13, &rustls::version::TLS12],
+        "TLS1.3" => vec![&rustls::version::TLS13],
+        "TLS1.2" => vec![&rustls::version::TLS12],
+        "SSL2" | "SSL3" | "TLS1" | "TLS1.0" | "TLS1.1" => {
+            return Err(format!(
+                "-f {p}: rustls speaks TLS 1.2 and TLS 1.3 only ({p} is deprecated, RFC 8996); use TLS1.2, TLS1.3 or ALL"
+            ))
+        }
+        _ => {
+            return Err(format!(
+                "-f {p}: not a protocol; use TLS1.2, TLS1.3 or ALL"
+            ))
+        }
+    })
+}
+
+/// The suites ab's `-Z` names, in its order.
+fn cipher_suites(list: &str) -> Result<Vec<SupportedCipherSuite>, String> {
+    let known = suites();
+    let mut out = Vec::new();
+    for name in list
+        .split([':', ','])
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    {
+        let found = known.iter().find(|(ossl, iana, s)| {
+            name.eq_ignore_ascii_case(ossl)
+                || name.eq_ignore_ascii_case(iana)
+                || s.suite()
+                    .as_str()
+                    .is_some_and(|r| name.eq_ignore_ascii_case(r))
+        });
+        match found {
+            Some((_, _, s)) => out.push(*s),
+            None => {
+                let names: Vec<&str> = known.iter().map(|(o, _, _)| *o).collect();
+                return Err(format!(
+                    "-Z {name}: not a cipher suite rustls offers; it offers {} (or their IANA names; OpenSSL cipher strings such as HIGH or !aNULL are not understood)",
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err("-Z: no cipher suite given".into());
+    }
+    Ok(out)
+}
+
+/// What every connection of a run shares: the client configuration and the server's name.
+pub struct Tls {
+    config: Arc<ClientConfig>,
+    name: ServerName<'static>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tls").field("name", &self.name).finish()
+    }
+}
+
+impl Tls {
+    /// Builds the client configuration for `host` (a name or an address, as in the URL);
+    /// every mistake in the options is an error saying which.
+    pub fn new(host: &str, opts: &TlsOptions) -> Result<Tls, String> {
+        let mut provider = provider::default_provider();
+        if let Some(list) = &opts.ciphers {
+            provider.cipher_suites = cipher_suites(list)?;
+        }
+        let mut versions = versions(opts.protocol.as_deref())?;
+        // Offer a version only with a suite for it: `-Z` with TLS 1.2 suites alone means 1.2.
+        versions.retain(|v| {
+            provider
+                .cipher_suites
+                .iter()
+                .any(|s| s.version().version == v.version)
+        });
+        if versions.is_empty() {
+            return Err(
+                "-Z and -f leave no protocol version with a cipher suite for it (TLS 1.3 suites are TLS_AES_*/TLS_CHACHA20_*, the others are TLS 1.2's)"
+                    .into(),
+            );
+        }
+        let provider = Arc::new(provider);
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(&versions)
+            .map_err(|e| format!("cannot set up TLS: {e}"))?;
+        let mut config = match &opts.verify {
+            Some(path) => {
+                let mut roots = RootCertStore::empty();
+                let certs = CertificateDer::pem_file_iter(path)
+                    .map_err(|e| format!("--verify {}: {e}", path.display()))?;
+                for cert in certs {
+                    let cert = cert.map_err(|e| format!("--verify {}: {e}", path.display()))?;
+                    roots.add(cert).map_err(|e| {
+                        format!(
+                            "--verify {}: a certificate is not usable: {e}",
+                            path.display()
+                        )
+                    })?;
+                }
+                if roots.is_empty() {
+                    return Err(format!(
+                        "--verify {}: no PEM certificate in the file",
+                        path.display()
+                    ));
+                }
+                builder.with_root_certificates(roots).with_no_client_auth()
+            }
+            None => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(NoVerification(
+                    provider.signature_verification_algorithms,
+                )))
+                .with_no_client_auth(),
+        };
+        if !opts.resume {
+            config.resumption = rustls::client::Resumption::disabled();
+        }
+        let name = ServerName::try_from(host.to_string())
+            .map_err(|e| format!("{host:?} is not a name TLS can send: {e}"))?;
+        Ok(Tls {
+            config: Arc::new(config),
+            name,
+        })
+    }
+
+    /// A new connection's TLS state, before its handshake.
+    pub fn connect(&self) -> io::Result<Box<TlsConn>> {
+        let conn = ClientConnection::new(self.config.clone(), self.name.clone())
+            .map_err(|e| io::Error::other(HandshakeError(e.to_string())))?;
+        Ok(Box::new(TlsConn {
+            conn,
+            eof_pending: false,
+        }))
+    }
+}
+
+/// Accepts any certificate, as ab does without verification; signatures are still checked,
+/// so the handshake is the one a verifying client does, minus the chain and name checks.
+#[derive(Debug)]
+struct NoVerification(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}
+
+/// A failed TLS handshake (a certificate that did not verify, no common protocol or suite,
+/// an alert from the server), carried inside the `io::Error` the engine gets, so that a run
+/// whose every connection failed it says so rather than that the server refused them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandshakeError(pub String);
+
+impl std::fmt::Display for HandshakeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TLS handshake failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for HandshakeError {}
+
+/// The `HandshakeError` inside `e`, if it carries one.
+pub fn handshake_error(e: &io::Error) -> Option<&HandshakeError> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<HandshakeError>())
+}
+
+/// Reads TLS records off the socket with the engine's stamped reads, keeping the newest stamp.
+struct SocketReader {
+    fd: RawFd,
+    stamped: bool,
+    stamp: Option<Stamp>,
+}
+
+impl Read for SocketReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match sock::recv(self.fd, buf, self.stamped) {
+            Recv::Data { len, stamp } => {
+                if stamp.is_some() {
+                    self.stamp = stamp;
+                }
+                Ok(len)
+            }
+            Recv::Eof => Ok(0),
+            Recv::Again => Err(io::ErrorKind::WouldBlock.into()),
+            Recv::Failed => Err(io::ErrorKind::ConnectionReset.into()),
+        }
+    }
+}
+
+/// Writes TLS records to the socket, as many queued records as there are in one `sendmsg`.
+struct SocketWriter(RawFd);
+
+impl Write for SocketWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_vectored(&[io::IoSlice::new(buf)])
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        loop {
+            // SAFETY: an all-zero msghdr is a valid empty header; its iovec array is set to
+            // `bufs`, whose IoSlices are ABI-compatible with iovec and outlive the call.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+            msg.msg_iovlen = bufs.len() as _;
+            // SAFETY: `msg` describes buffers valid for reads; nothing is written through it.
+            let n = unsafe { libc::sendmsg(self.0, &msg, libc::MSG_NOSIGNAL) };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One connection's TLS state.
+pub struct TlsConn {
+    conn: ClientConnection,
+    /// The end of the stream was seen while plaintext before it was returned: the next
+    /// [`TlsConn::recv`] returns `Eof`.
+    eof_pending: bool,
+}
+
+impl TlsConn {
+    /// TLS records are waiting to be written to the socket.
+    pub fn wants_write(&self) -> bool {
+        self.conn.wants_write()
+    }
+
+    /// The last [`TlsConn::recv`] returned data that the end of the stream followed: the
+    /// server has closed, and the next [`TlsConn::recv`] returns `Eof` (the socket's own
+    /// end-of-stream event may already have been spent on that data).
+    pub fn eof_pending(&self) -> bool {
+        self.eof_pending
+    }
+
+    /// Writes pending records to the socket, all of them or until it would block.
+    fn flush(&mut self, fd: RawFd) -> io::Result<()> {
+        while self.conn.wants_write() {
+            self.conn.write_tls(&mut SocketWriter(fd))?;
+        }
+        Ok(())
+    }
+
+    /// Takes the connection's handshake as far as the socket allows, then `data` (plaintext),
+    /// and writes the records out. Returns how much of `data` was taken, which is `Ok` only
+    /// once the handshake is complete: the engine's first successful write is then the end of
+    /// the handshake, so it counts in Connect as ab counts it. `WouldBlock` while the
+    /// handshake waits for the server or the socket; an empty `data` only writes what is
+    /// pending (call again while [`TlsConn::wants_write`]).
+    pub fn send(&mut self, fd: RawFd, data: &[u8]) -> io::Result<usize> {
+        while self.conn.is_handshaking() {
+            self.flush(fd)?;
+            let mut rd = SocketReader {
+                fd,
+                stamped: false,
+                stamp: None,
+            };
+            match self.conn.read_tls(&mut rd)? {
+                0 => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        HandshakeError("the server closed the connection".into()),
+                    ))
+                }
+                _ => {
+                    if let Err(e) = self.conn.process_new_packets() {
+                        // Send the alert that says why, then give up.
+                        let _ = self.flush(fd);
+                        return Err(io::Error::other(HandshakeError(e.to_string())));
+                    }
+                }
+            }
+        }
+        // The handshake's last flight, still queued, leaves in the same write as the request:
+        // a second small write would wait for the first one's ACK (Nagle).
+        let n = if data.is_empty() {
+            0
+        } else {
+            self.conn.writer().write(data)?
+        };
+        match self.flush(fd) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && n > 0 => Ok(n),
+            r => r.map(|()| n),
+        }
+    }
+
+    /// Reads plaintext into `buf` as [`sock::recv`] reads a plain socket: `Data` with the
+    /// stamp of the newest record read from the socket, `Again` when the socket is empty and
+    /// no plaintext is left, `Eof` at the end of the stream (with or without the server's
+    /// close_notify), `Failed` on a reset or a record that does not decrypt. A `Data` shorter
+    /// than `buf` means the socket was emptied, as for a plain read.
+    pub fn recv(&mut self, fd: RawFd, buf: &mut [u8], stamped: bool) -> Recv {
+        let mut filled = 0;
+        let mut stamp = None;
+        let mut eof = false;
+        while filled < buf.len() {
+            match self.conn.reader().read(&mut buf[filled..]) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => {
+                    filled += n;
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    eof = true;
+                    break;
+                }
+                Err(_) => return failed(filled, stamp),
+            }
+            // No plaintext left: more records from the socket.
+            let mut rd = SocketReader {
+                fd,
+                stamped,
+                stamp: None,
+            };
+            match self.conn.read_tls(&mut rd) {
+                Ok(_) => {
+                    if rd.stamp.is_some() {
+                        stamp = rd.stamp;
+                    }
+                    if self.conn.process_new_packets().is_err() {
+                        return failed(filled, stamp);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(_) => return failed(filled, stamp),
+            }
+        }
+        if filled > 0 {
+            self.eof_pending = eof;
+            Recv::Data { len: filled, stamp }
+        } else if eof {
+            Recv::Eof
+        } else {
+            Recv::Again
+        }
+    }
+}
+
+/// A read that failed after `filled` bytes: those are returned first, the failure on the
+/// next read.
+fn failed(filled: usize, stamp: Option<Stamp>) -> Recv {
+    if filled > 0 {
+        Recv::Data { len: filled, stamp }
+    } else {
+        Recv::Failed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocols_and_suites_map_to_what_rustls_speaks() {
+        let names = |p: Option<&str>| -> Vec<rustls::ProtocolVersion> {
+            versions(p).unwrap().iter().map(|v| v.version).collect()
+        };
+        assert_eq!(
+            names(None),
+            [
+                rustls::ProtocolVersion::TLSv1_3,
+                rustls::ProtocolVersion::TLSv1_2
+            ]
+        );
+        assert_eq!(names(Some("tls1.2")), [rustls::ProtocolVersion::TLSv1_2]);
+        assert_eq!(names(Some("TLS1.3")), [rustls::ProtocolVersion::TLSv1_3]);
+        let e = versions(Some("TLS1.1")).unwrap_err();
+        assert!(e.contains("TLS 1.2 and TLS 1.3 only"), "{e}");
+        assert!(versions(Some("QUIC"))
+            .unwrap_err()
+            .contains("not a protocol"));
+        let s = cipher_suites("ECDHE-RSA-AES128-GCM-SHA256:TLS_AES_256_GCM_SHA384").unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            s[0].suite(),
+            rustls::CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+        );
+        let e = cipher_suites("AES128-SHA").unwrap_err();
+        assert!(e.contains("-Z AES128-SHA: not a cipher suite"), "{e}");
+        // TLS 1.3 asked for, with TLS 1.2 suites alone: nothing left to speak.
+        let e = Tls::new(
+            "localhost",
+            &TlsOptions {
+                protocol: Some("TLS1.3".into()),
+                ciphers: Some("ECDHE-RSA-AES128-GCM-SHA256".into()),
+                ..TlsOptions::default()
+            },
+        )
+        .unwrap_err();
+        assert!(e.contains("no protocol version"), "{e}");
+        assert!(Tls::new("127.0.0.1", &TlsOptions::default()).is_ok());
+        let e = Tls::new(
+            "localhost",
+            &TlsOptions {
+                verify: Some("/nonexistent/ca.pem".into()),
+                ..TlsOptions::default()
+            },
+        )
+        .unwrap_err();
+        assert!(e.starts_with("--verify /nonexistent/ca.pem"), "{e}");
+    }
+}
