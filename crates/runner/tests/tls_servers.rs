@@ -145,3 +145,59 @@ async fn serves_https(kind: &str) {
     assert!(e.contains("/etc/benchctl/tls/cert.pem is missing"), "{e}");
     guard.remove().await.unwrap();
 }
+
+/// A scenario with `tls = true`, run whole: nginx is verified and measured over HTTPS, a kind
+/// that serves no TLS (gatling, optional here) is unavailable with that reason, and the run's
+/// certificate goes with its private folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_scenario_measures_over_https_and_lists_who_cannot() {
+    if !common::daemon_or_skip("a_tls_scenario").await {
+        return;
+    }
+    let _one = common::exclusive();
+    let (dir, path) = common::scenario(
+        r#"
+name = "tls-tiny"
+tls = true
+[load]
+requests = 400
+concurrency = 4
+keep_alive = true
+timeout = "10s"
+[[server]]
+name = "nginx"
+kind = "nginx"
+[[server]]
+name = "gatling"
+kind = "gatling"
+optional = true
+[[document]]
+name = "page"
+path = "/page.html"
+generate = "html"
+size = 468
+"#,
+    );
+    let plan = common::plan_with(&path, &common::repo().join("docker"));
+    assert!(plan.tls);
+    let rec = std::sync::Arc::new(common::Recorder::default());
+    let opts = runner::RunOptions {
+        out: Some(dir.path().join("tls.json")),
+        ..runner::RunOptions::new()
+    };
+    let outcome = runner::run(&plan, opts, rec.clone()).await.unwrap();
+    let lines = rec.lines();
+    assert!(outcome.succeeded(), "{:?}\n{lines:#?}", outcome.problems);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("unavailable gatling: serves no HTTPS here")),
+        "{lines:#?}"
+    );
+    let loads = &outcome.record.loads;
+    assert_eq!(loads.len(), 1, "{lines:#?}");
+    let l = &loads[0].load;
+    assert_eq!((l.complete, l.failed), (400, 0));
+    assert_eq!(l.body_bytes, 400 * 468);
+    assert!(outcome.record.scenario.source.contains("tls = true"));
+}
