@@ -235,7 +235,13 @@ impl Renderer {
                 .map(|s| ServerContext {
                     name: s.name.clone(),
                     kind: s.kind.clone(),
-                    image_tag: s.image_tag.clone(),
+                    // A server whose image was never made (a kind that cannot serve what the
+                    // scenario asks) has none to name.
+                    image_tag: if s.image_tag.is_empty() {
+                        "-".to_string()
+                    } else {
+                        s.image_tag.clone()
+                    },
                     image_id: s
                         .image_id
                         .as_deref()
