@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 fn schema() -> serde_json::Value {
     let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/schema/run-record.v2.json");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/schema/run-record.v3.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -72,7 +72,14 @@ fn serialized_records_validate_against_the_checked_in_schema() {
     ];
     load.stopped_early = Some(loadgen::StopReason::TimeLimit);
     let searched = common::with_capacity(common::fixture(1, None));
-    for rec in [common::fixture(3, None), partial, limited, searched] {
+    let mut ab = common::ab_record(4, None, &[1.0, 1.01]);
+    if let Some(a) = ab.against.as_mut() {
+        a.slowed = vec![report::record::Slowed {
+            server: "apache".into(),
+            factor: 0.9,
+        }];
+    }
+    for rec in [common::fixture(3, None), partial, limited, searched, ab] {
         let value = serde_json::to_value(&rec).unwrap();
         let errors: Vec<String> = validator
             .iter_errors(&value)
@@ -88,7 +95,7 @@ fn the_schema_rejects_what_the_reader_rejects() {
     let good = serde_json::to_value(common::fixture(1, None)).unwrap();
     assert!(validator.is_valid(&good));
     for (pointer, bad) in [
-        ("/schema_version", serde_json::json!(3)),
+        ("/schema_version", serde_json::json!(4)),
         ("/status", serde_json::json!({"state": "failed"})),
         ("/scenario/sha256", serde_json::json!("not-a-hash")),
         ("/loads/0/round", serde_json::json!(-1)),
@@ -186,7 +193,7 @@ fn a_record_missing_a_field_names_the_field() {
 #[test]
 fn a_newer_schema_asks_for_a_newer_benchctl() {
     let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
-    v["schema_version"] = serde_json::json!(3);
+    v["schema_version"] = serde_json::json!(4);
     // Newer files may have fields this reader does not know: the version is what to report.
     v["new_field"] = serde_json::json!(true);
     let dir = tempfile::tempdir().unwrap();
@@ -195,13 +202,13 @@ fn a_newer_schema_asks_for_a_newer_benchctl() {
     assert!(matches!(
         err,
         ReportError::NewerVersion {
-            found: 3,
-            supported: 2,
+            found: 4,
+            supported: 3,
             ..
         }
     ));
     let msg = err.to_string();
-    assert!(msg.contains("schema version 3"), "{msg}");
+    assert!(msg.contains("schema version 4"), "{msg}");
     assert!(msg.contains("upgrade benchctl"), "{msg}");
 
     let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
@@ -287,4 +294,26 @@ fn a_load_is_client_bound_by_its_generators_cpu_or_by_responses_waiting_to_be_re
     load.notes.clear();
     load.client_cpu_s = 0.95 * load.elapsed_s;
     assert!(report::record::is_client_bound(&load));
+}
+
+#[test]
+fn an_ab_run_round_trips_and_its_baseline_side_is_checked_like_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ab.json");
+    let rec = common::ab_record(4, None, &[1.0, 1.01]);
+    rec.write_atomic(&path).unwrap();
+    assert_eq!(RunRecord::load(&path).unwrap(), rec);
+    // A baseline-side figure no measurement can give is named by its place.
+    let mut bad = rec.clone();
+    bad.against.as_mut().unwrap().loads[1].load.elapsed_s = -1.0;
+    let p = write(
+        dir.path(),
+        "bad.json",
+        &String::from_utf8(bad.to_json().unwrap()).unwrap(),
+    );
+    let msg = RunRecord::load(&p).unwrap_err().to_string();
+    assert!(
+        msg.contains("against.loads[1].load.elapsed_s is -1"),
+        "{msg}"
+    );
 }
