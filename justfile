@@ -42,9 +42,14 @@ reproductions:
 images *ARGS:
     ./x images build "$@"
 
-# every seed scenario, 3 runs each, against results/baseline/ (exit 1 on a regression; --help)
+# every seed scenario A/B against its baseline's images, in one sitting (exit 1 on a regression; --help)
 nightly *ARGS:
     bench/nightly.sh "$@"
+
+# A/A and A/B checks of the regression run on quick.toml (long: --aa 20 --ab 10 by default)
+ab-check *ARGS:
+    cargo build --release -p benchctl
+    python3 bench/ab_check.py "$@"
 
 # format the code
 fmt:

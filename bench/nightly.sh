@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
-# The nightly regression run (`just nightly`): every seed scenario measured with repetitions,
-# each compared with its baseline, one Markdown summary for the night.
+# The nightly regression run (`just nightly`): every seed scenario measured A/B against the
+# images of its last good run, in one sitting, one Markdown summary for the night.
 #
 #   bench/nightly.sh [options] [SCENARIO...]
 #
 # SCENARIO is a file (scenarios/robots.toml) or a name (robots); by default every
 # scenarios/*.toml except quick.toml (the CI smoke run, too short to mean anything).
 #
-# For each scenario:
-#   target/release/benchctl run SCENARIO --runs N -o results/nightly/<date>/<name>.json
-#   benchctl compare results/baseline/<name>.json <that record> --format markdown
-# and the comparison goes into results/nightly/<date>/summary.md. results/nightly/latest points
-# at the night's folder. A scenario without a baseline is noted in the summary, not a failure.
-# One scenario failing does not stop the others: every scenario runs and the summary is written.
+# For each scenario with a baseline (results/baseline/<name>.json, a run known to be good):
+#   target/release/benchctl run SCENARIO --against results/baseline/<name>.json \
+#       --runs MAX --budget B --threshold T -o results/nightly/<date>/<name>.json
+#   benchctl compare results/nightly/<date>/<name>.json --format markdown
+# The run measures the baseline's images (kept by tag, see --promote) beside today's, round by
+# round in ABBA order, until every gated metric is judged or the budget is spent; the paired
+# comparison, with each ratio's interval and minimum detectable effect, goes into
+# results/nightly/<date>/summary.md. results/nightly/latest points at the night's folder.
+# A scenario without a baseline is measured with --runs-alone repetitions and noted in the
+# summary, not a failure. One scenario failing does not stop the others.
 #
 # Options:
-#   --runs N           repetitions per scenario (default 3; at least 2 for a significance test)
-#   --threshold T      passed to benchctl compare (default 5%)
+#   --max-rounds N     most A/B rounds per scenario (default 20; at least 4)
+#   --budget D         time the rounds of one scenario may take (default 20m)
+#   --runs-alone N     repetitions of a scenario that has no baseline yet (default 3)
+#   --threshold T      the change that counts (default 5%)
 #   --results DIR      where nightly/ and baseline/ live (default results)
-#   --promote          after the night, copy its complete records to DIR/baseline/<name>.json
-#   --promote-from D   run nothing: copy the complete records of the night folder D to baseline/
+#   --promote          after the night, make its complete records the baselines (and keep
+#                      their images under benchctl-baseline/<kind>:<scenario> tags)
+#   --promote-from D   run nothing: promote the complete records of the night folder D
 #   -h, --help         this text
 #
-# Exit status: 0 no regression; 1 a regression (some compare exited 1); 3 no regression, but a
-# run or a comparison failed (a server that would not start, a baseline that is not a results
-# file); 2 bad arguments.
+# Exit status: 0 no regression; 1 a regression (a gated metric significantly worse beyond the
+# threshold, or a server the baseline had that no longer runs); 3 no regression, but a run or
+# a comparison failed (a server that would not start, a baseline image that is gone); 2 bad
+# arguments. A metric the budget could not judge is reported as not judged, never a failure.
 #
 # Environment: X_SKIP_SETUP=1 skips ./x's machine checks (Debian packages, Docker engine).
 set -euo pipefail
@@ -40,6 +48,8 @@ bad_usage() {
 }
 
 runs=3
+max_rounds=20
+budget=20m
 threshold=5%
 results=results
 promote=0
@@ -47,9 +57,19 @@ promote_from=""
 scenarios=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
-    --runs)
-        [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || bad_usage "--runs needs a whole number >= 1"
+    --runs-alone)
+        [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || bad_usage "--runs-alone needs a whole number >= 1"
         runs=$2
+        shift 2
+        ;;
+    --max-rounds)
+        [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ && $2 -ge 4 ]] || bad_usage "--max-rounds needs a whole number >= 4"
+        max_rounds=$2
+        shift 2
+        ;;
+    --budget)
+        [[ $# -ge 2 && $2 =~ ^[0-9]+(\.[0-9]+)?(s|m|h)$ ]] || bad_usage "--budget needs a duration such as 20m"
+        budget=$2
         shift 2
         ;;
     --threshold)
@@ -104,9 +124,30 @@ promote_night() {
         cp "$rec" "$results/baseline/$name.json.tmp"
         mv "$results/baseline/$name.json.tmp" "$results/baseline/$name.json"
         say "promoted $rec -> $results/baseline/$name.json"
+        keep_images "$rec" "$name"
         n=$((n + 1))
     done
     say "$n baseline(s) promoted; commit them with a message saying why"
+}
+
+# Tags the images a promoted record measured as benchctl-baseline/<kind>:<scenario>, so that a
+# rebuild of docker/<kind> (which moves the benchctl/<kind>:<hash> tag) or an image prune does
+# not take away what later nights measure against. A/B runs find the images by id.
+keep_images() {
+    local rec=$1 name=$2 id kind
+    python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+for s in r.get("servers", []):
+    if s.get("image_id") and s.get("status", {}).get("state") == "available":
+        print(s["image_id"], s["kind"])
+' "$rec" | while read -r id kind; do
+        if docker tag "$id" "benchctl-baseline/$kind:$name" 2>/dev/null; then
+            say "kept $id as benchctl-baseline/$kind:$name"
+        else
+            say "could not tag $id ($kind): later A/B runs against $name will say it is missing"
+        fi
+    done
 }
 
 if [[ -n $promote_from ]]; then
@@ -153,48 +194,69 @@ for scenario in "${scenarios[@]}"; do
     name="$(basename "$scenario" .toml)"
     current="$night/$name.json"
     baseline="$results/baseline/$name.json"
-    say "== $name: $runs run(s)"
     {
         printf '\n## %s\n\n' "$name"
         printf 'Scenario `%s`, record `%s`.\n\n' "$scenario" "$current"
     } >>"$details"
 
+    if [[ ! -f $baseline ]]; then
+        say "== $name: no baseline at $baseline; $runs run(s) alone"
+        set +e
+        "$benchctl" run "$scenario" --runs "$runs" -o "$current" 2>&1 | tee "$details.err" >&2
+        rc=${PIPESTATUS[0]}
+        set -e
+        if [[ $rc -ne 0 ]]; then
+            failures=$((failures + 1))
+            rows+=("| $name | **run failed** (exit $rc), no baseline |")
+            {
+                printf '**benchctl run failed** (exit %s). Its last lines:\n\n```\n' "$rc"
+                tail -n 20 "$details.err"
+                printf '```\n'
+            } >>"$details"
+        else
+            rows+=("| $name | no baseline |")
+            printf 'No baseline at `%s`: nothing to compare. Promote this record to make one (see %s/baseline/README.md).\n' \
+                "$baseline" "$results" >>"$details"
+        fi
+        continue
+    fi
+
+    say "== $name: A/B against $baseline (at most $max_rounds rounds, $budget)"
     # Progress and tables go to the log as they come; the last lines are kept for the summary.
     set +e
-    "$benchctl" run "$scenario" --runs "$runs" -o "$current" 2>&1 | tee "$details.err" >&2
+    "$benchctl" run "$scenario" --against "$baseline" --runs "$max_rounds" --budget "$budget" \
+        --threshold "$threshold" -o "$current" 2>&1 | tee "$details.err" >&2
     rc=${PIPESTATUS[0]}
     set -e
-    if [[ $rc -ne 0 ]]; then
+    if [[ ! -f $current ]]; then
+        # Refused before anything ran: bad input, or a baseline image that is gone.
         failures=$((failures + 1))
-        say "$name: benchctl run failed (exit $rc)"
+        say "$name: benchctl run failed before measuring (exit $rc)"
         rows+=("| $name | **run failed** (exit $rc) |")
         {
-            printf '**benchctl run failed** (exit %s). Its last lines:\n\n```\n' "$rc"
+            printf '**benchctl run failed** before measuring (exit %s):\n\n```\n' "$rc"
             tail -n 20 "$details.err"
             printf '```\n'
         } >>"$details"
         continue
     fi
 
-    if [[ ! -f $baseline ]]; then
-        say "$name: no baseline at $baseline, nothing to compare"
-        rows+=("| $name | no baseline |")
-        printf 'No baseline at `%s`: nothing to compare. Promote this record to make one (see %s/baseline/README.md).\n' \
-            "$baseline" "$results" >>"$details"
-        continue
-    fi
-
-    rc=0
-    "$benchctl" compare "$baseline" "$current" --threshold "$threshold" --format markdown \
-        >"$details.cmp" 2>"$details.err" || rc=$?
-    case $rc in
+    # The verdict comes from the record, judged again: exit 1 only on a regression.
+    crc=0
+    "$benchctl" compare "$current" --format markdown >"$details.cmp" 2>"$details.cmp.err" || crc=$?
+    case $crc in
     0)
-        # compare exits 0 when a (server, document) of the baseline was not measured at all (a
-        # server that no longer builds or starts): no metric got worse, but the night failed.
-        if grep -q '^- \*\*Missing:\*\*' "$details.cmp"; then
+        if [[ $rc -ne 0 ]]; then
             failures=$((failures + 1))
-            say "$name: measurements in the baseline are missing from this run"
-            rows+=("| $name | **missing measurements** (see below) |")
+            say "$name: the run did not complete (exit $rc)"
+            rows+=("| $name | **run failed** (exit $rc); no regression in what it measured |")
+            {
+                printf '**benchctl run did not complete** (exit %s). Its last lines:\n\n```\n' "$rc"
+                tail -n 20 "$details.err"
+                printf '```\n\n'
+            } >>"$details"
+        elif grep -q '^No regression shown' "$details.cmp"; then
+            rows+=("| $name | no regression shown; some gated metrics not judged (see below) |")
         else
             rows+=("| $name | no regression |")
         fi
@@ -206,9 +268,9 @@ for scenario in "${scenarios[@]}"; do
         ;;
     *)
         failures=$((failures + 1))
-        say "$name: benchctl compare failed (exit $rc)"
-        rows+=("| $name | **compare failed** (exit $rc) |")
-        printf '**benchctl compare failed** (exit %s): `%s`\n' "$rc" "$(tr '\n' ' ' <"$details.err")" >>"$details"
+        say "$name: benchctl compare failed (exit $crc)"
+        rows+=("| $name | **compare failed** (exit $crc) |")
+        printf '**benchctl compare failed** (exit %s): `%s`\n' "$crc" "$(tr '\n' ' ' <"$details.cmp.err")" >>"$details"
         ;;
     esac
     # The comparison's own heading goes one level down, under the scenario's.
@@ -217,9 +279,9 @@ done
 
 {
     printf '# benchctl nightly %s\n\n' "$(basename "$night")"
-    printf 'Commit `%s`, host %s (%s CPUs), %s run(s) per scenario, threshold %s.\n\n' \
+    printf 'Commit `%s`, host %s (%s CPUs), threshold %s. Each scenario with a baseline ran A/B in one sitting against the images of its baseline record (at most %s rounds, %s), judged by paired per-round ratios; each table gives the ratio candidate/baseline with its interval and minimum detectable effect (MDE).\n\n' \
         "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo '+changes')" \
-        "$(uname -srm)" "$(nproc)" "$runs" "$threshold"
+        "$(uname -srm)" "$(nproc)" "$threshold" "$max_rounds" "$budget"
     printf '| scenario | result |\n|---|---|\n'
     printf '%s\n' "${rows[@]}"
     printf '\n%s regression(s), %s failure(s).\n' "$regressions" "$failures"

@@ -1,6 +1,6 @@
 //! The smaller subcommands: `validate`, `images`, `gc`, `report` and `compare`.
 
-use crate::{Failure, TableFormat};
+use crate::Failure;
 use anyhow::{anyhow, Context as _};
 use clap::{Args, Subcommand, ValueEnum};
 use orchestrator::Orchestrator;
@@ -424,23 +424,41 @@ pub fn reproductions(a: ReproductionsArgs) -> Result<ExitCode, Failure> {
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// The reference run.
+    /// The reference run; alone, an A/B run (`benchctl run --against`), whose paired verdict
+    /// is judged again.
     baseline: PathBuf,
-    /// The run to judge.
-    current: PathBuf,
-    /// Slow-down beyond which a significant difference is a regression, e.g. 5% or 0.05.
-    #[arg(long, default_value = "5%")]
-    threshold: String,
-    #[arg(long, short = 'f', value_enum, default_value_t = TableFormat::Text)]
-    format: TableFormat,
+    /// The run to judge against the baseline: a coarse check between two sittings.
+    current: Option<PathBuf>,
+    /// Slow-down beyond which a significant difference is a regression, e.g. 5% or 0.05 (for
+    /// an A/B run, the threshold it ran with unless given).
+    #[arg(long)]
+    threshold: Option<String>,
+    #[arg(long, short = 'f', value_enum, default_value_t = CompareFormat::Text)]
+    format: CompareFormat,
     /// Write the table to this file as well as checking it.
     #[arg(long, short = 'o')]
     out: Option<PathBuf>,
 }
 
+/// The formats `benchctl compare` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Text,
+    Markdown,
+    Json,
+}
+
 pub fn compare(a: CompareArgs) -> Result<ExitCode, Failure> {
-    let threshold = parse_threshold(&a.threshold).map_err(Failure::usage)?;
-    if let (Ok(b), Ok(c)) = (a.baseline.canonicalize(), a.current.canonicalize()) {
+    let threshold = a
+        .threshold
+        .as_deref()
+        .map(parse_threshold)
+        .transpose()
+        .map_err(Failure::usage)?;
+    let Some(current) = &a.current else {
+        return compare_ab(&a, threshold);
+    };
+    if let (Ok(b), Ok(c)) = (a.baseline.canonicalize(), current.canonicalize()) {
         if b == c {
             return Err(Failure::usage(anyhow!(
                 "{} is given as both the baseline and the run to judge; compare two different runs",
@@ -449,18 +467,21 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode, Failure> {
         }
     }
     let base = RunRecord::load(&a.baseline).map_err(Failure::usage)?;
-    let cur = RunRecord::load(&a.current).map_err(Failure::usage)?;
+    let cur = RunRecord::load(current).map_err(Failure::usage)?;
     if base.run_id == cur.run_id {
         eprintln!(
             "benchctl: warning: {} and {} hold the same run ({}): every metric compares with itself",
             a.baseline.display(),
-            a.current.display(),
+            current.display(),
             cur.run_id
         );
     }
-    let format: Format = a.format.into();
-    let cmp = report::compare(&base, &cur, threshold);
-    let text = report::render_comparison(&cmp, format, None)?;
+    let cmp = report::compare(&base, &cur, threshold.unwrap_or(report::DEFAULT_THRESHOLD));
+    let text = match a.format {
+        CompareFormat::Json => serde_json::to_string_pretty(&cmp)? + "\n",
+        CompareFormat::Text => report::render_comparison(&cmp, Format::Text, None)?,
+        CompareFormat::Markdown => report::render_comparison(&cmp, Format::Markdown, None)?,
+    };
     emit(&text, a.out.as_deref())?;
     Ok(if cmp.has_regression() {
         ExitCode::FAILURE
@@ -469,7 +490,36 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode, Failure> {
     })
 }
 
-fn parse_threshold(s: &str) -> anyhow::Result<f64> {
+/// `benchctl compare AB.json`: the paired verdict of an A/B run, judged again from its record.
+fn compare_ab(a: &CompareArgs, threshold: Option<f64>) -> Result<ExitCode, Failure> {
+    let mut record = RunRecord::load(&a.baseline).map_err(Failure::usage)?;
+    let Some(ab) = record.against.as_mut() else {
+        return Err(Failure::usage(anyhow!(
+            "{} is an ordinary run, not an A/B run (benchctl run --against): give the run to compare it with, benchctl compare {} CURRENT.json",
+            a.baseline.display(),
+            a.baseline.display()
+        )));
+    };
+    if let Some(t) = threshold {
+        ab.threshold = t;
+    }
+    let cmp = report::compare_record(&record).expect("an A/B record");
+    let text = match a.format {
+        CompareFormat::Json => serde_json::to_string_pretty(&cmp)? + "\n",
+        CompareFormat::Text => report::Renderer::embedded().render_paired(&cmp, Format::Text)?,
+        CompareFormat::Markdown => {
+            report::Renderer::embedded().render_paired(&cmp, Format::Markdown)?
+        }
+    };
+    emit(&text, a.out.as_deref())?;
+    Ok(if cmp.has_regression() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub(crate) fn parse_threshold(s: &str) -> anyhow::Result<f64> {
     let t = s.trim();
     let v = match t.strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),

@@ -53,6 +53,38 @@ pub struct RunArgs {
     /// bounds.
     #[arg(long, value_name = "PERCENTILE=LATENCY", value_parser = capacity_target)]
     capacity: Option<scenario::CapacityTarget>,
+    /// A/B in one sitting: measure the images of this stored run (the baseline) beside the
+    /// current docker/ folders' (the candidate), round by round in ABBA order, until the paired
+    /// comparison is decided or the budget is spent; exit 1 on a significant change beyond the
+    /// threshold. --runs is then the most rounds (default 20).
+    #[arg(long, value_name = "BASELINE.json")]
+    against: Option<PathBuf>,
+    /// With --against: the change that counts, e.g. 5% or 0.05 (default 5%).
+    #[arg(long, requires = "against")]
+    threshold: Option<String>,
+    /// With --against: the time the rounds may take (no round starts that would end beyond
+    /// it), e.g. 20m.
+    #[arg(long, requires = "against", value_name = "DURATION", value_parser = budget)]
+    budget: Option<std::time::Duration>,
+    /// With --against: give the candidate's SERVER FACTOR times the baseline side's CPU share,
+    /// e.g. apache=0.9: a known slowdown, to check that a regression run catches it
+    /// (repeatable).
+    #[arg(long = "slow-candidate", requires = "against", value_name = "SERVER=FACTOR", value_parser = server_factor)]
+    slow_candidate: Vec<(String, f64)>,
+}
+
+fn budget(text: &str) -> Result<std::time::Duration, String> {
+    scenario::units::parse_duration(text)
+}
+
+fn server_factor(text: &str) -> Result<(String, f64), String> {
+    let bad = || format!("expected SERVER=FACTOR, e.g. apache=0.9, not {text:?}");
+    let (server, factor) = text.split_once('=').ok_or_else(bad)?;
+    let factor: f64 = factor.trim().parse().map_err(|_| bad())?;
+    if server.is_empty() {
+        return Err(bad());
+    }
+    Ok((server.to_string(), factor))
 }
 
 fn capacity_target(text: &str) -> Result<scenario::CapacityTarget, String> {
@@ -83,6 +115,32 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
     // The templates are read before anything starts: a broken override is bad input, not a
     // surprise after the measurements.
     let renderer = report::Renderer::new(a.templates.as_deref()).map_err(Failure::usage)?;
+    let against = match &a.against {
+        None => None,
+        Some(path) => {
+            let record = report::RunRecord::load(path).map_err(Failure::usage)?;
+            if record.scenario.sha256 != plan.scenario_hash {
+                eprintln!(
+                    "benchctl: note: {} ran another version of the scenario ({}); both sides run {} as it is now",
+                    path.display(),
+                    record.scenario.path,
+                    a.scenario.display()
+                );
+            }
+            let mut against = runner::Against::new(record, path.clone());
+            if let Some(t) = &a.threshold {
+                against.threshold = crate::cmds::parse_threshold(t).map_err(Failure::usage)?;
+            }
+            if let Some(n) = a.runs {
+                against.max_rounds = n;
+            }
+            if let Some(b) = a.budget {
+                against.budget = b;
+            }
+            against.slowed = a.slow_candidate.clone();
+            Some(against)
+        }
+    };
     let cancel = Cancel::new();
     let cleanup = Cleanup::new();
     let signalled: Arc<Mutex<Option<Signal>>> = Arc::default();
@@ -123,6 +181,7 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
             HeadroomArg::Auto => Headroom::Auto,
         },
         capacity: a.capacity,
+        against,
         ..RunOptions::new()
     };
     let observer = Arc::new(Printer::default());
@@ -138,6 +197,12 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
     if !record.loads.is_empty() || outcome.problems.is_empty() {
         let text = renderer.render(record, a.format.into())?;
         crate::stdout(&text)?;
+    }
+    // An A/B run's verdict: the paired comparison, after the candidate's own tables.
+    let paired = report::compare_record(record);
+    if let Some(cmp) = &paired {
+        let text = renderer.render_paired(cmp, a.format.into())?;
+        crate::stdout(&format!("\n{text}"))?;
     }
     match &outcome.saved {
         Saved::At(p) => eprintln!("results: {}", p.display()),
@@ -170,7 +235,8 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
     if outcome.interrupted().is_some() {
         return Ok(ExitCode::from(130));
     }
-    Ok(if outcome.succeeded() {
+    let regression = paired.as_ref().is_some_and(|c| c.has_regression());
+    Ok(if outcome.succeeded() && !regression {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -246,6 +312,7 @@ impl Observer for Printer {
                 round,
                 rounds,
                 record,
+                baseline,
             } => {
                 if let Some(mut p) = self.bar().take() {
                     p.finish(record.load.complete);
@@ -261,9 +328,14 @@ impl Observer for Printer {
                 if let Some(n) = l.settings.repetitions {
                     flags.push(format!("{n} loads back to back"));
                 }
+                let shown = if *baseline {
+                    format!("{} [baseline]", record.server)
+                } else {
+                    record.server.clone()
+                };
                 eprintln!(
                     "round {round}/{rounds}  {:<10} {:<16} {:>10.1} req/s  {} failed{}",
-                    record.server,
+                    shown,
                     record.url_path,
                     l.requests_per_second,
                     l.failed,
@@ -327,6 +399,26 @@ impl Observer for Printer {
                 report::capacity::rate_text(&record.result),
                 record.result.text()
             ),
+            Event::AbLook {
+                round,
+                rounds,
+                undecided,
+                gated,
+                looked,
+            } => {
+                if !*looked {
+                    eprintln!(
+                        "A/B        round {round}/{rounds}: first look after round {}",
+                        report::paired::MIN_ROUNDS
+                    );
+                } else if *undecided == 0 {
+                    eprintln!("A/B        round {round}/{rounds}: all {gated} gated metric(s) judged");
+                } else {
+                    eprintln!(
+                        "A/B        round {round}/{rounds}: {undecided} of {gated} gated metric(s) not judged yet"
+                    );
+                }
+            }
             Event::RecordNotWritten { path, error } => eprintln!(
                 "benchctl: warning: cannot write the results record {} ({error}); the run goes on with every measurement kept",
                 path.display()

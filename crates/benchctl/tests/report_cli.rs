@@ -411,6 +411,68 @@ fn a_bad_threshold_or_format_is_a_usage_error() {
     );
 }
 
+#[test]
+fn an_ab_run_is_judged_again_by_compare_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    const NOISE: [f64; 5] = [1.0, 1.012, 0.991, 1.006, 0.985];
+    let slowed = Slowdown {
+        server: "apache",
+        factor: 1.25,
+    };
+    let ab = write(
+        dir.path(),
+        "ab.json",
+        &common::ab_record(8, Some(slowed), &NOISE),
+    );
+    let f = benchctl(&["compare", s(&ab)]);
+    assert_eq!(f.code, Some(1), "{}", f.stderr);
+    let out = f.out();
+    assert!(
+        out.contains("Student's t-interval on the mean log ratio"),
+        "{out}"
+    );
+    assert!(out.contains("MDE"), "{out}");
+    assert!(
+        out.contains("REGRESSION beyond 5.0%: apache / hello requests/s"),
+        "{out}"
+    );
+    // A threshold beyond the change: no longer a regression.
+    let lax = benchctl(&["compare", s(&ab), "--threshold", "30%"]);
+    assert_eq!(lax.code, Some(0), "{}", lax.out());
+    let json = benchctl(&["compare", s(&ab), "-f", "json"]);
+    assert_eq!(json.code, Some(1));
+    let v: serde_json::Value = serde_json::from_str(&json.out()).unwrap();
+    assert_eq!(v["groups"].as_array().unwrap().len(), 4);
+    assert!(v["method"].as_str().unwrap().contains("Bonferroni"));
+
+    let aa = write(dir.path(), "aa.json", &common::ab_record(8, None, &NOISE));
+    let f = benchctl(&["compare", s(&aa), "-f", "markdown"]);
+    assert_eq!(f.code, Some(0), "{}", f.out());
+    assert!(
+        f.out()
+            .contains("No regression: every gated metric was judged"),
+        "{}",
+        f.out()
+    );
+
+    // An ordinary record alone has nothing to judge; with another, the check is coarse.
+    let f = benchctl(&["compare", s(&recorded_run())]);
+    assert_eq!(f.code, Some(2));
+    assert!(
+        f.stderr.contains("is an ordinary run, not an A/B run"),
+        "{}",
+        f.stderr
+    );
+    let other = dir.path().join("other.json");
+    std::fs::copy(recorded_run(), &other).unwrap();
+    let f = benchctl(&["compare", s(&recorded_run()), s(&other)]);
+    assert!(
+        f.out().contains("A coarse check between two sittings"),
+        "{}",
+        f.out()
+    );
+}
+
 fn ci() -> bool {
     std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0")
 }

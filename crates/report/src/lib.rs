@@ -8,7 +8,9 @@
 //! The CLI's path through it: [`RunRecord::write_atomic`] during a run;
 //! [`RunRecord::load`] then [`render()`] for `benchctl report`; [`RunRecord::load`] twice then
 //! [`compare()`], [`render_comparison`] and [`Comparison::has_regression`] for
-//! `benchctl compare`; [`bmf::to_bmf_json`] for the Bencher export.
+//! `benchctl compare` of two stored runs (a coarse check between sittings); [`compare_record`],
+//! [`Renderer::render_paired`] and [`PairedComparison::has_regression`] for an A/B run's paired
+//! verdict ([`paired`]); [`bmf::to_bmf_json`] for the Bencher export.
 
 pub mod ab;
 pub mod abfiles;
@@ -18,6 +20,7 @@ pub mod charts;
 pub mod compare;
 pub mod error;
 pub mod notes;
+pub mod paired;
 pub mod record;
 pub mod render;
 pub mod reproductions;
@@ -26,9 +29,10 @@ pub mod stats;
 pub use capacity::{CapacityRecord, CapacityResult, CapacityStep};
 pub use compare::{compare, Comparison, Verdict, DEFAULT_THRESHOLD};
 pub use error::ReportError;
+pub use paired::{compare_record, PairedComparison, PairedVerdict};
 pub use record::{
-    HostFacts, LoadRecord, RecordFile, RunRecord, RunStatus, ScenarioRecord, ServerRecord,
-    ServerStatus, Usage, SCHEMA_VERSION,
+    AbStop, AgainstRecord, HostFacts, LoadRecord, RecordFile, RunRecord, RunStatus, ScenarioRecord,
+    ServerRecord, ServerStatus, Slowed, Usage, SCHEMA_VERSION,
 };
 pub use render::{render, render_comparison, Format, Renderer};
 pub use stats::{summarize, GroupStats, Metric, Summary};

@@ -22,9 +22,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// searches; a reader of version 1 refuses a record of version 2 by its version rather than
 /// by a field it does not know.
 ///
-/// 3 added each load's `timeline` (its counts and histograms per interval) and the
-/// `unsteady` note, which a reader of version 2 would refuse as an unknown kind of note.
-/// Records of versions 1 and 2 are read as loads without timelines.
+/// 3 added each load's `timeline` (its counts and histograms per interval), the `unsteady` note
+/// (which a reader of version 2 would refuse as an unknown kind of note) and `against` (the
+/// baseline side of an A/B run). Records of versions 1 and 2 are read as loads without
+/// timelines and runs without a baseline side.
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// Everything one `benchctl run` produced.
@@ -52,6 +53,76 @@ pub struct RunRecord {
     /// order they ran (absent when the run made none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capacity: Vec<crate::capacity::CapacityRecord>,
+    /// An A/B run (`benchctl run --against BASELINE.json`): the baseline side, measured in the
+    /// same sitting, round by round beside the loads above (the candidate's). Absent for an
+    /// ordinary run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<AgainstRecord>,
+}
+
+/// The baseline side of an A/B run and the settings of its sequential test (see
+/// [`crate::paired`]): everything a later `benchctl compare` needs to judge the run again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgainstRecord {
+    /// The run id of the baseline record whose images were measured.
+    pub baseline_run_id: String,
+    /// The baseline record's path, as given.
+    pub baseline_path: String,
+    /// Relative change beyond which a gated metric is judged better or worse (0.05 for 5%).
+    pub threshold: f64,
+    /// The chance, over all the looks and gated metrics together, that an interval misses.
+    pub alpha: f64,
+    /// Rounds (AB pairs) before the first look.
+    pub min_rounds: u32,
+    /// The most rounds the run may take.
+    pub max_rounds: u32,
+    /// How many gated metrics `alpha` is split over (one per server and document).
+    pub gates: u32,
+    /// The time the rounds may take, seconds, from the first load.
+    pub budget_s: f64,
+    /// Candidate servers given a fraction of the baseline side's CPU on purpose (a known
+    /// slowdown, to check that a regression run catches one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slowed: Vec<Slowed>,
+    /// The baseline side's servers: the images measured (the baseline record's, by tag and id).
+    pub servers: Vec<ServerRecord>,
+    /// The baseline side's loads; round `r` of a server and document pairs with the candidate's
+    /// round `r` in [`RunRecord::loads`].
+    pub loads: Vec<LoadRecord>,
+    /// Why the rounds ended; absent while they go on (or when the run failed or was stopped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<AbStop>,
+}
+
+/// A candidate server given `factor` times the baseline side's CPU share.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Slowed {
+    pub server: String,
+    pub factor: f64,
+}
+
+/// Why the rounds of an A/B run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AbStop {
+    /// Every gated metric was judged: worse, better or within the threshold.
+    Decided,
+    /// `max_rounds` ran before every gated metric was judged.
+    Rounds,
+    /// Another round would have gone past the time budget.
+    Time,
+}
+
+impl AbStop {
+    pub fn text(self) -> &'static str {
+        match self {
+            AbStop::Decided => "every gated metric judged",
+            AbStop::Rounds => "the round budget was used up before every gated metric was judged",
+            AbStop::Time => "the time budget was used up before every gated metric was judged",
+        }
+    }
 }
 
 /// How the run ended.
@@ -527,8 +598,25 @@ impl RunRecord {
                 figure(&format!("servers[{i}].status.ready_s"), ready_s)?;
             }
         }
-        for (i, l) in self.loads.iter().enumerate() {
-            let at = |f: &str| format!("loads[{i}].load.{f}");
+        let baseline_side = self.against.as_ref().map_or(&[][..], |a| &a.loads[..]);
+        if let Some(a) = &self.against {
+            figure("against.threshold", a.threshold)?;
+            figure("against.budget_s", a.budget_s)?;
+            if !(a.alpha > 0.0 && a.alpha < 1.0) {
+                return Err(format!("against.alpha is {}", a.alpha));
+            }
+            for (i, s) in a.slowed.iter().enumerate() {
+                if !s.factor.is_finite() || s.factor <= 0.0 {
+                    return Err(format!("against.slowed[{i}].factor is {}", s.factor));
+                }
+            }
+        }
+        let sides = [("loads", &self.loads[..]), ("against.loads", baseline_side)];
+        for (i, l, list) in sides
+            .into_iter()
+            .flat_map(|(list, loads)| loads.iter().enumerate().map(move |(i, l)| (i, l, list)))
+        {
+            let at = |f: &str| format!("{list}[{i}].load.{f}");
             let r = &l.load;
             figure(&at("elapsed_s"), r.elapsed_s)?;
             figure(&at("requests_per_second"), r.requests_per_second)?;
@@ -603,7 +691,7 @@ impl RunRecord {
                 }
             }
             if let Some(u) = &l.server_usage {
-                figure(&format!("loads[{i}].server_usage.cpu_s"), u.cpu_s)?;
+                figure(&format!("{list}[{i}].server_usage.cpu_s"), u.cpu_s)?;
             }
         }
         crate::capacity::check_figures(self)

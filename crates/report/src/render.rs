@@ -12,6 +12,7 @@ use crate::charts::{
 };
 use crate::compare::{Comparison, Verdict};
 use crate::error::ReportError;
+use crate::paired::{PairedComparison, PairedVerdict};
 use crate::record::{LoadRecord, RunRecord, ServerStatus};
 use crate::stats::{self, GroupStats, Metric, Summary};
 use hdrhistogram::Histogram;
@@ -45,7 +46,7 @@ impl FromStr for Format {
 }
 
 /// Template file names, each with its embedded text.
-pub const TEMPLATES: [(&str, &str); 9] = [
+pub const TEMPLATES: [(&str, &str); 11] = [
     (
         "report.txt.tera",
         include_str!("../templates/report.txt.tera"),
@@ -78,6 +79,14 @@ pub const TEMPLATES: [(&str, &str); 9] = [
     (
         "capacity.html.tera",
         include_str!("../templates/capacity.html.tera"),
+    ),
+    (
+        "paired.txt.tera",
+        include_str!("../templates/paired.txt.tera"),
+    ),
+    (
+        "paired.md.tera",
+        include_str!("../templates/paired.md.tera"),
     ),
 ];
 
@@ -155,6 +164,20 @@ impl Renderer {
             Format::Markdown | Format::Html => "compare.md.tera",
         };
         self.render_template(name, &comparison_context(cmp))
+    }
+
+    /// Renders the paired comparison of an A/B run as a text or Markdown table (HTML gets the
+    /// Markdown).
+    pub fn render_paired(
+        &self,
+        cmp: &PairedComparison,
+        format: Format,
+    ) -> Result<String, ReportError> {
+        let name = match format {
+            Format::Text => "paired.txt.tera",
+            Format::Markdown | Format::Html => "paired.md.tera",
+        };
+        self.render_template(name, &paired_context(cmp))
     }
 
     /// ab's text for one load, from the line break ab prints before "Server Software:" to the
@@ -1247,6 +1270,214 @@ fn comparison_context(cmp: &Comparison) -> ComparisonContext {
         table,
         missing_in_current: cmp.missing_in_current.iter().map(pair).collect(),
         new_in_current: cmp.new_in_current.iter().map(pair).collect(),
+    }
+}
+
+#[derive(Serialize)]
+struct PairedContext {
+    baseline_run_id: String,
+    baseline_path: String,
+    candidate_run_id: String,
+    threshold: String,
+    /// How the verdicts were reached, a sentence each.
+    method: Vec<String>,
+    /// Why the rounds stopped.
+    stop: String,
+    slowed: Vec<String>,
+    rows: Vec<PairedRow>,
+    table: TextTable,
+    missing_in_candidate: Vec<String>,
+    regression: bool,
+    /// The closing line: the regressions, or that none was found, and whether every gated
+    /// metric was judged.
+    conclusion: String,
+}
+
+#[derive(Serialize)]
+struct PairedRow {
+    server: String,
+    document: String,
+    metric: String,
+    gated: bool,
+    rounds: String,
+    ratio: String,
+    interval: String,
+    change: String,
+    mde: String,
+    verdict: String,
+    note: String,
+}
+
+const PAIRED: [Column; 10] = [
+    Column::left("server"),
+    Column::left("document"),
+    Column::left("metric"),
+    Column::left("gate"),
+    Column::right("rounds"),
+    Column::right("ratio"),
+    Column::right("interval"),
+    Column::right("change"),
+    Column::right("MDE"),
+    Column::last("verdict"),
+];
+
+fn paired_context(cmp: &PairedComparison) -> PairedContext {
+    let pct = |v: f64| format!("{}%", f(v * 100.0, 1));
+    let threshold = pct(cmp.threshold);
+    let rows: Vec<PairedRow> = cmp
+        .groups
+        .iter()
+        .flat_map(|g| {
+            let threshold = threshold.clone();
+            g.metrics.iter().map(move |m| {
+                let e = m.estimate.as_ref();
+                PairedRow {
+                    server: g.server.clone(),
+                    document: g.document.clone(),
+                    metric: m.metric.label().to_string(),
+                    gated: m.gated,
+                    rounds: e.map_or_else(|| g.rounds.to_string(), |e| e.n.to_string()),
+                    ratio: e.map_or_else(|| "-".to_string(), |e| f(e.ratio, 3)),
+                    interval: e.map_or_else(
+                        || "-".to_string(),
+                        |e| format!("{}-{}", f(e.low, 3), f(e.high, 3)),
+                    ),
+                    change: e.map_or_else(
+                        || "-".to_string(),
+                        |e| format!("{:+.1}%", (e.ratio - 1.0) * 100.0),
+                    ),
+                    mde: e.map_or_else(|| "-".to_string(), |e| format!("±{}", pct(e.mde))),
+                    verdict: match m.verdict {
+                        PairedVerdict::Within => format!("within ±{threshold}"),
+                        PairedVerdict::Worse => format!("WORSE beyond {threshold}"),
+                        PairedVerdict::Better => format!("better beyond {threshold}"),
+                        PairedVerdict::NotJudged => "not judged".to_string(),
+                    },
+                    note: m.note.clone().unwrap_or_default(),
+                }
+            })
+        })
+        .collect();
+    let table = TextTable::new(
+        &PAIRED,
+        rows.iter()
+            .map(|r| {
+                let cells = vec![
+                    r.server.clone(),
+                    r.document.clone(),
+                    r.metric.clone(),
+                    if r.gated { "gate" } else { "-" }.to_string(),
+                    r.rounds.clone(),
+                    r.ratio.clone(),
+                    r.interval.clone(),
+                    r.change.clone(),
+                    r.mde.clone(),
+                    r.verdict.clone(),
+                ];
+                (cells, r.note.clone())
+            })
+            .collect(),
+    );
+    // A confidence level with enough decimals to tell 99.85% from 100%: "95%", "99.853%".
+    let confidence = |a: f64| {
+        let d = ((-a.log10()).ceil() as usize).saturating_sub(1).min(6);
+        let text = f((1.0 - a) * 100.0, d);
+        let text = if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            text
+        };
+        format!("{text}%")
+    };
+    let method = vec![
+        "Both sides measured in this sitting, each server and document back to back in ABBA order; round i gives the ratio candidate/baseline, and the estimate is their geometric mean.".to_string(),
+        format!(
+            "Interval: Student's t-interval on the mean log ratio at {} each, so that all {} looks x {} gated metric{} hold together at {} (Bonferroni).",
+            confidence(cmp.interval_alpha),
+            cmp.looks,
+            cmp.gates,
+            if cmp.gates == 1 { "" } else { "s" },
+            confidence(cmp.alpha)
+        ),
+        format!(
+            "MDE: the smallest change these rounds could show with power {:.0}% at that level, (t(1-a/2) + t(power)) * s / sqrt(n) on the log ratios.",
+            crate::paired::POWER * 100.0
+        ),
+        format!(
+            "Verdict: worse or better when the interval excludes 1 and the ratio is beyond ±{threshold}; within when the whole interval is inside ±{threshold}; else not judged. Only the gated metric of each server and document (requests/s, or server CPU per request when the generator was the bottleneck) can fail the run."
+        ),
+    ];
+    let stop = match cmp.stop {
+        Some(s) => format!(
+            "{} round{} ({} at most, {} first): {}",
+            cmp.rounds,
+            if cmp.rounds == 1 { "" } else { "s" },
+            cmp.max_rounds,
+            cmp.min_rounds,
+            s.text()
+        ),
+        None => format!(
+            "{} round{} (the run ended before its stopping rule did)",
+            cmp.rounds,
+            if cmp.rounds == 1 { "" } else { "s" }
+        ),
+    };
+    let regressions: Vec<String> = cmp
+        .regressions()
+        .map(|(g, m)| {
+            let e = m.estimate.as_ref();
+            format!(
+                "{} / {} {} {}",
+                g.server,
+                g.document,
+                m.metric.label(),
+                e.map_or_else(String::new, |e| format!(
+                    "x{} ({}-{})",
+                    f(e.ratio, 3),
+                    f(e.low, 3),
+                    f(e.high, 3)
+                ))
+            )
+        })
+        .chain(
+            cmp.missing_in_candidate
+                .iter()
+                .map(|s| format!("{s} measured on the baseline side only")),
+        )
+        .collect();
+    let undecided = cmp.undecided();
+    let conclusion = if !regressions.is_empty() {
+        format!("REGRESSION beyond {threshold}: {}.", regressions.join("; "))
+    } else if undecided == 0 && !cmp.groups.is_empty() {
+        format!("No regression: every gated metric was judged, none worse beyond {threshold}.")
+    } else {
+        format!(
+            "No regression shown, but {undecided} gated metric{} could not be judged at ±{threshold} within the budget (see their MDE: more rounds, a larger threshold or a quieter machine).",
+            if undecided == 1 { "" } else { "s" }
+        )
+    };
+    PairedContext {
+        baseline_run_id: cmp.baseline_run_id.clone(),
+        baseline_path: cmp.baseline_path.clone(),
+        candidate_run_id: cmp.candidate_run_id.clone(),
+        threshold,
+        method,
+        stop,
+        slowed: cmp
+            .slowed
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} given {} of the baseline side's CPU on purpose",
+                    s.server, s.factor
+                )
+            })
+            .collect(),
+        rows,
+        table,
+        missing_in_candidate: cmp.missing_in_candidate.clone(),
+        regression: cmp.has_regression(),
+        conclusion,
     }
 }
 

@@ -224,7 +224,7 @@ impl Summary {
     }
 }
 
-fn sample_sd(values: &[f64], mean: f64) -> f64 {
+pub(crate) fn sample_sd(values: &[f64], mean: f64) -> f64 {
     if values.len() < 2 {
         return 0.0;
     }
@@ -458,12 +458,20 @@ pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
 }
 
 /// The 97.5th percentile of Student's t with `df` degrees of freedom (the multiplier of a 95%
-/// two-sided interval), found by bisection on [`t_two_sided_p`], which falls as t grows.
+/// two-sided interval).
 pub fn t_quantile_975(df: f64) -> f64 {
-    let (mut lo, mut hi) = (0.0_f64, 1000.0_f64);
-    for _ in 0..200 {
+    t_critical(0.05, df)
+}
+
+/// The t beyond which Student's t with `df` degrees of freedom lies with two-sided probability
+/// `p` (P(|T| ≥ t) = p): the multiplier of a two-sided interval at confidence 1 − p, and the
+/// (1 − p/2) quantile. Found by bisection on [`t_two_sided_p`], which falls as t grows; the
+/// search stops at 1e6, beyond any level a benchmark asks for.
+pub fn t_critical(p: f64, df: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0_f64, 1e6_f64);
+    for _ in 0..100 {
         let mid = (lo + hi) / 2.0;
-        if t_two_sided_p(mid, df) > 0.05 {
+        if t_two_sided_p(mid, df) > p {
             lo = mid;
         } else {
             hi = mid;

@@ -72,7 +72,14 @@ fn serialized_records_validate_against_the_checked_in_schema() {
     ];
     load.stopped_early = Some(loadgen::StopReason::TimeLimit);
     let searched = common::with_capacity(common::fixture(1, None));
-    for rec in [common::fixture(3, None), partial, limited, searched] {
+    let mut ab = common::ab_record(4, None, &[1.0, 1.01]);
+    if let Some(a) = ab.against.as_mut() {
+        a.slowed = vec![report::record::Slowed {
+            server: "apache".into(),
+            factor: 0.9,
+        }];
+    }
+    for rec in [common::fixture(3, None), partial, limited, searched, ab] {
         let value = serde_json::to_value(&rec).unwrap();
         let errors: Vec<String> = validator
             .iter_errors(&value)
@@ -347,4 +354,26 @@ fn a_record_of_version_2_still_reads() {
     let back = RunRecord::load(&p).unwrap();
     assert_eq!(back.schema_version, 2);
     assert!(back.loads.iter().all(|l| l.load.timeline.is_none()));
+}
+
+#[test]
+fn an_ab_run_round_trips_and_its_baseline_side_is_checked_like_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ab.json");
+    let rec = common::ab_record(4, None, &[1.0, 1.01]);
+    rec.write_atomic(&path).unwrap();
+    assert_eq!(RunRecord::load(&path).unwrap(), rec);
+    // A baseline-side figure no measurement can give is named by its place.
+    let mut bad = rec.clone();
+    bad.against.as_mut().unwrap().loads[1].load.elapsed_s = -1.0;
+    let p = write(
+        dir.path(),
+        "bad.json",
+        &String::from_utf8(bad.to_json().unwrap()).unwrap(),
+    );
+    let msg = RunRecord::load(&p).unwrap_err().to_string();
+    assert!(
+        msg.contains("against.loads[1].load.elapsed_s is -1"),
+        "{msg}"
+    );
 }

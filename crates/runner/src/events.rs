@@ -76,6 +76,21 @@ pub enum Event<'a> {
         round: u32,
         rounds: u32,
         record: &'a LoadRecord,
+        /// On the baseline side of an A/B run.
+        baseline: bool,
+    },
+    /// An A/B run looked at its paired comparison after a round.
+    AbLook {
+        /// 1-based: rounds done.
+        round: u32,
+        /// The most it may take.
+        rounds: u32,
+        /// Gated metrics not judged yet.
+        undecided: usize,
+        gated: usize,
+        /// False before the first look ([`report::paired::MIN_ROUNDS`]): the verdicts are not
+        /// acted on yet.
+        looked: bool,
     },
     /// A capacity search begins on one server and document.
     CapacityStarting {

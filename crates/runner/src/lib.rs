@@ -2,7 +2,9 @@
 //! starts every server through the orchestrator, verifies each serves the exact bytes,
 //! measures every document round by round with the load generator, searches each server's
 //! capacity at a latency target when asked ([`capacity`]), and keeps the results record on
-//! disk after every load. The command line maps its arguments onto [`RunOptions`]
+//! disk after every load; with [`RunOptions::against`], an A/B run measures a stored record's
+//! images beside the candidate's, round by round, until the paired comparison is decided
+//! ([`ab`]). The command line maps its arguments onto [`RunOptions`]
 //! and prints what an [`Observer`] hears; tests call [`run`] in-process.
 //!
 //! What a run promises, whatever happens:
@@ -23,6 +25,7 @@
 //! which options it takes and the environment variables they set, and what its container may
 //! do; [`kinds_for`] finds them.
 
+pub mod ab;
 pub mod cancel;
 pub mod capacity;
 pub mod events;
@@ -34,6 +37,7 @@ mod results;
 pub mod rundir;
 pub mod tls;
 
+pub use ab::Against;
 pub use cancel::{Cancel, Cleanup};
 pub use events::{Event, Observer, Quiet};
 pub use headroom::Headroom;

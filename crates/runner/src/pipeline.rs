@@ -4,6 +4,7 @@
 
 mod capacity;
 
+use crate::ab::{self, AbPlan, Against, BaselineImage};
 use crate::cancel::{Cancel, Cleanup};
 use crate::events::{Event, Observer};
 use crate::headroom::{self, Headroom, Reading, MAX_TRIES};
@@ -16,15 +17,15 @@ use orchestrator::{
     OrchestratorError, Scheme, Tmpfs,
 };
 use report::{
-    HostFacts, LoadRecord, RecordFile, ReportError, RunRecord, RunStatus, ScenarioRecord,
-    ServerRecord, ServerStatus, Usage,
+    AbStop, AgainstRecord, HostFacts, LoadRecord, RecordFile, ReportError, RunRecord, RunStatus,
+    ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage,
 };
 use scenario::{ImageSource, Kinds, Manifest, OptionValue, Plan, VersionHeader};
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What a run is asked to do beyond its scenario.
 #[derive(Debug, Clone)]
@@ -50,6 +51,10 @@ pub struct RunOptions {
     /// Search each server's capacity at this latency target after the loads, with the bounds
     /// of the scenario's `[capacity]` or their defaults (the command line's `--capacity`).
     pub capacity: Option<scenario::CapacityTarget>,
+    /// An A/B run: measure the baseline record's images beside the candidate's, round by
+    /// round, until the paired comparison is decided ([`crate::ab`]); `runs` is then ignored
+    /// for the against's `max_rounds`.
+    pub against: Option<Against>,
 }
 
 impl Default for RunOptions {
@@ -72,6 +77,7 @@ impl RunOptions {
             ready_deadline: Duration::from_secs(20),
             headroom: Headroom::Off,
             capacity: None,
+            against: None,
         }
     }
 }
@@ -228,7 +234,14 @@ pub async fn run(
     observer: Arc<dyn Observer>,
 ) -> Result<RunOutcome, RunError> {
     // Everything that can be checked is checked before anything starts.
-    let runs = opts.runs.unwrap_or(plan.runs);
+    let ab = match &opts.against {
+        Some(a) => Some(ab::prepare(plan, &opts, a)?),
+        None => None,
+    };
+    let runs = match &ab {
+        Some(ab) => ab.against.max_rounds,
+        None => opts.runs.unwrap_or(plan.runs),
+    };
     if runs == 0 {
         return Err(RunError::Invalid(
             "the number of runs must be at least 1".to_string(),
@@ -292,6 +305,10 @@ pub async fn run(
         engines.push(Some(orch));
     }
     let connected: Vec<&Orchestrator> = engines.iter().flatten().collect();
+    // An A/B run's baseline images must be here, on this machine's engine.
+    if let (Some(ab), Some(orch)) = (&ab, engines[0].as_ref()) {
+        ab::check_images(orch, ab).await?;
+    }
 
     let started_at = report::record::now_rfc3339();
     let run_id = format!(
@@ -323,6 +340,28 @@ pub async fn run(
         servers: Vec::new(),
         loads: Vec::new(),
         capacity: Vec::new(),
+        against: ab.as_ref().map(|ab| AgainstRecord {
+            baseline_run_id: ab.against.record.run_id.clone(),
+            baseline_path: ab.against.path.display().to_string(),
+            threshold: ab.against.threshold,
+            alpha: report::paired::ALPHA,
+            min_rounds: report::paired::MIN_ROUNDS,
+            max_rounds: ab.against.max_rounds,
+            gates: ab.gates,
+            budget_s: ab.against.budget.as_secs_f64(),
+            slowed: ab
+                .against
+                .slowed
+                .iter()
+                .map(|(server, factor)| Slowed {
+                    server: server.clone(),
+                    factor: *factor,
+                })
+                .collect(),
+            servers: Vec::new(),
+            loads: Vec::new(),
+            stop: None,
+        }),
     };
     // Claimed before any work: a file that exists or cannot be written stops the run here.
     let file = RecordFile::create(&out, &record)?;
@@ -366,6 +405,7 @@ pub async fn run(
                 run_id: &run_id,
                 observer: observer.as_ref(),
                 observer_arc: &observer,
+                ab: ab.as_ref(),
                 capacity: match (opts.capacity, &plan.capacity) {
                     (Some(t), Some(c)) => Some(c.clone().with_target(t)),
                     (Some(t), None) => Some(scenario::CapacitySpec::new(t)),
@@ -530,12 +570,29 @@ struct Ctx<'a> {
     /// says `tls = true`, with the folder of the certificate the servers get.
     scheme: Scheme,
     tls_dir: Option<PathBuf>,
+    /// An A/B run's plan.
+    ab: Option<&'a AbPlan>,
 }
 
 /// A server that was started and verified.
 struct Live {
     index: usize,
     guard: ContainerGuard,
+    /// On the baseline side of an A/B run.
+    baseline: bool,
+}
+
+/// What became of one load.
+enum Turn {
+    Measured {
+        load: Box<LoadReport>,
+        usage: Option<Usage>,
+        share: Option<f64>,
+    },
+    /// The server, or one it needs, died: these servers are unavailable from here on.
+    Died(Vec<(usize, String)>),
+    /// The run was stopped during the load, which is not kept.
+    Stopped,
 }
 
 /// A server started and verified.
@@ -612,47 +669,48 @@ impl Ctx<'_> {
         }
 
         let mut live: Vec<Live> = Vec::new();
-        for (i, spec) in plan.servers.iter().enumerate() {
-            if !wanted[i] {
+        for (i, want) in wanted.iter().enumerate() {
+            if !want {
                 continue;
             }
-            let srec = match self.bring_up(i, &expected, &live).await {
-                Ok(up) => {
-                    live.push(Live {
-                        index: i,
-                        guard: up.guard,
-                    });
-                    server_record(
-                        spec,
-                        Some(&up.image),
-                        up.version,
-                        ServerStatus::Available {
-                            ready_s: up.ready_s,
-                        },
-                    )
-                }
-                Err(NotStarted { image, reason }) => {
-                    self.observer.event(&Event::Unavailable {
-                        server: &spec.name,
-                        reason: &reason,
-                    });
-                    server_record(
-                        spec,
-                        image.as_ref(),
-                        None,
-                        ServerStatus::Unavailable { reason },
-                    )
-                }
-            };
+            let srec = self.start_server(i, &expected, &mut live, None).await;
             record.servers.push(srec);
             results.save(record, self.observer);
         }
+        // An A/B run's baseline side: the same servers from the baseline record's images.
+        let mut base_live: Vec<Live> = Vec::new();
+        if let Some(ab) = self.ab {
+            for (i, want) in wanted.iter().enumerate() {
+                let Some(image) = ab.images.get(&i).filter(|_| *want) else {
+                    continue;
+                };
+                let srec = self
+                    .start_server(i, &expected, &mut base_live, Some(image))
+                    .await;
+                if let Some(a) = record.against.as_mut() {
+                    a.servers.push(srec);
+                }
+                results.save(record, self.observer);
+            }
+        }
 
-        // Per server and document, the CPU share headroom settled on; per server, the share
-        // its container has now.
+        // Per server and document, the CPU share headroom settled on; per container, the
+        // share it has now.
         let mut shares: HashMap<(usize, String), f64> = HashMap::new();
-        let mut applied: HashMap<usize, Option<f64>> = HashMap::new();
+        let mut applied: HashMap<(bool, usize), Option<f64>> = HashMap::new();
+        let headroom = self.opts.headroom == Headroom::Auto;
+        let rounds_started = Instant::now();
+        let mut last_round = Duration::ZERO;
+        let mut stop = None;
         for round in 0..self.runs {
+            if let Some(ab) = self.ab {
+                // No round starts that the last one says would end beyond the budget.
+                if round > 0 && rounds_started.elapsed() + last_round > ab.against.budget {
+                    stop = Some(AbStop::Time);
+                    break;
+                }
+            }
+            let round_started = Instant::now();
             for l in &live {
                 let server = &plan.servers[l.index];
                 if !only.is_empty() && !only.contains(&server.name) {
@@ -662,91 +720,113 @@ impl Ctx<'_> {
                     if self.opts.cancel.is_cancelled() {
                         return Ok(());
                     }
-                    if !available(record, &server.name) {
+                    if !available(&record.servers, &server.name) {
                         break;
                     }
-                    // A server that died (before its turn or during the load), or one whose
-                    // backend did, is reported and skipped from here on; the others still run.
-                    let during = format!("before or during the load of {}", doc.url_path);
-                    if let Some(death) = self.find_death(l, &live, &during).await? {
-                        self.report_deaths(record, results, death);
-                        break;
-                    }
-                    self.observer.event(&Event::LoadStarting {
-                        round: round + 1,
-                        rounds: self.runs,
-                        server: &server.name,
-                        url_path: &doc.url_path,
-                        load: &spec.load,
-                    });
-                    // The share this server had for this document last round, else the
-                    // scenario's: headroom found once holds for the later rounds.
-                    let key = (l.index, doc.url_path.clone());
-                    let mut share = shares.get(&key).copied().or(plan.cpus.server_share);
-                    let mut tries = 0;
-                    let (load, server_usage) = loop {
-                        tries += 1;
-                        self.apply_share(l, share, &mut applied)
-                            .await
-                            .map_err(|e| RunError::Step(format!("{}: {e:#}", server.name)))?;
-                        let m = self.measure(l, &spec.load, &doc.url_path, true).await;
-                        if let Some(death) = self.find_death(l, &live, &during).await? {
-                            self.report_deaths(record, results, death);
-                            break None;
-                        }
-                        let Some(Measured { load, usage }) = m.map_err(|e| {
-                            RunError::Step(format!("{} {}: {e}", server.name, doc.url_path))
-                        })?
-                        else {
-                            return Ok(()); // stopped mid-load: a partial load is not kept
-                        };
-                        let reading = self.reading(&load, usage.as_ref(), share);
-                        let next = (self.opts.headroom == Headroom::Auto && tries < MAX_TRIES)
-                            .then(|| headroom::next_share(&reading, scenario::MIN_SERVER_SHARE))
-                            .flatten();
-                        match next {
-                            Some(next) => {
-                                self.observer.event(&Event::Headroom {
-                                    server: &server.name,
-                                    url_path: &doc.url_path,
-                                    share,
-                                    generator: reading.generator,
-                                    next,
-                                });
-                                share = Some(next);
+                    let Some(ab) = self.ab else {
+                        // The share this server had for this document last round, else the
+                        // scenario's: headroom found once holds for the later rounds.
+                        let key = (l.index, doc.url_path.clone());
+                        let share = shares.get(&key).copied().or(plan.cpus.server_share);
+                        let turn = self
+                            .one_load(l, &live, round, doc, spec, share, headroom, &mut applied)
+                            .await?;
+                        match turn {
+                            Turn::Stopped => return Ok(()),
+                            Turn::Died(deaths) => {
+                                self.report_deaths(record, results, deaths, false);
+                                break;
                             }
-                            None => break Some((load, usage)),
+                            Turn::Measured { load, usage, share } => {
+                                if let Some(s) = share {
+                                    shares.insert(key, s);
+                                }
+                                // With headroom, every load says what it had, capped or not,
+                                // so that requests/s per core compares servers capped and not
+                                // alike.
+                                let share =
+                                    share.or(headroom.then_some(plan.cpus.servers.len() as f64));
+                                self.keep_load(
+                                    record, results, round, server, doc, spec, *load, usage, share,
+                                    false,
+                                );
+                            }
+                        }
+                        continue;
+                    };
+                    // A/B: the same server and document on both sides, back to back, baseline
+                    // first in even rounds and candidate first in odd ones (ABBA).
+                    let Some(b) = base_live.iter().find(|b| b.index == l.index) else {
+                        break;
+                    };
+                    let base_servers = record.against.as_ref().map_or(&[][..], |a| &a.servers);
+                    if !available(base_servers, &server.name) {
+                        break;
+                    }
+                    let base_share = ab.share(plan, &server.name, &spec.name);
+                    let cand_share = match ab.slowed.get(&l.index) {
+                        Some(f) => Some(f * base_share.unwrap_or(plan.cpus.servers.len() as f64)),
+                        None => base_share,
+                    };
+                    let order = if round % 2 == 0 {
+                        [true, false]
+                    } else {
+                        [false, true]
+                    };
+                    let mut died = false;
+                    for baseline in order {
+                        let (lv, lives, share) = if baseline {
+                            (b, &base_live, base_share)
+                        } else {
+                            (l, &live, cand_share)
+                        };
+                        let turn = self
+                            .one_load(lv, lives, round, doc, spec, share, false, &mut applied)
+                            .await?;
+                        match turn {
+                            Turn::Stopped => return Ok(()),
+                            Turn::Died(deaths) => {
+                                self.report_deaths(record, results, deaths, baseline);
+                                died = true;
+                                break;
+                            }
+                            Turn::Measured { load, usage, share } => self.keep_load(
+                                record, results, round, server, doc, spec, *load, usage, share,
+                                baseline,
+                            ),
                         }
                     }
-                    .map_or((None, None), |(l, u)| (Some(l), u));
-                    let Some(load) = load else {
-                        break; // the server died
-                    };
-                    if let Some(s) = share {
-                        shares.insert(key, s);
+                    if died {
+                        break;
                     }
-                    let client_bound = report::record::is_client_bound(&load);
-                    record.loads.push(LoadRecord {
-                        server: server.name.clone(),
-                        document: spec.name.clone(),
-                        url_path: doc.url_path.clone(),
-                        round,
-                        load,
-                        server_usage,
-                        client_bound,
-                        // With headroom, every load says what it had, capped or not, so that
-                        // requests/s per core compares servers capped and not alike.
-                        server_share: share.or((self.opts.headroom == Headroom::Auto)
-                            .then_some(plan.cpus.servers.len() as f64)),
-                    });
-                    self.observer.event(&Event::LoadDone {
-                        round: round + 1,
-                        rounds: self.runs,
-                        record: record.loads.last().expect("just pushed"),
-                    });
-                    results.save(record, self.observer);
                 }
             }
+            last_round = round_started.elapsed();
+            if self.ab.is_some() {
+                let Some(cmp) = report::paired::compare_record(record) else {
+                    break;
+                };
+                let settled = round + 1 >= report::paired::MIN_ROUNDS && cmp.settled();
+                self.observer.event(&Event::AbLook {
+                    round: round + 1,
+                    rounds: self.runs,
+                    undecided: cmp.undecided(),
+                    gated: cmp.groups.iter().filter(|g| g.gated().is_some()).count(),
+                    looked: round + 1 >= report::paired::MIN_ROUNDS,
+                });
+                if settled {
+                    stop = Some(AbStop::Decided);
+                    break;
+                }
+                if cmp.groups.is_empty() {
+                    // Nothing is measured on both sides any more: more rounds cannot help.
+                    break;
+                }
+            }
+        }
+        if let Some(a) = record.against.as_mut() {
+            a.stop = Some(stop.unwrap_or(AbStop::Rounds));
+            results.save(record, self.observer);
         }
         if let Some(spec) = &self.capacity {
             // Capacity is searched at the scenario's share: headroom's lower shares were for
@@ -764,7 +844,171 @@ impl Ctx<'_> {
         for l in live {
             let _ = l.guard.remove().await;
         }
+        for l in base_live {
+            let _ = l.guard.remove().await;
+        }
         Ok(())
+    }
+
+    /// A server's name as progress lines print it: the baseline side of an A/B run is marked.
+    fn shown(&self, i: usize, baseline: bool) -> String {
+        let name = &self.plan.servers[i].name;
+        if baseline {
+            format!("{name} [baseline]")
+        } else {
+            name.clone()
+        }
+    }
+
+    /// Starts server `i` (from `baseline`'s image on an A/B run's baseline side) and adds it to
+    /// `live`; its record says whether it could be.
+    async fn start_server(
+        &self,
+        i: usize,
+        expected: &[ExpectedDoc],
+        live: &mut Vec<Live>,
+        baseline: Option<&BaselineImage>,
+    ) -> ServerRecord {
+        let spec = &self.plan.servers[i];
+        let mut srec = match self.bring_up(i, expected, live, baseline).await {
+            Ok(up) => {
+                live.push(Live {
+                    index: i,
+                    guard: up.guard,
+                    baseline: baseline.is_some(),
+                });
+                server_record(
+                    spec,
+                    Some(&up.image),
+                    up.version,
+                    ServerStatus::Available {
+                        ready_s: up.ready_s,
+                    },
+                )
+            }
+            Err(NotStarted { image, reason }) => {
+                self.observer.event(&Event::Unavailable {
+                    server: &self.shown(i, baseline.is_some()),
+                    reason: &reason,
+                });
+                server_record(
+                    spec,
+                    image.as_ref(),
+                    None,
+                    ServerStatus::Unavailable { reason },
+                )
+            }
+        };
+        if let Some(b) = baseline {
+            // Run by id; recorded by the tag it had too.
+            srec.image_tag = b.tag.clone();
+        }
+        srec
+    }
+
+    /// One load of one server and document at CPU share `share`, measured again at smaller
+    /// shares while `auto` headroom says the generator had none.
+    #[allow(clippy::too_many_arguments)]
+    async fn one_load(
+        &self,
+        l: &Live,
+        live: &[Live],
+        round: u32,
+        doc: &scenario::MaterializedDoc,
+        spec: &scenario::DocumentSpec,
+        mut share: Option<f64>,
+        auto: bool,
+        applied: &mut HashMap<(bool, usize), Option<f64>>,
+    ) -> Result<Turn, RunError> {
+        let shown = self.shown(l.index, l.baseline);
+        // A server that died (before its turn or during the load), or one whose backend did,
+        // is reported and skipped from here on; the others still run.
+        let during = format!("before or during the load of {}", doc.url_path);
+        if let Some(death) = self.find_death(l, live, &during).await? {
+            return Ok(Turn::Died(death));
+        }
+        self.observer.event(&Event::LoadStarting {
+            round: round + 1,
+            rounds: self.runs,
+            server: &shown,
+            url_path: &doc.url_path,
+            load: &spec.load,
+        });
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            self.apply_share(l, share, applied)
+                .await
+                .map_err(|e| RunError::Step(format!("{shown}: {e:#}")))?;
+            let m = self.measure(l, &spec.load, &doc.url_path, true).await;
+            if let Some(death) = self.find_death(l, live, &during).await? {
+                return Ok(Turn::Died(death));
+            }
+            let Some(Measured { load, usage }) =
+                m.map_err(|e| RunError::Step(format!("{shown} {}: {e}", doc.url_path)))?
+            else {
+                return Ok(Turn::Stopped); // stopped mid-load: a partial load is not kept
+            };
+            let reading = self.reading(&load, usage.as_ref(), share);
+            let next = (auto && tries < MAX_TRIES)
+                .then(|| headroom::next_share(&reading, scenario::MIN_SERVER_SHARE))
+                .flatten();
+            let Some(next) = next else {
+                return Ok(Turn::Measured {
+                    load: Box::new(load),
+                    usage,
+                    share,
+                });
+            };
+            self.observer.event(&Event::Headroom {
+                server: &shown,
+                url_path: &doc.url_path,
+                share,
+                generator: reading.generator,
+                next,
+            });
+            share = Some(next);
+        }
+    }
+
+    /// Records a measured load on its side and saves the record.
+    #[allow(clippy::too_many_arguments)]
+    fn keep_load(
+        &self,
+        record: &mut RunRecord,
+        results: &mut Results,
+        round: u32,
+        server: &scenario::ServerSpec,
+        doc: &scenario::MaterializedDoc,
+        spec: &scenario::DocumentSpec,
+        load: LoadReport,
+        usage: Option<Usage>,
+        share: Option<f64>,
+        baseline: bool,
+    ) {
+        let client_bound = report::record::is_client_bound(&load);
+        let rec = LoadRecord {
+            server: server.name.clone(),
+            document: spec.name.clone(),
+            url_path: doc.url_path.clone(),
+            round,
+            load,
+            server_usage: usage,
+            client_bound,
+            server_share: share,
+        };
+        let loads = match (baseline, record.against.as_mut()) {
+            (true, Some(a)) => &mut a.loads,
+            _ => &mut record.loads,
+        };
+        loads.push(rec);
+        self.observer.event(&Event::LoadDone {
+            round: round + 1,
+            rounds: self.runs,
+            record: loads.last().expect("just pushed"),
+            baseline,
+        });
+        results.save(record, self.observer);
     }
 
     /// Gives `l`'s container the CPU share `share` (`None`: its whole cpuset) unless it has it.
@@ -772,15 +1016,16 @@ impl Ctx<'_> {
         &self,
         l: &Live,
         share: Option<f64>,
-        applied: &mut HashMap<usize, Option<f64>>,
+        applied: &mut HashMap<(bool, usize), Option<f64>>,
     ) -> Result<(), OrchestratorError> {
+        let key = (l.baseline, l.index);
         let current = applied
-            .get(&l.index)
+            .get(&key)
             .copied()
             .unwrap_or(self.plan.cpus.server_share);
         if share != current {
             self.orch(l.index).set_cpu_share(&l.guard, share).await?;
-            applied.insert(l.index, share);
+            applied.insert(key, share);
         }
         Ok(())
     }
@@ -833,31 +1078,40 @@ impl Ctx<'_> {
         Ok(None)
     }
 
+    /// Marks the servers of `deaths` unavailable, on the baseline side of an A/B run when
+    /// `baseline`.
     fn report_deaths(
         &self,
         record: &mut RunRecord,
         results: &mut Results,
         deaths: Vec<(usize, String)>,
+        baseline: bool,
     ) {
         for (i, reason) in deaths {
             let name = &self.plan.servers[i].name;
             self.observer.event(&Event::Unavailable {
-                server: name,
+                server: &self.shown(i, baseline),
                 reason: &reason,
             });
-            if let Some(s) = record.servers.iter_mut().find(|s| &s.name == name) {
+            let servers = match (baseline, record.against.as_mut()) {
+                (true, Some(a)) => &mut a.servers,
+                _ => &mut record.servers,
+            };
+            if let Some(s) = servers.iter_mut().find(|s| &s.name == name) {
                 s.status = ServerStatus::Unavailable { reason };
             }
         }
         results.save(record, self.observer);
     }
 
-    /// Builds, starts, waits for and verifies one server.
+    /// Builds (or, on an A/B run's baseline side, finds `baseline`'s image), starts, waits for
+    /// and verifies one server.
     async fn bring_up(
         &self,
         i: usize,
         expected: &[ExpectedDoc],
         live: &[Live],
+        baseline: Option<&BaselineImage>,
     ) -> Result<Started, NotStarted> {
         let spec = &self.plan.servers[i];
         let kind = spec.kind.as_str();
@@ -872,7 +1126,20 @@ impl Ctx<'_> {
                 });
             }
         }
-        let built = match &spec.image {
+        let shown = self.shown(i, baseline.is_some());
+        // Files kept beside the record and container names: no spaces or brackets.
+        let file_name = if baseline.is_some() {
+            format!("{}-baseline", spec.name)
+        } else {
+            spec.name.clone()
+        };
+        let image = match baseline {
+            Some(b) => ImageSource::Prebuilt {
+                image: b.reference.clone(),
+            },
+            None => spec.image.clone(),
+        };
+        let built = match &image {
             ImageSource::Build { context } => {
                 self.observer.event(&Event::Building {
                     server: &spec.name,
@@ -904,7 +1171,7 @@ impl Ctx<'_> {
                 })?,
         };
         self.observer.event(&Event::Built {
-            server: &spec.name,
+            server: &shown,
             tag: &built.tag,
             built: built.built,
             seconds: built.seconds,
@@ -946,13 +1213,14 @@ impl Ctx<'_> {
             env.push((var, text));
         }
         // On another machine's engine a port free here is only likely to be free there too;
-        // a server that cannot bind it exits and its log says so.
-        let port = match spec.port {
+        // a server that cannot bind it exits and its log says so. The baseline side of an A/B
+        // run runs beside the candidate's: never on the scenario's fixed port.
+        let port = match spec.port.filter(|_| baseline.is_none()) {
             Some(p) => p,
             None => free_port().map_err(|e| unavailable(format!("no free port: {e}")))?,
         };
         let cspec = ContainerSpec {
-            name: spec.name.clone(),
+            name: file_name.clone(),
             image: built.tag.clone(),
             env,
             port,
@@ -972,23 +1240,23 @@ impl Ctx<'_> {
         let guard = orch
             .start(&cspec)
             .await
-            .map_err(|e| unavailable(self.explain(&spec.name, "could not start", &e)))?;
+            .map_err(|e| unavailable(self.explain(&file_name, "could not start", &e)))?;
         let first = expected.first().map(|d| d.url_path.as_str()).unwrap_or("/");
         let ready = orch
             .wait_ready_over(&guard, &self.scheme, port, first, self.opts.ready_deadline)
             .await
-            .map_err(|e| unavailable(self.explain(&spec.name, "never became ready", &e)))?;
+            .map_err(|e| unavailable(self.explain(&file_name, "never became ready", &e)))?;
         let verified = orch
             .verify_over(&self.scheme, guard.socket_addr(), expected)
             .await
-            .map_err(|e| unavailable(self.explain(&spec.name, "verification failed", &e)))?;
+            .map_err(|e| unavailable(self.explain(&file_name, "verification failed", &e)))?;
         let total = guard.started_at().elapsed();
         let version = match manifest.map_or(VersionHeader::Server, |m| m.version_header) {
             VersionHeader::Via => verified.via.clone().or(verified.server_header.clone()),
             VersionHeader::Server => verified.server_header.clone(),
         };
         self.observer.event(&Event::Ready {
-            server: &spec.name,
+            server: &shown,
             answering_s: ready.as_secs_f64(),
             verified_s: total.as_secs_f64(),
             version: version.as_deref(),
@@ -1169,9 +1437,8 @@ fn confinement(m: &Manifest) -> Confinement {
     }
 }
 
-fn available(record: &RunRecord, name: &str) -> bool {
-    record
-        .servers
+fn available(servers: &[ServerRecord], name: &str) -> bool {
+    servers
         .iter()
         .any(|s| s.name == name && matches!(s.status, ServerStatus::Available { .. }))
 }

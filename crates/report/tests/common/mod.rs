@@ -204,7 +204,44 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
         servers,
         loads,
         capacity: Vec::new(),
+        against: None,
     }
+}
+
+/// Scales a load's elapsed time by `factor`, keeping its requests/s consistent with it.
+pub fn stretch(l: &mut LoadRecord, factor: f64) {
+    l.load.elapsed_s *= factor;
+    l.load.requests_per_second = l.load.complete as f64 / l.load.elapsed_s;
+    if let Some(u) = l.server_usage.as_mut() {
+        u.cpu_s *= factor;
+    }
+}
+
+/// An A/B run: the candidate's loads are `candidate`'s, the baseline side's those of the
+/// fixture unslowed, each baseline load stretched by a round's `noise` (a few tenths of a
+/// percent up to a few percent) so the paired ratios vary from round to round.
+pub fn ab_record(rounds: u32, slow: Option<Slowdown>, noise: &[f64]) -> RunRecord {
+    let mut candidate = fixture(rounds, slow);
+    let mut base = fixture(rounds, None);
+    for l in base.loads.iter_mut() {
+        let n = noise[(l.round as usize + l.server.len()) % noise.len()];
+        stretch(l, n);
+    }
+    candidate.against = Some(AgainstRecord {
+        baseline_run_id: base.run_id.clone(),
+        baseline_path: "results/baseline/hello.json".into(),
+        threshold: 0.05,
+        alpha: report::paired::ALPHA,
+        min_rounds: report::paired::MIN_ROUNDS,
+        max_rounds: report::paired::DEFAULT_MAX_ROUNDS,
+        gates: 4,
+        budget_s: 1200.0,
+        slowed: Vec::new(),
+        servers: base.servers.clone(),
+        loads: base.loads,
+        stop: Some(AbStop::Decided),
+    });
+    candidate
 }
 
 /// One step of a capacity search, as the runner records it: `latency_us` for the p99,

@@ -31,12 +31,12 @@ impl Ctx<'_> {
                 continue;
             }
             'documents: for (doc, dspec) in docs.iter().zip(&self.plan.documents) {
-                if self.opts.cancel.is_cancelled() || !available(record, &server.name) {
+                if self.opts.cancel.is_cancelled() || !available(&record.servers, &server.name) {
                     break;
                 }
                 let during = format!("during the capacity search on {}", doc.url_path);
                 if let Some(death) = self.find_death(l, live, &during).await? {
-                    self.report_deaths(record, results, death);
+                    self.report_deaths(record, results, death, false);
                     break;
                 }
                 let (start, start_from) = start_rate(spec, record, &server.name, &dspec.name);
@@ -56,7 +56,7 @@ impl Ctx<'_> {
                     let began = Instant::now();
                     let m = self.measure(l, &load, &doc.url_path, false).await;
                     if let Some(death) = self.find_death(l, live, &during).await? {
-                        self.report_deaths(record, results, death);
+                        self.report_deaths(record, results, death, false);
                         break 'documents;
                     }
                     let Some(Measured { load: report, .. }) = m.map_err(|e| {

@@ -115,9 +115,14 @@ impl Observer for Recorder {
             Event::LoadStarting {
                 server, url_path, ..
             } => format!("load {server} {url_path}"),
-            Event::LoadDone { record, .. } => {
-                format!("done {} {}", record.server, record.url_path)
-            }
+            Event::LoadDone {
+                record, baseline, ..
+            } => format!(
+                "done {}{} {}",
+                record.server,
+                if *baseline { " [baseline]" } else { "" },
+                record.url_path
+            ),
             Event::Headroom {
                 server,
                 url_path,
@@ -131,6 +136,9 @@ impl Observer for Recorder {
             Event::CapacityDone { record } => {
                 format!("capacity done {} {}", record.server, record.url_path)
             }
+            Event::AbLook {
+                round, undecided, ..
+            } => format!("ab look {round} {undecided}"),
             Event::RecordNotWritten { error, .. } => format!("not written: {error}"),
         };
         self.lines.lock().unwrap().push(line);

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Checks the A/B regression run on this machine: that it never cries wolf, and that it
+catches a real slowdown.
+
+1. Measures the scenario once (`benchctl run SCENARIO --runs 1`): the baseline record, which
+   names the images to measure again.
+2. A/A: `--aa N` runs of `benchctl run SCENARIO --against BASELINE`, the same images on both
+   sides. Expected: no run reports a regression (exit 1).
+3. A/B: `--ab N` runs of the same with `--slow-candidate SERVER=FACTOR` (default apache=0.9:
+   the candidate's apache gets 0.9 of the baseline side's CPU, about 10% slower where apache
+   is CPU-bound). Expected: caught (exit 1, that server's gated metric worse) in at least 9 of
+   10 runs, each within its budget.
+
+Each run's verdict is read back with `benchctl compare RECORD -f json`. A Markdown summary
+(counts, and per run: rounds, why it stopped, each gated metric's ratio, interval, MDE and
+verdict) goes to bench/results/ab-check-latest.md and to standard output; the records stay in
+the output folder (default: a new folder under $TMPDIR).
+
+Usage:  python3 bench/ab_check.py [--aa 20] [--ab 10] [--scenario scenarios/quick.toml]
+            [--slow apache=0.9] [--max-rounds 20] [--budget 10m] [--threshold 5%] [--out DIR]
+        (build first: cargo build --release -p benchctl)
+
+Too long for CI: a run of quick.toml takes one to a few minutes (8 loads per round). Every
+request goes to the servers' containers on 127.0.0.1; every run is bounded by its rounds and
+budget. Python 3 standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_BENCHCTL = REPO / "target" / "release" / "benchctl"
+RESULTS = REPO / "bench" / "results"
+
+
+def run(cmd: list[str], log) -> int:
+    """Runs a command with its output to `log`; returns its exit status."""
+    print("$ " + " ".join(cmd), file=log, flush=True)
+    return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO).returncode
+
+
+def verdict(benchctl: str, record: Path) -> tuple[int, dict]:
+    """`benchctl compare RECORD -f json`: its exit status and the paired comparison."""
+    p = subprocess.run(
+        [benchctl, "compare", str(record), "-f", "json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        return p.returncode, json.loads(p.stdout)
+    except json.JSONDecodeError:
+        return p.returncode, {"error": (p.stderr or p.stdout).strip()}
+
+
+def gated_cells(cmp: dict) -> str:
+    """Each gated metric as `server/doc metric xRATIO [LOW-HIGH] MDE ±M% verdict`."""
+    cells = []
+    for g in cmp.get("groups", []):
+        for m in g["metrics"]:
+            if not m["gated"]:
+                continue
+            e = m.get("estimate")
+            if e:
+                cells.append(
+                    f"{g['server']}/{g['document']} {m['metric']} x{e['ratio']:.3f} "
+                    f"[{e['low']:.3f}-{e['high']:.3f}] MDE ±{e['mde'] * 100:.1f}% {m['verdict']}"
+                )
+            else:
+                cells.append(f"{g['server']}/{g['document']} {m['metric']} {m['verdict']}")
+    return "; ".join(cells)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--aa", type=int, default=20, help="A/A runs (default 20)")
+    ap.add_argument("--ab", type=int, default=10, help="A/B runs with a slowed server (default 10)")
+    ap.add_argument("--scenario", default="scenarios/quick.toml")
+    ap.add_argument("--slow", default="apache=0.9", help="SERVER=FACTOR for the A/B runs")
+    ap.add_argument("--max-rounds", default="20")
+    ap.add_argument("--budget", default="10m")
+    ap.add_argument("--threshold", default="5%")
+    ap.add_argument("--benchctl", default=str(DEFAULT_BENCHCTL))
+    ap.add_argument("--out", help="folder for the records (default: a new one in $TMPDIR)")
+    a = ap.parse_args()
+    if a.aa < 0 or a.ab < 0 or a.aa + a.ab == 0:
+        ap.error("--aa and --ab must be >= 0, and not both 0")
+    slowed = a.slow.split("=", 1)[0]
+    if not Path(a.benchctl).is_file():
+        ap.error(f"{a.benchctl} not found: cargo build --release -p benchctl")
+    out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="benchctl-ab-check-"))
+    out.mkdir(parents=True, exist_ok=True)
+    log_path = out / "ab-check.log"
+    log = open(log_path, "a", encoding="utf-8")
+    print(f"records and log in {out}", file=sys.stderr)
+
+    baseline = out / "baseline.json"
+    if not baseline.exists():
+        rc = run([a.benchctl, "run", a.scenario, "--runs", "1", "-o", str(baseline)], log)
+        if rc != 0:
+            print(f"the baseline run failed (exit {rc}); see {log_path}", file=sys.stderr)
+            return 2
+
+    rows = []
+    for kind, n in (("A/A", a.aa), ("A/B", a.ab)):
+        for i in range(1, n + 1):
+            record = out / f"{'aa' if kind == 'A/A' else 'ab'}-{i:02d}.json"
+            cmd = [
+                a.benchctl, "run", a.scenario, "--against", str(baseline),
+                "--runs", a.max_rounds, "--budget", a.budget, "--threshold", a.threshold,
+                "-o", str(record),
+            ]
+            if kind == "A/B":
+                cmd += ["--slow-candidate", a.slow]
+            started = time.monotonic()
+            rc = run(cmd, log)
+            seconds = time.monotonic() - started
+            crc, cmp = verdict(a.benchctl, record) if record.exists() else (None, {})
+            regressed = [
+                f"{g['server']}/{g['document']}"
+                for g in cmp.get("groups", [])
+                for m in g["metrics"]
+                if m["gated"] and m["verdict"] == "worse"
+            ]
+            caught = any(r.startswith(slowed + "/") for r in regressed)
+            row = {
+                "kind": kind,
+                "run": i,
+                "exit": rc,
+                "compare_exit": crc,
+                "seconds": round(seconds),
+                "rounds": cmp.get("rounds"),
+                "stop": cmp.get("stop"),
+                "regressed": regressed,
+                "caught": caught,
+                "gated": gated_cells(cmp),
+                "error": cmp.get("error"),
+            }
+            rows.append(row)
+            print(
+                f"{kind} {i}/{n}: exit {rc}, {row['rounds']} rounds ({row['stop']}), "
+                f"{seconds:.0f} s, regressions: {', '.join(regressed) or 'none'}",
+                file=sys.stderr,
+            )
+
+    aa = [r for r in rows if r["kind"] == "A/A"]
+    ab = [r for r in rows if r["kind"] == "A/B"]
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
+    ).stdout.strip()
+    lines = [
+        f"# A/B regression check, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        "",
+        f"Commit `{commit}`, scenario `{a.scenario}`, threshold {a.threshold}, at most "
+        f"{a.max_rounds} rounds and {a.budget} per run; A/B runs slowed `{a.slow}`.",
+        "",
+        f"- A/A (same images both sides): {sum(1 for r in aa if r['regressed'])} of {len(aa)} "
+        "runs reported a regression.",
+        f"- A/B ({a.slow}): caught in {sum(1 for r in ab if r['caught'])} of {len(ab)} runs.",
+        "",
+        "| run | exit | rounds | stopped | time s | gated metrics |",
+        "|---|--:|--:|---|--:|---|",
+    ]
+    for r in rows:
+        what = r["gated"] or (r["error"] or "-")
+        lines.append(
+            f"| {r['kind']} {r['run']} | {r['exit']} | {r['rounds']} | {r['stop']} | "
+            f"{r['seconds']} | {what} |"
+        )
+    text = "\n".join(lines) + "\n"
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "ab-check-latest.md").write_text(text, encoding="utf-8")
+    (out / "ab-check.md").write_text(text, encoding="utf-8")
+    print(text)
+    bad = any(r["regressed"] for r in aa) or any(not r["caught"] for r in ab)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,655 @@
+//! A/B in one sitting: the candidate and the baseline measured side by side, and judged by the
+//! ratios of their paired rounds.
+//!
+//! Comparing the repetitions of one sitting with those of another (what [`crate::compare`]
+//! does with two stored records) leaves out the variance between sittings: other tenants of
+//! the machine, its thermal state, a kernel update. An A/B run ([`crate::AgainstRecord`])
+//! measures both sides in one invocation, each server and document once per side per round,
+//! back to back, in ABBA order (baseline first in even rounds, candidate first in odd ones),
+//! so that both see the same machine and a drift within a round falls on both sides alike.
+//!
+//! **Method.** For each server, document and metric, round `i` gives the ratio
+//! `r_i = candidate_i / baseline_i`. The estimate is the geometric mean ratio, `exp(mean(ln
+//! r_i))`, and its interval is Student's t-interval on the mean of the log ratios (the paired
+//! t-test's interval, Student 1908), mapped back with `exp`:
+//! `exp(mean ± t(1 − α'/2, n − 1) · s / √n)`. Log ratios because a slowdown is a factor (a
+//! server 10% slower is 10% slower at 2,000 or at 20,000 requests/s) and their spread is
+//! closer to symmetric than the ratios'.
+//!
+//! **Several looks, several metrics.** The run looks after every round from the
+//! `min_rounds`-th to the `max_rounds`-th (`L = max − min + 1` looks) and judges `k` gated
+//! metrics (one per server and document). Each interval is made at level `α' = α / (L · k)`:
+//! a Bonferroni correction over every look and metric, i.e. uniform alpha spending. By the
+//! union bound, the chance that any interval at any look misses its true ratio is at most α
+//! (5%), however the looks and metrics depend on each other, so stopping as soon as the
+//! intervals allow does not inflate the false-alarm rate. It is conservative: the looks are
+//! strongly correlated, so the real rate is lower, and the intervals are wider than a
+//! group-sequential design (Pocock, O'Brien–Fleming) would make them.
+//!
+//! **Minimum detectable effect.** With the spread `s` of the log ratios seen over `n` rounds,
+//! the smallest change the test would find with power 0.8 at level α' is
+//! `exp((t(1 − α'/2, n − 1) + t(0.8, n − 1)) · s / √n) − 1`: the usual normal-theory sample
+//! size relation with t quantiles in place of z (an approximation of the noncentral t power,
+//! slightly optimistic at very few rounds).
+//!
+//! **Verdicts**, with the threshold δ (5% by default) and the interval [lo, hi] of a ratio:
+//! - **worse** / **better** beyond the threshold: the interval excludes 1 (the change is
+//!   significant at α') and the estimate lies beyond 1 ± δ in that direction;
+//! - **within** the threshold: the whole interval lies inside [1 − δ, 1 + δ] (an equivalence
+//!   test, two one-sided tests at α'/2 each);
+//! - **not judged** otherwise: the interval is too wide for either, and the MDE says how wide.
+//!   Never "same" for a metric too noisy to tell.
+//!
+//! Only the gated metric of each server and document can fail a run: requests/s, or the
+//! servers' CPU per request when the load generator was the bottleneck in any round of
+//! either side (its requests/s, and the latencies it saw, were then mostly the generator's).
+//! Both sides run at the same CPU share, so requests/s at that share is the A/B form of the
+//! head-to-head's requests/s per server core; unlike requests/s per core it also catches a
+//! server that got slower without using more CPU. The other metrics are reported with the
+//! same intervals and verdicts, but not gated.
+
+use crate::record::{AbStop, LoadRecord, RunRecord, ServerStatus, Slowed};
+use crate::stats::{self, Metric};
+use serde::Serialize;
+
+/// The chance, over every look and every gated metric of one A/B run together, that an
+/// interval misses the true ratio.
+pub const ALPHA: f64 = 0.05;
+/// The power the minimum detectable effect is stated at.
+pub const POWER: f64 = 0.8;
+/// Rounds (AB pairs) before the first look: fewer leave a t-interval too wide to decide
+/// anything and cost a share of alpha for nothing.
+pub const MIN_ROUNDS: u32 = 4;
+/// The most rounds an A/B run takes unless told otherwise.
+pub const DEFAULT_MAX_ROUNDS: u32 = 20;
+
+/// The metrics a paired comparison reports, in order; the gated one is picked per server and
+/// document by [`gate_for`].
+pub const METRICS: [Metric; 4] = [
+    Metric::RequestsPerSecond,
+    Metric::ServerCpuSPer10k,
+    Metric::MeanLatencyMs,
+    Metric::P99LatencyMs,
+];
+
+/// A short name of the method, for reports.
+pub const METHOD: &str = "paired per-round ratios (ABBA order), Student's t-interval on the mean log ratio, Bonferroni over looks and gated metrics";
+
+/// Student's t-interval on the mean of `values` at two-sided level `alpha`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TInterval {
+    pub n: usize,
+    pub mean: f64,
+    /// Sample standard deviation (n − 1).
+    pub sd: f64,
+    /// Standard error of the mean, sd / √n.
+    pub se: f64,
+    /// The multiplier t(1 − alpha/2, n − 1).
+    pub t: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// The t-interval on the mean of `values`; `None` with fewer than two values or any that is not
+/// finite.
+pub fn t_interval(values: &[f64], alpha: f64) -> Option<TInterval> {
+    let n = values.len();
+    if n < 2 || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let sd = stats::sample_sd(values, mean);
+    let se = sd / (n as f64).sqrt();
+    let t = stats::t_critical(alpha, (n - 1) as f64);
+    Some(TInterval {
+        n,
+        mean,
+        sd,
+        se,
+        t,
+        low: mean - t * se,
+        high: mean + t * se,
+    })
+}
+
+/// The smallest true mean a two-sided t-test at `alpha` finds with probability `power`, given
+/// the spread `sd` of `n` values: `(t(1 − alpha/2, n − 1) + t(power, n − 1)) · sd / √n`.
+/// `None` for fewer than two values.
+pub fn minimum_detectable(sd: f64, n: usize, alpha: f64, power: f64) -> Option<f64> {
+    if n < 2 {
+        return None;
+    }
+    let df = (n - 1) as f64;
+    // t(power) is the t whose two-sided tail is 2 (1 − power).
+    let t_power = stats::t_critical(2.0 * (1.0 - power), df);
+    Some((stats::t_critical(alpha, df) + t_power) * sd / (n as f64).sqrt())
+}
+
+/// The paired ratio candidate / baseline of one metric over its rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RatioEstimate {
+    /// Paired rounds.
+    pub n: usize,
+    /// Geometric mean ratio.
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Minimum detectable effect, relative (0.03: a 3% change), at the interval's level and
+    /// [`POWER`].
+    pub mde: f64,
+    /// Standard deviation of the log ratios: the round-to-round noise of the comparison.
+    pub sd_log: f64,
+}
+
+/// The paired ratio of `(baseline, candidate)` pairs at two-sided level `alpha`; `None` with
+/// fewer than two pairs, or when a value is not positive (a ratio of counts that can be 0, such
+/// as failures, is not a ratio).
+pub fn ratio_estimate(pairs: &[(f64, f64)], alpha: f64) -> Option<RatioEstimate> {
+    if pairs
+        .iter()
+        .any(|&(b, c)| !(b > 0.0 && c > 0.0 && b.is_finite() && c.is_finite()))
+    {
+        return None;
+    }
+    let logs: Vec<f64> = pairs.iter().map(|&(b, c)| (c / b).ln()).collect();
+    let ci = t_interval(&logs, alpha)?;
+    let mde = minimum_detectable(ci.sd, ci.n, alpha, POWER)?;
+    Some(RatioEstimate {
+        n: ci.n,
+        ratio: ci.mean.exp(),
+        low: ci.low.exp(),
+        high: ci.high.exp(),
+        mde: mde.exp() - 1.0,
+        sd_log: ci.sd,
+    })
+}
+
+/// What a paired comparison says of one metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PairedVerdict {
+    /// Significantly better, by more than the threshold.
+    Better,
+    /// Significantly worse, by more than the threshold: a regression when the metric is gated.
+    Worse,
+    /// The whole interval lies within the threshold: no change that matters.
+    Within,
+    /// The interval is too wide to say either.
+    NotJudged,
+}
+
+impl PairedVerdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            PairedVerdict::Better => "better",
+            PairedVerdict::Worse => "WORSE",
+            PairedVerdict::Within => "within",
+            PairedVerdict::NotJudged => "not judged",
+        }
+    }
+}
+
+/// The verdict on one ratio (see the module documentation), with a note when it is not judged.
+pub fn decide(
+    est: &RatioEstimate,
+    threshold: f64,
+    higher_is_better: bool,
+) -> (PairedVerdict, Option<String>) {
+    let (worse_if_lower, better_if_lower) = if higher_is_better {
+        (PairedVerdict::Worse, PairedVerdict::Better)
+    } else {
+        (PairedVerdict::Better, PairedVerdict::Worse)
+    };
+    if est.high < 1.0 && est.ratio < 1.0 - threshold {
+        return (worse_if_lower, None);
+    }
+    if est.low > 1.0 && est.ratio > 1.0 + threshold {
+        return (better_if_lower, None);
+    }
+    if est.low >= 1.0 - threshold && est.high <= 1.0 + threshold {
+        return (PairedVerdict::Within, None);
+    }
+    let pct = |v: f64| format!("{:.1}%", v * 100.0);
+    let note = if est.mde > threshold {
+        format!(
+            "too noisy for ±{}: the smallest change these rounds could show was ±{}",
+            pct(threshold),
+            pct(est.mde)
+        )
+    } else if est.high < 1.0 || est.low > 1.0 {
+        format!(
+            "a real change of {:+.1}%, but not shown to be beyond or within ±{}",
+            (est.ratio - 1.0) * 100.0,
+            pct(threshold)
+        )
+    } else {
+        format!(
+            "the interval reaches past ±{}: more rounds would tell",
+            pct(threshold)
+        )
+    };
+    (PairedVerdict::NotJudged, Some(note))
+}
+
+/// The metric a server and document's verdict rests on, from the loads of both sides: the
+/// servers' CPU per request when the generator was the bottleneck in any of them (`None` when
+/// Docker gave no CPU figure for every one), else requests/s.
+pub fn gate_for(loads: &[&LoadRecord]) -> Option<Metric> {
+    if loads.iter().any(|l| l.client_bound) {
+        loads
+            .iter()
+            .all(|l| Metric::ServerCpuSPer10k.value(l).is_some())
+            .then_some(Metric::ServerCpuSPer10k)
+    } else {
+        Some(Metric::RequestsPerSecond)
+    }
+}
+
+/// One metric of one server and document, both sides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairedMetric {
+    pub metric: Metric,
+    /// The metric can fail the run.
+    pub gated: bool,
+    /// `None` with fewer than two paired rounds that measured it.
+    pub estimate: Option<RatioEstimate>,
+    pub verdict: PairedVerdict,
+    pub note: Option<String>,
+}
+
+/// Every reported metric of one server serving one document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairedGroup {
+    pub server: String,
+    pub document: String,
+    /// Rounds measured on both sides.
+    pub rounds: usize,
+    /// The generator was the bottleneck in some round of either side.
+    pub client_bound: bool,
+    /// The gated metric; `None` when there was nothing to gate on.
+    pub gate: Option<Metric>,
+    /// Failed requests over the paired rounds: baseline side, candidate side.
+    pub failures: (u64, u64),
+    pub metrics: Vec<PairedMetric>,
+}
+
+impl PairedGroup {
+    /// The gated metric's comparison.
+    pub fn gated(&self) -> Option<&PairedMetric> {
+        self.metrics.iter().find(|m| m.gated)
+    }
+}
+
+/// The paired comparison of an A/B run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairedComparison {
+    pub method: &'static str,
+    pub baseline_run_id: String,
+    pub baseline_path: String,
+    pub candidate_run_id: String,
+    pub threshold: f64,
+    /// Family-wise.
+    pub alpha: f64,
+    /// Each interval's level: alpha / (looks · gates).
+    pub interval_alpha: f64,
+    pub looks: u32,
+    pub gates: u32,
+    pub min_rounds: u32,
+    pub max_rounds: u32,
+    pub budget_s: f64,
+    /// The most paired rounds of any server and document.
+    pub rounds: usize,
+    pub stop: Option<AbStop>,
+    pub slowed: Vec<Slowed>,
+    pub groups: Vec<PairedGroup>,
+    /// Servers the baseline side measured and the candidate side could not: they fail the run.
+    pub missing_in_candidate: Vec<String>,
+}
+
+impl PairedComparison {
+    /// Every gated metric judged worse beyond the threshold, with its group.
+    pub fn regressions(&self) -> impl Iterator<Item = (&PairedGroup, &PairedMetric)> {
+        self.groups.iter().flat_map(|g| {
+            g.metrics
+                .iter()
+                .filter(|m| m.gated && m.verdict == PairedVerdict::Worse)
+                .map(move |m| (g, m))
+        })
+    }
+
+    /// A gated metric worse beyond the threshold, or a server only the baseline had.
+    pub fn has_regression(&self) -> bool {
+        self.regressions().next().is_some() || !self.missing_in_candidate.is_empty()
+    }
+
+    /// Gated metrics not (yet) judged.
+    pub fn undecided(&self) -> usize {
+        self.groups
+            .iter()
+            .filter_map(PairedGroup::gated)
+            .filter(|m| m.verdict == PairedVerdict::NotJudged)
+            .count()
+    }
+
+    /// Every gated metric is judged: more rounds would change no verdict's kind.
+    pub fn settled(&self) -> bool {
+        !self.groups.is_empty() && self.undecided() == 0
+    }
+}
+
+/// The interval level of each look and gated metric: `alpha / (looks · gates)`.
+pub fn interval_alpha(alpha: f64, min_rounds: u32, max_rounds: u32, gates: u32) -> f64 {
+    alpha / (looks(min_rounds, max_rounds) as f64 * f64::from(gates.max(1)))
+}
+
+/// How many times the sequential rule looks: after each round from `min_rounds` to
+/// `max_rounds`.
+pub fn looks(min_rounds: u32, max_rounds: u32) -> u32 {
+    max_rounds.saturating_sub(min_rounds.min(max_rounds)) + 1
+}
+
+/// The paired comparison of an A/B run's record; `None` for an ordinary run.
+pub fn compare_record(record: &RunRecord) -> Option<PairedComparison> {
+    let ab = record.against.as_ref()?;
+    let alpha_i = interval_alpha(ab.alpha, ab.min_rounds, ab.max_rounds, ab.gates);
+    let mut documents = stats::documents(record);
+    for l in &ab.loads {
+        if !documents.contains(&l.document) {
+            documents.push(l.document.clone());
+        }
+    }
+    let servers = stats::servers(record);
+    let mut groups = Vec::new();
+    for doc in &documents {
+        for server in &servers {
+            let ours = |l: &&LoadRecord| &l.server == server && &l.document == doc;
+            let cand: Vec<&LoadRecord> = record.loads.iter().filter(ours).collect();
+            let pairs: Vec<(&LoadRecord, &LoadRecord)> = ab
+                .loads
+                .iter()
+                .filter(ours)
+                .filter_map(|b| cand.iter().find(|c| c.round == b.round).map(|c| (b, *c)))
+                .collect();
+            if pairs.is_empty() {
+                continue;
+            }
+            groups.push(group(server, doc, &pairs, ab.threshold, alpha_i));
+        }
+    }
+    let available = |servers: &[crate::record::ServerRecord], name: &str| {
+        servers
+            .iter()
+            .any(|s| s.name == name && matches!(s.status, ServerStatus::Available { .. }))
+    };
+    let missing_in_candidate = ab
+        .servers
+        .iter()
+        .filter(|s| available(&ab.servers, &s.name) && !available(&record.servers, &s.name))
+        .map(|s| s.name.clone())
+        .collect();
+    Some(PairedComparison {
+        method: METHOD,
+        baseline_run_id: ab.baseline_run_id.clone(),
+        baseline_path: ab.baseline_path.clone(),
+        candidate_run_id: record.run_id.clone(),
+        threshold: ab.threshold,
+        alpha: ab.alpha,
+        interval_alpha: alpha_i,
+        looks: looks(ab.min_rounds, ab.max_rounds),
+        gates: ab.gates,
+        min_rounds: ab.min_rounds,
+        max_rounds: ab.max_rounds,
+        budget_s: ab.budget_s,
+        rounds: groups.iter().map(|g| g.rounds).max().unwrap_or(0),
+        stop: ab.stop,
+        slowed: ab.slowed.clone(),
+        groups,
+        missing_in_candidate,
+    })
+}
+
+/// One server and document: `pairs` are (baseline, candidate) loads of the same round.
+fn group(
+    server: &str,
+    document: &str,
+    pairs: &[(&LoadRecord, &LoadRecord)],
+    threshold: f64,
+    alpha: f64,
+) -> PairedGroup {
+    let all: Vec<&LoadRecord> = pairs.iter().flat_map(|&(b, c)| [b, c]).collect();
+    let client_bound = all.iter().any(|l| l.client_bound);
+    let gate = gate_for(&all);
+    let metrics = METRICS
+        .iter()
+        .map(|&metric| {
+            let values: Vec<(f64, f64)> = pairs
+                .iter()
+                .filter_map(|&(b, c)| Some((metric.value(b)?, metric.value(c)?)))
+                .collect();
+            let gated = gate == Some(metric);
+            let estimate = ratio_estimate(&values, alpha);
+            let (verdict, mut note) = match &estimate {
+                Some(e) => decide(e, threshold, metric.higher_is_better()),
+                None => (
+                    PairedVerdict::NotJudged,
+                    Some(if values.len() < 2 {
+                        "fewer than 2 paired rounds measured it".to_string()
+                    } else {
+                        "a round measured 0: no ratio".to_string()
+                    }),
+                ),
+            };
+            let latency = matches!(metric, Metric::MeanLatencyMs | Metric::P99LatencyMs);
+            if client_bound && latency {
+                let why = "client-bound: mostly the generator's own delay, not gated";
+                note = Some(match note {
+                    Some(n) => format!("{why}; {n}"),
+                    None => why.to_string(),
+                });
+            }
+            PairedMetric {
+                metric,
+                gated,
+                estimate,
+                verdict,
+                note,
+            }
+        })
+        .collect();
+    PairedGroup {
+        server: server.to_string(),
+        document: document.to_string(),
+        rounds: pairs.len(),
+        client_bound,
+        gate,
+        failures: pairs.iter().fold((0, 0), |(fb, fc), &(b, c)| {
+            (fb + b.load.failed, fc + c.load.failed)
+        }),
+        metrics,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    /// Student's sleep data (Cushny and Peebles 1905, as analysed by "Student" in 1908; R's
+    /// `sleep` data set): extra hours of sleep of ten patients under two drugs.
+    const SLEEP_DRUG_1: [f64; 10] = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0];
+    const SLEEP_DRUG_2: [f64; 10] = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4];
+
+    fn sleep_differences() -> Vec<f64> {
+        SLEEP_DRUG_1
+            .iter()
+            .zip(SLEEP_DRUG_2)
+            .map(|(a, b)| b - a)
+            .collect()
+    }
+
+    #[test]
+    fn paired_interval_matches_r_on_students_sleep_data() {
+        // R: t.test(extra ~ group, data = sleep, paired = TRUE) prints t = -4.0621, df = 9,
+        // p-value = 0.002833, 95 percent confidence interval -2.4598858 -0.7001142, mean
+        // difference -1.58 (group 1 minus group 2; here drug 2 minus drug 1).
+        let ci = t_interval(&sleep_differences(), 0.05).unwrap();
+        assert_eq!(ci.n, 10);
+        assert!(close(ci.mean, 1.58, 1e-12));
+        assert!(
+            close(ci.mean / ci.se, 4.0621, 5e-5),
+            "t = {}",
+            ci.mean / ci.se
+        );
+        assert!(close(ci.low, 0.7001142, 1e-6), "low {}", ci.low);
+        assert!(close(ci.high, 2.4598858, 1e-6), "high {}", ci.high);
+        let p = stats::t_two_sided_p(ci.mean / ci.se, 9.0);
+        assert!(close(p, 0.002833, 5e-6), "p = {p}");
+    }
+
+    #[test]
+    fn ratio_interval_is_the_log_interval_mapped_back() {
+        // Candidates exp(d) times their baselines: the log ratios are the sleep differences,
+        // so the ratio interval is R's interval above, exponentiated.
+        let pairs: Vec<(f64, f64)> = sleep_differences()
+            .iter()
+            .map(|d| (250.0, 250.0 * d.exp()))
+            .collect();
+        let e = ratio_estimate(&pairs, 0.05).unwrap();
+        assert!(close(e.ratio, 1.58f64.exp(), 1e-9));
+        assert!(close(e.low, 0.7001142f64.exp(), 1e-5), "{}", e.low);
+        assert!(close(e.high, 2.4598858f64.exp(), 1e-4), "{}", e.high);
+        assert_eq!(ratio_estimate(&[(1.0, 2.0), (0.0, 1.0)], 0.05), None);
+        assert_eq!(ratio_estimate(&[(1.0, 2.0)], 0.05), None);
+    }
+
+    #[test]
+    fn t_critical_values_match_published_tables() {
+        // Two-sided critical values of Student's t (e.g. NIST/SEMATECH e-Handbook, table
+        // 1.3.6.7.2): 99% with 9 df, 99.9% with 10 df, and the 0.80 quantile with 9 df.
+        assert!(close(stats::t_critical(0.01, 9.0), 3.250, 5e-4));
+        assert!(close(stats::t_critical(0.001, 10.0), 4.587, 5e-4));
+        assert!(close(stats::t_critical(0.40, 9.0), 0.883, 5e-4));
+        assert!(close(stats::t_critical(0.05, 9.0), 2.262, 5e-4));
+    }
+
+    #[test]
+    fn minimum_detectable_effect_of_the_sleep_data() {
+        // (t(0.975, 9) + t(0.80, 9)) · s / √n with R's qt(0.975, 9) = 2.262157 and
+        // qt(0.80, 9) = 0.883404 (0.883 in printed tables) and the sleep data's
+        // s / √n = 0.3889587: 3.145561 × 0.3889587 = 1.223494.
+        let ci = t_interval(&sleep_differences(), 0.05).unwrap();
+        assert!(close(ci.se, 0.3889587, 1e-7));
+        let mde = minimum_detectable(ci.sd, ci.n, 0.05, 0.8).unwrap();
+        assert!(close(mde, 1.223494, 2e-6), "mde {mde}");
+        // With many rounds it tends to the normal theory's (1.960 + 0.8416) σ / √n.
+        let big = minimum_detectable(1.0, 100_000, 0.05, 0.8).unwrap() * (100_000f64).sqrt();
+        assert!(close(big, 2.8016, 1e-3), "{big}");
+        assert_eq!(minimum_detectable(1.0, 1, 0.05, 0.8), None);
+    }
+
+    #[test]
+    fn bonferroni_level_over_looks_and_gates() {
+        assert_eq!(looks(4, 20), 17);
+        assert_eq!(looks(4, 4), 1);
+        assert_eq!(looks(4, 2), 1);
+        assert!(close(interval_alpha(0.05, 4, 20, 2), 0.05 / 34.0, 1e-15));
+    }
+
+    fn est(ratio: f64, low: f64, high: f64, mde: f64) -> RatioEstimate {
+        RatioEstimate {
+            n: 8,
+            ratio,
+            low,
+            high,
+            mde,
+            sd_log: 0.01,
+        }
+    }
+
+    #[test]
+    fn verdicts_follow_the_interval_and_the_threshold() {
+        let d = |e: RatioEstimate, hib: bool| decide(&e, 0.05, hib).0;
+        use PairedVerdict::*;
+        // A 10% drop in requests/s, known to within a few percent.
+        assert_eq!(d(est(0.90, 0.87, 0.93, 0.02), true), Worse);
+        // The same ratio of a latency is an improvement.
+        assert_eq!(d(est(0.90, 0.87, 0.93, 0.02), false), Better);
+        assert_eq!(d(est(1.10, 1.07, 1.13, 0.02), false), Worse);
+        // Inside ±5% all the way: within.
+        assert_eq!(d(est(1.00, 0.97, 1.03, 0.02), true), Within);
+        // Significant (the interval excludes 1) but small: within if inside the band.
+        assert_eq!(d(est(0.98, 0.96, 0.995, 0.02), true), Within);
+        // A drop beyond 5% that the interval cannot separate from none: not judged.
+        let (v, note) = decide(&est(0.93, 0.80, 1.08, 0.12), 0.05, true);
+        assert_eq!(v, NotJudged);
+        assert!(note.unwrap().starts_with("too noisy for ±5.0%"));
+        // Real but straddling the threshold.
+        let (v, note) = decide(&est(0.96, 0.93, 0.99, 0.03), 0.05, true);
+        assert_eq!(v, NotJudged);
+        assert!(note.unwrap().contains("real change of -4.0%"));
+    }
+
+    /// A fixed-seed normal generator (xorshift64* and Box–Muller) for the simulations below.
+    struct Normal(u64);
+    impl Normal {
+        fn uniform(&mut self) -> f64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            let x = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
+            ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        }
+        fn sample(&mut self) -> f64 {
+            let (u, v) = (self.uniform(), self.uniform());
+            (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+        }
+    }
+
+    /// Runs the sequential rule once on simulated paired rounds whose log ratio has mean
+    /// `effect` and spread `noise`; returns the gated verdict where it stopped.
+    fn sequential(rng: &mut Normal, effect: f64, noise: f64) -> PairedVerdict {
+        let alpha = interval_alpha(ALPHA, MIN_ROUNDS, DEFAULT_MAX_ROUNDS, 1);
+        let mut pairs = Vec::new();
+        let mut verdict = PairedVerdict::NotJudged;
+        for round in 1..=DEFAULT_MAX_ROUNDS {
+            let base = 4000.0 * (1.0 + 0.2 * rng.sample().abs());
+            pairs.push((base, base * (effect + noise * rng.sample()).exp()));
+            if round < MIN_ROUNDS {
+                continue;
+            }
+            let e = ratio_estimate(&pairs, alpha).unwrap();
+            verdict = decide(&e, 0.05, true).0;
+            if verdict != PairedVerdict::NotJudged {
+                break;
+            }
+        }
+        verdict
+    }
+
+    #[test]
+    fn the_sequential_rule_keeps_false_alarms_rare_and_finds_a_ten_percent_drop() {
+        // 3% round-to-round noise in the log ratio, about what adjacent loads of one server
+        // show on a quiet machine; 300 simulated runs of each kind.
+        let mut rng = Normal(0x9E37_79B9_7F4A_7C15);
+        let aa: Vec<PairedVerdict> = (0..300).map(|_| sequential(&mut rng, 0.0, 0.03)).collect();
+        let alarms = aa.iter().filter(|v| **v == PairedVerdict::Worse).count();
+        // At most alpha = 5% by construction; the conservative correction keeps it far lower.
+        assert!(alarms <= 3, "{alarms} false alarms in 300 A/A runs");
+        let within = aa.iter().filter(|v| **v == PairedVerdict::Within).count();
+        assert!(
+            within >= 270,
+            "only {within} of 300 A/A runs judged within 5%"
+        );
+        let ab: Vec<PairedVerdict> = (0..300)
+            .map(|_| sequential(&mut rng, 0.9f64.ln(), 0.03))
+            .collect();
+        let caught = ab.iter().filter(|v| **v == PairedVerdict::Worse).count();
+        assert!(
+            caught >= 285,
+            "a 10% drop caught in only {caught} of 300 runs"
+        );
+    }
+}

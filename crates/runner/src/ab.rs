@@ -1,0 +1,227 @@
+//! A/B in one sitting ([`Against`]): the baseline side's servers are the images a stored record
+//! measured, started beside the candidate's (built from the current `docker/` folders), and
+//! both are measured round by round, each server and document back to back in ABBA order,
+//! until the paired comparison ([`report::paired`]) has judged every gated metric or the
+//! budget is spent. Everything here is checked or looked up before anything starts.
+
+use crate::pipeline::{RunError, RunOptions};
+use crate::Headroom;
+use orchestrator::Orchestrator;
+use report::{RunRecord, ServerStatus};
+use scenario::Plan;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The time the rounds of an A/B run may take unless told otherwise.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(20 * 60);
+
+/// What an A/B run is measured against.
+#[derive(Debug, Clone)]
+pub struct Against {
+    /// The baseline record: its servers' images are the baseline side.
+    pub record: RunRecord,
+    /// Where it was read from (for the report).
+    pub path: PathBuf,
+    /// Relative change beyond which a gated metric is worse or better (0.05).
+    pub threshold: f64,
+    /// The most rounds (AB pairs); at least [`report::paired::MIN_ROUNDS`].
+    pub max_rounds: u32,
+    /// The time the rounds may take, from the first load; no round starts that the last one
+    /// says would end beyond it.
+    pub budget: Duration,
+    /// Candidate servers given this fraction of the baseline side's CPU share (a known
+    /// slowdown, to check that a run catches one): server name, factor in (0, 1].
+    pub slowed: Vec<(String, f64)>,
+}
+
+impl Against {
+    /// Against `record` (read from `path`) with the default threshold, rounds and budget.
+    pub fn new(record: RunRecord, path: PathBuf) -> Against {
+        Against {
+            record,
+            path,
+            threshold: report::DEFAULT_THRESHOLD,
+            max_rounds: report::paired::DEFAULT_MAX_ROUNDS,
+            budget: DEFAULT_BUDGET,
+            slowed: Vec::new(),
+        }
+    }
+}
+
+/// An A/B run's plan, worked out from the scenario and the baseline record.
+#[derive(Debug)]
+pub(crate) struct AbPlan {
+    pub against: Against,
+    /// Per scenario server (by index): the image the baseline side runs, by id where the
+    /// record has one (a tag may have been rebuilt since; the id is what was measured).
+    pub images: HashMap<usize, BaselineImage>,
+    /// Per scenario server (by index): the factor of `slowed`.
+    pub slowed: HashMap<usize, f64>,
+    /// Gated metrics the family-wise alpha is split over: one per measured server and
+    /// document.
+    pub gates: u32,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct BaselineImage {
+    /// What the container is created from: the image id when recorded, else the tag.
+    pub reference: String,
+    pub tag: String,
+    pub kind: String,
+}
+
+impl AbPlan {
+    /// The CPU share both sides of `server` get for `document`: the one the baseline's loads
+    /// had (their last round), else the scenario's.
+    pub fn share(&self, plan: &Plan, server: &str, document: &str) -> Option<f64> {
+        self.against
+            .record
+            .loads
+            .iter()
+            .filter(|l| l.server == server && l.document == document)
+            .max_by_key(|l| l.round)
+            .map_or(plan.cpus.server_share, |l| l.server_share)
+    }
+}
+
+/// Checks an A/B run's options against the scenario and the baseline record, before anything
+/// starts.
+pub(crate) fn prepare(plan: &Plan, opts: &RunOptions, a: &Against) -> Result<AbPlan, RunError> {
+    let bad = |m: String| Err(RunError::Invalid(m));
+    let path = a.path.display();
+    if opts.headroom == Headroom::Auto {
+        return bad(format!(
+            "--against {path} with --headroom auto: both sides run at the CPU shares the baseline's loads had (headroom's included); give --headroom when making the baseline"
+        ));
+    }
+    if opts.capacity.is_some() || plan.capacity.is_some() {
+        return bad(format!(
+            "--against {path}: a capacity search is one search per side, not paired rounds; search capacity in a run of its own (remove --capacity, or the scenario's [capacity])"
+        ));
+    }
+    let min = report::paired::MIN_ROUNDS;
+    if a.max_rounds < min {
+        return bad(format!(
+            "--against {path} needs at least {min} rounds (the first look at the comparison is after round {min}); got {}",
+            a.max_rounds
+        ));
+    }
+    if !(a.threshold > 0.0 && a.threshold < 1.0) {
+        return bad(format!(
+            "--against {path}: a threshold of {} cannot be judged (give one between 0% and 100%)",
+            a.threshold
+        ));
+    }
+    if a.budget.is_zero() {
+        return bad(format!("--against {path}: a budget of 0 leaves no round"));
+    }
+    if a.record.run_id.is_empty() || a.record.servers.is_empty() {
+        return bad(format!(
+            "--against {path}: the baseline record names no server images"
+        ));
+    }
+    let wanted = |name: &str| opts.only.is_empty() || opts.only.iter().any(|o| o == name);
+    let mut images = HashMap::new();
+    let mut gates = 0u32;
+    for (i, s) in plan.servers.iter().enumerate() {
+        // The servers measured and those they need: every one runs on both sides.
+        let needed = wanted(&s.name)
+            || plan
+                .servers
+                .iter()
+                .any(|o| wanted(&o.name) && o.depends_on().any(|d| d == i));
+        if !needed {
+            continue;
+        }
+        if wanted(&s.name) {
+            gates += plan.documents.len() as u32;
+        }
+        let Some(b) = a.record.servers.iter().find(|b| b.name == s.name) else {
+            return bad(format!(
+                "--against {path}: the baseline record has no server `{}` (it has: {}); an A/B run measures the scenario's servers on both sides",
+                s.name,
+                a.record
+                    .servers
+                    .iter()
+                    .map(|b| b.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        };
+        if b.kind != s.kind.as_str() {
+            return bad(format!(
+                "--against {path}: `{}` is a {} server in the scenario but was a {} server in the baseline",
+                s.name,
+                s.kind.as_str(),
+                b.kind
+            ));
+        }
+        if !matches!(b.status, ServerStatus::Available { .. }) || b.image_tag.is_empty() {
+            return bad(format!(
+                "--against {path}: `{}` was not measured in the baseline run, so it has no image to measure again",
+                s.name
+            ));
+        }
+        images.insert(
+            i,
+            BaselineImage {
+                reference: b.image_id.clone().unwrap_or_else(|| b.image_tag.clone()),
+                tag: b.image_tag.clone(),
+                kind: b.kind.clone(),
+            },
+        );
+    }
+    let mut slowed = HashMap::new();
+    for (name, factor) in &a.slowed {
+        let Some(i) = plan.servers.iter().position(|s| &s.name == name) else {
+            return bad(format!(
+                "--slow-candidate {name}={factor}: the scenario has no server of that name"
+            ));
+        };
+        if !(*factor > 0.0 && *factor <= 1.0) {
+            return bad(format!(
+                "--slow-candidate {name}={factor}: the factor is a fraction of the baseline side's CPU, above 0 and at most 1"
+            ));
+        }
+        slowed.insert(i, *factor);
+    }
+    Ok(AbPlan {
+        against: a.clone(),
+        images,
+        slowed,
+        gates: gates.max(1),
+    })
+}
+
+/// Every baseline image is on this machine: a missing one is named, with how to get it back.
+pub(crate) async fn check_images(orch: &Orchestrator, ab: &AbPlan) -> Result<(), RunError> {
+    let mut indices: Vec<&usize> = ab.images.keys().collect();
+    indices.sort();
+    for i in indices {
+        let img = &ab.images[i];
+        let present = orch
+            .image_id(&img.reference)
+            .await
+            .map_err(RunError::Docker)?
+            .is_some();
+        if present {
+            continue;
+        }
+        let id = if img.reference != img.tag {
+            format!(" (image id {})", img.reference)
+        } else {
+            String::new()
+        };
+        return Err(RunError::Invalid(format!(
+            "--against {}: the baseline's image {}{id} is not on this machine. Rebuild it from docker/{} as it was when the baseline ran (git checkout COMMIT -- docker/{} && benchctl images build {}: the tag is that folder's hash, but a rebuild installs today's packages, so its id and figures may differ), or load a saved copy (docker save {} > img.tar on a machine that has it, docker load < img.tar here). bench/nightly.sh --promote keeps the images of the baselines it promotes.",
+            ab.against.path.display(),
+            img.tag,
+            img.kind,
+            img.kind,
+            img.kind,
+            img.tag
+        )));
+    }
+    Ok(())
+}
