@@ -6,25 +6,12 @@
 
 mod support;
 
-use loadgen::{
-    HttpVersion, LoadConfig, LoadError, LoadSpec, Measurement, Method, StopReason, Target,
-};
+use loadgen::{HttpVersion, LoadConfig, LoadError, Measurement, Method, StopReason};
 use std::time::{Duration, Instant};
-use support::{run_within, TestServer, HELLO};
+use support::{config, run_within, TestServer, HELLO};
 
 /// The longest any run here may take before the test declares it hung.
 const HANG: Duration = Duration::from_secs(20);
-
-fn config(url: &str, n: u64, c: u32) -> LoadConfig {
-    let mut cfg = LoadConfig::new(
-        Target::parse(url).expect("test URL parses"),
-        LoadSpec::default(),
-    );
-    cfg.load.requests = Some(n);
-    cfg.load.concurrency = c;
-    cfg.load.timeout = Duration::from_secs(5);
-    cfg
-}
 
 fn run_ok(cfg: LoadConfig) -> Measurement {
     run_within(HANG, cfg).expect("the load run succeeds")

@@ -7,22 +7,11 @@
 mod support;
 
 use loadgen::connect::SocketOptions;
-use loadgen::{HttpVersion, LoadConfig, LoadError, LoadSpec, Measurement, Method, Proxy, Target};
+use loadgen::{HttpVersion, LoadConfig, LoadError, Measurement, Method, Proxy};
 use std::time::Duration;
-use support::{run_within, TestServer, HELLO};
+use support::{config, run_within, TestServer, HELLO};
 
 const HANG: Duration = Duration::from_secs(60);
-
-fn config(url: &str, n: u64, c: u32) -> LoadConfig {
-    let mut cfg = LoadConfig::new(
-        Target::parse(url).expect("test URL parses"),
-        LoadSpec::default(),
-    );
-    cfg.load.requests = Some(n);
-    cfg.load.concurrency = c;
-    cfg.load.timeout = Duration::from_secs(5);
-    cfg
-}
 
 fn run_ok(cfg: LoadConfig) -> Measurement {
     let m = run_within(HANG, cfg).expect("the load run succeeds");

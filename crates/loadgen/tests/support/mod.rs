@@ -132,6 +132,19 @@ struct Counters {
     seen: Mutex<Vec<Seen>>,
 }
 
+/// `n` requests to `url` over `c` connections with a 5 s timeout, the rest as `LoadSpec`'s
+/// defaults.
+pub fn config(url: &str, n: u64, c: u32) -> loadgen::LoadConfig {
+    let mut cfg = loadgen::LoadConfig::new(
+        loadgen::Target::parse(url).expect("test URL parses"),
+        loadgen::LoadSpec::default(),
+    );
+    cfg.load.requests = Some(n);
+    cfg.load.concurrency = c;
+    cfg.load.timeout = Duration::from_secs(5);
+    cfg
+}
+
 /// Runs the load on a thread of its own and fails the test if it does not return in `limit`.
 pub fn run_within(
     limit: Duration,
