@@ -1244,10 +1244,11 @@ impl Worker {
                 .map(|t| done.saturating_duration_since(t).as_micros() as u64);
             rec.record(sample, corrected);
             rec.interval_response(done, &sample, corrected, c.parser.wire_len, length_failure);
-            rec.record_start(
-                self.wall_start_us
-                    + req.start.saturating_duration_since(self.start).as_micros() as u64,
-            );
+            // Only kept for ab's -g file: worked out only then.
+            let (wall, start) = (self.wall_start_us, self.start);
+            rec.record_start(|| {
+                wall + req.start.saturating_duration_since(start).as_micros() as u64
+            });
             if req.stamped {
                 rec.read_delay.saturating_record(
                     req.read_at.saturating_duration_since(done).as_micros() as u64,

@@ -444,9 +444,9 @@ impl Recorder {
 
     /// Keeps the wall-clock start of the request just recorded (see [`Recorder::starts`]).
     #[inline]
-    pub fn record_start(&mut self, unix_us: u64) {
+    pub fn record_start(&mut self, unix_us: impl FnOnce() -> u64) {
         if let Some(v) = self.starts.as_mut() {
-            v.push(unix_us);
+            v.push(unix_us());
         }
     }
 

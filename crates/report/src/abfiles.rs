@@ -269,7 +269,7 @@ mod tests {
                 },
                 None,
             );
-            rec.record_start(1_700_000_000_000_000 + u64::from(k) * 1_000_000);
+            rec.record_start(|| 1_700_000_000_000_000 + u64::from(k) * 1_000_000);
             rec.completed += 1;
         }
         Measurement {

@@ -24,6 +24,17 @@ pub fn colour(server_index: usize) -> &'static str {
 }
 
 /// Coordinates are printed with one decimal: finer than a pixel, and identical on every run.
+/// Axis ticks `(value, label)` at their place along the axis.
+fn placed(ticks: &[(f64, String)], pos_of: impl Fn(f64) -> f64) -> Vec<Tick> {
+    ticks
+        .iter()
+        .map(|(v, label)| Tick {
+            pos: c(pos_of(*v)),
+            label: label.clone(),
+        })
+        .collect()
+}
+
 fn c(v: f64) -> String {
     format!("{v:.1}")
 }
@@ -162,13 +173,7 @@ pub fn bar_chart(id: &str, kind: &str, title: &str, y_title: &str, bars: &[BarIn
         title: title.to_string(),
         y_title: y_title.to_string(),
         plot: plot(),
-        y_ticks: ticks
-            .iter()
-            .map(|&(v, ref label)| Tick {
-                pos: c(y_of(v)),
-                label: label.clone(),
-            })
-            .collect(),
+        y_ticks: placed(&ticks, y_of),
         bars: laid,
         label_y: c(base_y + 18.0),
     }
@@ -263,13 +268,7 @@ pub fn percentile_chart(id: &str, title: &str, series: &[SeriesInput]) -> LineCh
         y_title: "latency (ms)".to_string(),
         plot: plot(),
         x_ticks,
-        y_ticks: ticks
-            .iter()
-            .map(|&(v, ref label)| Tick {
-                pos: c(y_of(v)),
-                label: label.clone(),
-            })
-            .collect(),
+        y_ticks: placed(&ticks, y_of),
         series,
         tick_label_y: c(HEIGHT - BOTTOM + 18.0),
     }
@@ -374,20 +373,8 @@ pub fn time_chart(
         x_title: "seconds from the start of measurement".to_string(),
         y_title: y_title.to_string(),
         plot: plot(),
-        x_ticks: x_ticks
-            .iter()
-            .map(|&(v, ref label)| Tick {
-                pos: c(x_of(v)),
-                label: label.clone(),
-            })
-            .collect(),
-        y_ticks: y_ticks
-            .iter()
-            .map(|&(v, ref label)| Tick {
-                pos: c(y_of(v)),
-                label: label.clone(),
-            })
-            .collect(),
+        x_ticks: placed(&x_ticks, x_of),
+        y_ticks: placed(&y_ticks, y_of),
         shades: shades
             .iter()
             .map(|s| Shade {
