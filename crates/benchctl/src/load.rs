@@ -218,6 +218,7 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
             Some(d) => Some(secs("--min-duration", d)?),
             None => None,
         },
+        streams: 1,
     };
     let mut c = LoadConfig::new(target, load);
     c.variable_length = a.variable_length;

@@ -187,6 +187,9 @@ impl Method {
 pub enum HttpVersion {
     Http10,
     Http11,
+    /// HTTP/2: by ALPN over TLS, by prior knowledge in cleartext (h2c). Each request is a
+    /// stream; [`LoadSpec::streams`] of them at once on each connection.
+    Http2,
 }
 
 /// How a worker waits once it has read everything there is (see [`crate::coalesce`]).
@@ -245,6 +248,13 @@ pub struct LoadSpec {
     /// count all of it. Keeps ab's parameters while giving a load long enough to settle.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_duration: Option<Duration>,
+    /// HTTP/2 only: streams open at once on each connection (h2load's `-m`); 1 otherwise.
+    #[serde(skip_serializing_if = "is_one")]
+    pub streams: u32,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl Default for LoadSpec {
@@ -263,6 +273,7 @@ impl Default for LoadSpec {
             rx_stamps: true,
             coalesce: Coalesce::Auto,
             min_duration: None,
+            streams: 1,
         }
     }
 }
@@ -430,6 +441,12 @@ impl LoadConfig {
         let l = &self.load;
         if l.concurrency == 0 {
             return bad("concurrency must be at least 1".into());
+        }
+        if l.version == HttpVersion::Http2 {
+            return bad("HTTP/2 is not supported by this build of the load generator".into());
+        }
+        if l.streams != 1 {
+            return bad("more than one stream per connection needs HTTP/2".into());
         }
         if l.concurrency > 1_000_000 {
             return bad(format!(

@@ -636,6 +636,7 @@ fn resolve_load(
         rx_stamps: !user_timestamps,
         coalesce: own.coalesce.or(defaults.coalesce).unwrap_or(Coalesce::Auto),
         min_duration: min_duration.filter(|_| has_requests).map(|(t, _)| t),
+        streams: 1,
     }
 }
 
