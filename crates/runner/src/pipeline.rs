@@ -388,7 +388,8 @@ pub async fn run(
         Ok(run_dir) => 'run: {
             opts.cleanup.add_path(run_dir.path().to_path_buf());
             let (scheme, tls_dir) = if plan.tls {
-                match crate::tls::RunCertificate::create(&run_dir.path().join("tls")) {
+                match crate::tls::RunCertificate::create(&run_dir.path().join("tls"), plan.tls_key)
+                {
                     Ok(c) => (Scheme::Https { cert_pem: c.ca_pem }, Some(c.dir)),
                     Err(e) => break 'run Err(format!("{e}")),
                 }

@@ -1,13 +1,18 @@
 //! Servers over TLS with the run's certificate: each image whose manifest says `tls = true`
-//! serves HTTPS with the certificate it is given, verification passes trusting the run's
-//! authority and fails trusting any other, and a container told to serve TLS without a
-//! certificate says so.
+//! serves HTTPS with the certificate it is given, ECDSA or RSA, verification passes trusting
+//! the run's authority and fails trusting any other, and a container told to serve TLS without
+//! a certificate says so.
 
 mod common;
 
 use orchestrator::{ContainerSpec, ExpectedDoc, Orchestrator, Scheme};
 use runner::tls::RunCertificate;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use scenario::TlsKey;
 use sha2::{Digest, Sha256};
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 fn free_port() -> u16 {
@@ -71,7 +76,7 @@ async fn serves_https(kind: &str) {
     let body = b"<html>served over TLS</html>\n";
     std::fs::write(www.join("index.html"), body).unwrap();
     runner::rundir::open_to_servers(&www).unwrap();
-    let cert = RunCertificate::create(&run.path().join("tls")).unwrap();
+    let cert = RunCertificate::create(&run.path().join("tls"), TlsKey::EcdsaP256).unwrap();
 
     let spec = ContainerSpec {
         name: kind.to_string(),
@@ -109,7 +114,7 @@ async fn serves_https(kind: &str) {
     );
 
     // Another run's authority: the server's certificate is not one it signed.
-    let other = RunCertificate::create(&run.path().join("other")).unwrap();
+    let other = RunCertificate::create(&run.path().join("other"), TlsKey::EcdsaP256).unwrap();
     let e = orch
         .verify_over(
             &Scheme::Https {
@@ -144,6 +149,60 @@ async fn serves_https(kind: &str) {
         .to_string();
     assert!(e.contains("/etc/benchctl/tls/cert.pem is missing"), "{e}");
     guard.remove().await.unwrap();
+
+    // An RSA 2048 certificate (`tls_key = "rsa-2048"`): verified the same way, and the
+    // certificate the server presents is exactly the one it was given.
+    let rsa = RunCertificate::create(&run.path().join("rsa"), TlsKey::Rsa2048).unwrap();
+    let mut with_rsa = spec.clone();
+    with_rsa.port = free_port();
+    with_rsa.tls_dir = Some(rsa.dir.clone());
+    let guard = orch.start(&with_rsa).await.unwrap();
+    let trusted = Scheme::Https {
+        cert_pem: rsa.ca_pem.clone(),
+    };
+    orch.wait_ready_over(
+        &guard,
+        &trusted,
+        with_rsa.port,
+        "/",
+        Duration::from_secs(15),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    orch.verify_over(&trusted, guard.socket_addr(), std::slice::from_ref(&doc))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let given = CertificateDer::from_pem_file(rsa.dir.join("cert.pem")).unwrap();
+    let presented = presented_certificate(guard.socket_addr(), &rsa.ca_pem);
+    assert!(presented == given, "{kind} presents another certificate");
+    guard.remove().await.unwrap();
+}
+
+/// The leaf certificate a TLS server at `addr` presents, the handshake trusting `ca_pem` alone.
+fn presented_certificate(addr: SocketAddr, ca_pem: &[u8]) -> CertificateDer<'static> {
+    use std::io::{Read, Write};
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(ca_pem) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let sock = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, sock);
+    tls.write_all(b"HEAD / HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut first = [0u8; 1];
+    tls.read_exact(&mut first).unwrap();
+    tls.conn.peer_certificates().unwrap()[0]
+        .clone()
+        .into_owned()
 }
 
 /// A scenario with `tls = true`, run whole: nginx is verified and measured over HTTPS, a kind

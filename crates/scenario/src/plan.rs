@@ -35,12 +35,43 @@ pub struct Plan {
     /// A search, after the loads, for the highest rate each server keeps within a latency
     /// target (`[capacity]`); `None` when the scenario asks for none.
     pub capacity: Option<crate::capacity::CapacitySpec>,
-    /// Every server serves HTTPS with a certificate made for the run (`tls = true`): an ECDSA
-    /// P-256 key, as servers are deployed with today.
+    /// Every server serves HTTPS with a certificate made for the run (`tls = true`).
     pub tls: bool,
+    /// The key of that certificate (`tls_key`); ECDSA P-256 unless the scenario asks for RSA.
+    pub tls_key: TlsKey,
     /// The Docker engines named by `[[host]]` tables, in file order; the local engine is not
     /// among them (it needs no table).
     pub hosts: Vec<HostSpec>,
+}
+
+/// The key type of a TLS run's server certificate. The handshake's cost is mostly the
+/// server's signature, so this decides what a new-connection load over TLS measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TlsKey {
+    /// ECDSA over P-256 with SHA-256, as servers are deployed with today.
+    #[default]
+    EcdsaP256,
+    /// RSA with a 2048-bit modulus, signing with SHA-256: the certificates most sites served
+    /// for a decade, and several times the server's work per full handshake.
+    Rsa2048,
+}
+
+impl TlsKey {
+    pub const ALL: [TlsKey; 2] = [TlsKey::EcdsaP256, TlsKey::Rsa2048];
+
+    /// The scenario's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsKey::EcdsaP256 => "ecdsa-p256",
+            TlsKey::Rsa2048 => "rsa-2048",
+        }
+    }
+}
+
+impl fmt::Display for TlsKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A Docker engine other than the local one.

@@ -36,6 +36,8 @@ pub(crate) struct RawScenario {
     pub capacity: Option<Spanned<RawCapacity>>,
     /// Every server serves HTTPS, with a certificate benchctl makes for the run.
     pub tls: Option<bool>,
+    /// The key type of the run's server certificate: `"ecdsa-p256"` (default) or `"rsa-2048"`.
+    pub tls_key: Option<Spanned<String>>,
     /// `[[host]]` tables: Docker engines other than the local one that servers may run on.
     #[serde(default)]
     pub host: Vec<Spanned<RawHost>>,
@@ -218,6 +220,7 @@ pub(crate) mod keys {
         "document",
         "capacity",
         "tls",
+        "tls_key",
         "host",
     ];
     pub const HOST: &[&str] = &["name", "url", "tls_dir", "insecure", "address"];

@@ -9,7 +9,7 @@ use crate::kinds::{Kind, Kinds};
 use crate::manifest::{Manifest, OptionDecl, OptionType};
 use crate::plan::{
     CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, HostSpec, HostUrl, ImageSource, LoadSpec,
-    OptionValue, Plan, ServerSpec,
+    OptionValue, Plan, ServerSpec, TlsKey,
 };
 use crate::raw::{RawHost, RawLoad, RawScenario, RawSize};
 use crate::units::{
@@ -82,6 +82,7 @@ pub(crate) fn validate(
         .capacity
         .as_ref()
         .and_then(|c| crate::capacity::check(&mut d, c));
+    let tls_key = check_tls_key(&mut d, &raw);
 
     if raw.server.is_empty() {
         d.error(
@@ -119,8 +120,38 @@ pub(crate) fn validate(
         documents,
         capacity,
         tls: raw.tls.unwrap_or(false),
+        tls_key,
         hosts,
     })
+}
+
+/// `tls_key`: one of [`TlsKey::ALL`], and only where the scenario serves TLS.
+fn check_tls_key(d: &mut Diagnostics, raw: &RawScenario) -> TlsKey {
+    let Some(k) = &raw.tls_key else {
+        return TlsKey::default();
+    };
+    let Some(key) = TlsKey::ALL
+        .into_iter()
+        .find(|t| t.as_str() == k.get_ref().as_str())
+    else {
+        let names: Vec<String> = TlsKey::ALL.iter().map(|t| format!("\"{t}\"")).collect();
+        d.error(
+            k.span(),
+            format!(
+                "tls_key `{}` is not a key type benchctl makes (use {})",
+                k.get_ref(),
+                names.join(" or ")
+            ),
+        );
+        return TlsKey::default();
+    };
+    if raw.tls != Some(true) {
+        d.error(
+            k.span(),
+            "tls_key sets the key of the run's TLS certificate, but the scenario does not serve TLS (add tls = true, or remove tls_key)",
+        );
+    }
+    key
 }
 
 /// Engine ports when the URL gives none, as Docker's own client assumes them.

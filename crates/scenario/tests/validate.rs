@@ -3,7 +3,7 @@
 use loadgen::{HttpVersion, Method};
 use scenario::{
     Coalesce, DocumentSource, GeneratorKind, HostUrl, Kinds, OptionValue, Plan, ScenarioError,
-    DEFAULT_MEMORY, DEFAULT_TIMEOUT,
+    TlsKey, DEFAULT_MEMORY, DEFAULT_TIMEOUT,
 };
 use std::path::Path;
 use std::time::Duration;
@@ -568,6 +568,35 @@ fn a_capacity_table_asks_for_a_search_with_its_defaults_or_its_own_bounds() {
     let t: scenario::CapacityTarget = "p50=1ms".parse().unwrap();
     let c = c.with_target(t);
     assert_eq!((c.target, c.max_steps), (t, 6));
+}
+
+#[test]
+fn the_certificate_key_is_ecdsa_unless_rsa_is_asked_and_only_with_tls() {
+    let p = Path::new("minimal.toml");
+    let key = |head: &str| parse_str(&format!("{head}\n{MINIMAL}"), p).map(|plan| plan.tls_key);
+    assert_eq!(key("tls = true").unwrap(), TlsKey::EcdsaP256);
+    assert_eq!(
+        key("tls = true\ntls_key = \"ecdsa-p256\"").unwrap(),
+        TlsKey::EcdsaP256
+    );
+    assert_eq!(
+        key("tls = true\ntls_key = \"rsa-2048\"").unwrap(),
+        TlsKey::Rsa2048
+    );
+    let e = key("tls = true\ntls_key = \"rsa-4096\"")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("minimal.toml:2:11: error: "), "{e}");
+    assert!(
+        e.contains("tls_key `rsa-4096` is not a key type benchctl makes (use \"ecdsa-p256\" or \"rsa-2048\")"),
+        "{e}"
+    );
+    let e = key("tls_key = \"rsa-2048\"").unwrap_err().to_string();
+    assert!(e.starts_with("minimal.toml:1:11: error: "), "{e}");
+    assert!(
+        e.contains("the scenario does not serve TLS (add tls = true"),
+        "{e}"
+    );
 }
 
 #[test]
