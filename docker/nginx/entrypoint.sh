@@ -73,7 +73,21 @@ case ${BENCH_TLS:-} in
         ;;
     *) echo "benchctl/nginx: BENCH_TLS must be 1 or 0, got '$BENCH_TLS'" >&2; exit 64 ;;
 esac
+# BENCH_PLAIN_PORT (with BENCH_TLS=1): plain HTTP on the same address and this port as well, for
+# a cache in front of this server (Varnish's backends are plain HTTP).
+plain_listen=""
+if [ -n "${BENCH_PLAIN_PORT:-}" ]; then
+    [ "$ssl" = " ssl" ] || { echo "benchctl/nginx: BENCH_PLAIN_PORT is for a second, plain listener beside TLS; without BENCH_TLS=1 the server is plain HTTP already" >&2; exit 64; }
+    case $BENCH_PLAIN_PORT in
+        *[!0-9]*) echo "benchctl/nginx: BENCH_PLAIN_PORT must be a port number, got '$BENCH_PLAIN_PORT'" >&2; exit 64 ;;
+    esac
+    if [ "$BENCH_PLAIN_PORT" -lt "$unprivileged" ] || [ "$BENCH_PLAIN_PORT" -gt 65535 ] || [ "$BENCH_PLAIN_PORT" = "$BENCH_PORT" ]; then
+        echo "benchctl/nginx: BENCH_PLAIN_PORT must be a free port from $unprivileged to 65535 other than BENCH_PORT, got '$BENCH_PLAIN_PORT'" >&2; exit 64
+    fi
+    plain_listen="listen ${listen%:*}:$BENCH_PLAIN_PORT backlog=4096;"
+fi
 sed -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$listen/g" -e "s/@BENCH_SSL@/$ssl/g" \
-    -e "s|@BENCH_TLS_CONF@|$tls_conf|g" /etc/nginx/bench.conf.template > /run/benchctl/nginx.conf
+    -e "s|@BENCH_TLS_CONF@|$tls_conf|g" -e "s/@BENCH_PLAIN_LISTEN@/$plain_listen/g" \
+    /etc/nginx/bench.conf.template > /run/benchctl/nginx.conf
 # -e stderr: errors before the config is read go to stderr too, not to /var/log/nginx.
 exec nginx -e stderr -c /run/benchctl/nginx.conf

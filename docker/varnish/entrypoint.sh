@@ -6,6 +6,9 @@
 #   BENCH_ADDR        (default 127.0.0.1) the address to listen on: IPv4 or IPv6
 #   BENCH_BACKEND     (required) HOST:PORT or [IPV6]:PORT of the server Varnish caches
 #   BENCH_CACHE_SIZE  (default 256m) malloc storage; must exceed the largest document
+#   BENCH_TLS         (default 0) 1: hitch serves HTTPS on BENCH_ADDR:BENCH_PORT with the run's
+#                     certificate (/etc/benchctl/tls) and hands each connection to varnishd over
+#                     a unix socket with the PROXY protocol; varnishd itself listens nowhere else
 set -eu
 
 die() { echo "benchctl/varnish: $*" >&2; exit 64; }
@@ -107,12 +110,52 @@ sed -e "s/@BACKEND_HOST@/$backend_host/g" -e "s/@BACKEND_PORT@/$backend_port/g" 
 #   ab -c 300 needs, so none are created while a measurement runs.
 # http_gzip_support=off: Varnish neither asks the backend for gzip nor compresses; the exact
 #   bytes of each file are stored and sent.
-exec varnishd -F \
+case ${BENCH_TLS:-} in
+    ''|0)
+        exec varnishd -F \
+            -j none \
+            -n "$workdir" \
+            -a "$listen" \
+            -T none \
+            -f /run/benchctl/varnish.vcl \
+            -s "malloc,$cache_size" \
+            -p thread_pool_min=200 \
+            -p http_gzip_support=off
+        ;;
+    1) ;;
+    *) die "BENCH_TLS must be 1 or 0, got '$BENCH_TLS'" ;;
+esac
+
+# BENCH_TLS=1: hitch terminates TLS on the benchmark's address and port and passes each
+# connection, with the client's address in a PROXY v2 header, to varnishd on a unix socket in
+# /run/benchctl (no TCP hop, no second port). hitch wants the certificate and its key in one
+# file, written to the tmpfs readable by this user alone.
+for f in cert.pem key.pem; do
+    [ -r "/etc/benchctl/tls/$f" ] || { echo "benchctl/varnish: BENCH_TLS=1 but /etc/benchctl/tls/$f is missing or unreadable; mount the run's certificate folder there (read-only)" >&2; exit 66; }
+done
+(umask 077 && cat /etc/benchctl/tls/cert.pem /etc/benchctl/tls/key.pem > /run/benchctl/hitch.pem)
+case $listen in \[*) frontend=$listen ;; *) frontend="[${listen%:*}]:$BENCH_PORT" ;; esac
+sock=/run/benchctl/varnish.sock
+# varnishd without -F starts its child and returns once it runs (non-zero if the VCL does not
+# compile or the child fails to launch); hitch then runs in the foreground as PID 1.
+varnishd \
     -j none \
     -n "$workdir" \
-    -a "$listen" \
+    -a "$sock,PROXY" \
     -T none \
+    -P /run/benchctl/varnishd.pid \
     -f /run/benchctl/varnish.vcl \
     -s "malloc,$cache_size" \
     -p thread_pool_min=200 \
     -p http_gzip_support=off
+# --workers: one event loop per CPU the container may use. --ocsp-dir: the default is under the
+# read-only /var/lib. TLS 1.2 and 1.3 as every other server here.
+exec hitch \
+    --daemon=off \
+    --frontend="$frontend" \
+    --backend="$sock" \
+    --write-proxy-v2=on \
+    --workers="$(nproc)" \
+    --tls-protos="TLSv1.2 TLSv1.3" \
+    --ocsp-dir=/tmp \
+    /run/benchctl/hitch.pem

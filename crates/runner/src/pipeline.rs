@@ -22,7 +22,7 @@ use report::{
 };
 use scenario::{ImageSource, Kinds, Manifest, OptionValue, Plan, VersionHeader};
 use std::collections::{BTreeMap, HashMap};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -579,6 +579,8 @@ struct Ctx<'a> {
 struct Live {
     index: usize,
     guard: ContainerGuard,
+    /// In a TLS run, where it also serves plain HTTP for a cache in front of it.
+    plain: Option<SocketAddr>,
     /// On the baseline side of an A/B run.
     baseline: bool,
 }
@@ -599,6 +601,8 @@ enum Turn {
 /// A server started and verified.
 struct Started {
     guard: ContainerGuard,
+    /// Its plain-HTTP listener beside TLS, for the servers that front it.
+    plain: Option<SocketAddr>,
     image: BuiltImage,
     /// What it calls itself, from the header its manifest names.
     version: Option<String>,
@@ -876,6 +880,7 @@ impl Ctx<'_> {
                 live.push(Live {
                     index: i,
                     guard: up.guard,
+                    plain: up.plain,
                     baseline: baseline.is_some(),
                 });
                 server_record(
@@ -1203,7 +1208,19 @@ impl Ctx<'_> {
                             self.plan.servers[d].name
                         )));
                     };
-                    dep.guard.socket_addr().to_string()
+                    // A server fronting another (a cache) reaches it over plain HTTP, as
+                    // such deployments do; in a TLS run that is the backend's second port.
+                    match (&self.scheme, dep.plain) {
+                        (Scheme::Http, _) => dep.guard.socket_addr().to_string(),
+                        (Scheme::Https { .. }, Some(plain)) => plain.to_string(),
+                        (Scheme::Https { .. }, None) => {
+                            let dep_kind = &self.plan.servers[d].kind;
+                            return Err(unavailable(format!(
+                                "{:?}, which it fronts over plain HTTP, serves only HTTPS in a TLS run: docker/{dep_kind}/server.toml does not say plain_port = true",
+                                self.plan.servers[d].name
+                            )));
+                        }
+                    }
                 }
                 // Sizes go as whole KiB: every server's size syntax reads a `k` suffix.
                 OptionValue::Size(bytes) => format!("{}k", bytes.div_ceil(1024)),
@@ -1219,6 +1236,17 @@ impl Ctx<'_> {
         let port = match spec.port.filter(|_| baseline.is_none()) {
             Some(p) => p,
             None => free_port().map_err(|e| unavailable(format!("no free port: {e}")))?,
+        };
+        // In a TLS run, a server that another one fronts also listens for plain HTTP.
+        let plain = if matches!(self.scheme, Scheme::Https { .. })
+            && manifest.is_some_and(|m| m.plain_port)
+            && self.fronted(i)
+        {
+            let p = free_port().map_err(|e| unavailable(format!("no free port: {e}")))?;
+            env.push(("BENCH_PLAIN_PORT".to_string(), p.to_string()));
+            Some(SocketAddr::new(address, p))
+        } else {
+            None
         };
         let cspec = ContainerSpec {
             name: file_name.clone(),
@@ -1264,9 +1292,20 @@ impl Ctx<'_> {
         });
         Ok(Started {
             guard,
+            plain,
             image: built,
             version,
             ready_s: total.as_secs_f64(),
+        })
+    }
+
+    /// Whether another server of the scenario takes server `i` as one of its options (a
+    /// Varnish's backend).
+    fn fronted(&self, i: usize) -> bool {
+        self.plan.servers.iter().any(|s| {
+            s.options
+                .iter()
+                .any(|(_, v)| matches!(v, OptionValue::Server(d) if *d == i))
         })
     }
 

@@ -205,9 +205,11 @@ fn presented_certificate(addr: SocketAddr, ca_pem: &[u8]) -> CertificateDer<'sta
         .into_owned()
 }
 
-/// A scenario with `tls = true`, run whole: nginx is verified and measured over HTTPS, a kind
-/// that serves no TLS (gatling, optional here) is unavailable with that reason, and the run's
-/// certificate goes with its private folder.
+/// A scenario with `tls = true`, run whole: nginx and apache are verified and measured over
+/// HTTPS; Varnish too, behind hitch, fetching from nginx over the plain port nginx opens for
+/// it; a Varnish in front of Apache (which opens no plain port) is unavailable with that
+/// reason, as is a kind that serves no TLS (gatling); the run's certificate goes with its
+/// private folder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tls_scenario_measures_over_https_and_lists_who_cannot() {
     if !common::daemon_or_skip("a_tls_scenario").await {
@@ -226,6 +228,18 @@ timeout = "10s"
 [[server]]
 name = "nginx"
 kind = "nginx"
+[[server]]
+name = "apache"
+kind = "apache"
+[[server]]
+name = "varnish"
+kind = "varnish"
+backend = "nginx"
+[[server]]
+name = "cache-apache"
+kind = "varnish"
+backend = "apache"
+optional = true
 [[server]]
 name = "gatling"
 kind = "gatling"
@@ -253,10 +267,32 @@ size = 468
             .any(|l| l.starts_with("unavailable gatling: serves no HTTPS here")),
         "{lines:#?}"
     );
+    assert!(
+        lines.iter().any(|l| l.starts_with(
+            "unavailable cache-apache: \"apache\", which it fronts over plain HTTP, serves only HTTPS in a TLS run: docker/apache/server.toml does not say plain_port = true"
+        )),
+        "{lines:#?}"
+    );
     let loads = &outcome.record.loads;
-    assert_eq!(loads.len(), 1, "{lines:#?}");
-    let l = &loads[0].load;
-    assert_eq!((l.complete, l.failed), (400, 0));
-    assert_eq!(l.body_bytes, 400 * 468);
+    let measured: Vec<&str> = loads.iter().map(|l| l.server.as_str()).collect();
+    assert_eq!(measured, ["nginx", "apache", "varnish"], "{lines:#?}");
+    for l in loads {
+        let l = &l.load;
+        assert_eq!((l.complete, l.failed), (400, 0));
+        assert_eq!(l.body_bytes, 400 * 468);
+    }
+    let varnish = outcome
+        .record
+        .servers
+        .iter()
+        .find(|s| s.name == "varnish")
+        .unwrap();
+    assert!(
+        varnish
+            .server_header
+            .as_deref()
+            .is_some_and(|v| v.to_lowercase().contains("varnish")),
+        "{varnish:?}"
+    );
     assert!(outcome.record.scenario.source.contains("tls = true"));
 }

@@ -67,6 +67,10 @@ pub struct Manifest {
     /// It serves HTTPS when started with `BENCH_TLS=1` and the run's certificate and key in
     /// `/etc/benchctl/tls` (`[server] tls = true`).
     pub tls: bool,
+    /// With `BENCH_TLS=1` it also serves plain HTTP on `BENCH_PLAIN_PORT` when given one
+    /// (`[server] plain_port = true`): how a cache in front of it (Varnish, whose backends are
+    /// plain HTTP) reaches it in a TLS run.
+    pub plain_port: bool,
     pub container: ContainerNeeds,
     /// Scenario options of this kind and the environment variable each one sets.
     pub options: BTreeMap<String, OptionDecl>,
@@ -161,6 +165,8 @@ struct RawServer {
     version_header: Option<Spanned<String>>,
     #[serde(default)]
     tls: bool,
+    #[serde(default)]
+    plain_port: bool,
 }
 
 #[derive(Deserialize)]
@@ -498,6 +504,7 @@ impl Manifest {
             source: server.source.get_ref().trim().to_string(),
             version_header,
             tls: server.tls,
+            plain_port: server.plain_port,
             container: ContainerNeeds {
                 user,
                 capabilities,

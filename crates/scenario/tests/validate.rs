@@ -611,10 +611,12 @@ fn tls_is_off_unless_asked_and_the_kinds_say_whether_they_serve_it() {
             .and_then(|k| k.manifest.as_ref().ok())
             .map(|m| m.tls)
     };
-    for kind in ["nginx", "apache", "lighttpd", "caddy", "h2o", "tornado"] {
+    for kind in [
+        "nginx", "apache", "lighttpd", "caddy", "h2o", "tornado", "varnish",
+    ] {
         assert_eq!(serves(kind), Some(true), "{kind}");
     }
-    for kind in ["varnish", "gatling", "cherokee"] {
+    for kind in ["gatling", "cherokee"] {
         assert_eq!(serves(kind), Some(false), "{kind}");
     }
     let e = parse_str(&format!("tls = \"yes\"\n{MINIMAL}"), p)
