@@ -466,8 +466,8 @@ enum State {
     /// The request is written; reading the response.
     Reading,
     /// The response is complete and the connection will not be reused: waiting for the
-    /// server's FIN, so that the server, not the generator, holds the TIME_WAIT state (as with
-    /// ab).
+    /// server's FIN (or, over TLS, its close_notify), so that the server, not the generator,
+    /// holds the TIME_WAIT state (as with ab).
     Draining,
     /// Done with its request; starts the next one once the current batch of events is handled.
     Queued,
@@ -1294,10 +1294,15 @@ impl Worker {
         };
         let mut budget = TURN_BYTES;
         loop {
-            let got = if self.discard {
-                sock::discard(s.as_raw_fd(), budget, false)
-            } else {
-                sock::recv(s.as_raw_fd(), &mut self.buf, false)
+            let got = match c.tls.as_mut() {
+                // Over TLS the server's close_notify ends the stream as its FIN does: some
+                // servers (lighttpd) send it and then wait for the client to close first.
+                Some(t) => match t.recv(s.as_raw_fd(), &mut self.buf, false) {
+                    Recv::Data { .. } if t.eof_pending() => Recv::Eof,
+                    got => got,
+                },
+                None if self.discard => sock::discard(s.as_raw_fd(), budget, false),
+                None => sock::recv(s.as_raw_fd(), &mut self.buf, false),
             };
             match got {
                 Recv::Data { len, .. } => {

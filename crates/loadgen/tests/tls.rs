@@ -100,6 +100,23 @@ fn a_body_ended_by_close_notify_and_the_close_completes_at_once() {
 }
 
 #[test]
+fn close_notify_ends_a_connection_the_server_leaves_open() {
+    // The server sends the response and close_notify, then waits for the client to close
+    // (lighttpd's way). The close_notify is the end of the stream: the next request starts
+    // at once rather than after the wait for a FIN that comes only once the client has gone.
+    let s = TlsServer::start(Cert::Good);
+    let started = std::time::Instant::now();
+    let m = run_ok(https(&s.url("/linger"), 20, 1));
+    assert_eq!(m.complete(), 20);
+    assert_eq!(s.accepted(), 20);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "requests waited for a FIN after close_notify ({:?} for 20)",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn large_bodies_and_pipelining_over_tls() {
     let s = TlsServer::start(Cert::Good);
     let mut cfg = https(&s.url("/bytes/300001"), 20, 2);

@@ -3,8 +3,10 @@
 //! server certificate it signed: one for 127.0.0.1, one for another name, or one that has
 //! expired). Every path gets "Hello, World!" with Content-Length, except `/bytes/N`, which
 //! gets N bytes, kept alive as the request asks; and `/close`, which gets "Hello, World!"
-//! without a length, ended by close_notify and the close, all in one write. It counts connections, requests and resumed handshakes, so tests can check the
-//! client's numbers against it.
+//! without a length, ended by close_notify and the close, all in one write; and `/linger`,
+//! which gets "Hello, World!" with its length and close_notify, but keeps the connection open
+//! until the client closes it (as lighttpd does). It counts connections, requests and resumed
+//! handshakes, so tests can check the client's numbers against it.
 
 use rcgen::{date_time_ymd, BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -208,6 +210,20 @@ fn serve(s: TcpStream, config: Arc<ServerConfig>, c: &Counters) -> std::io::Resu
                 .write_all(b"HTTP/1.0 200 OK\r\nServer: tlstest/1.0\r\n\r\nHello, World!")?;
             tls.conn.send_close_notify();
             let _ = tls.flush();
+            return Ok(());
+        }
+        if path == "/linger" {
+            tls.write_all(
+                b"HTTP/1.0 200 OK\r\nServer: tlstest/1.0\r\nContent-Length: 13\r\n\r\nHello, World!",
+            )?;
+            tls.flush()?;
+            // close_notify comes once the response has been read, in a readiness event of its
+            // own; then no FIN until the client has gone (its FIN, or the read timeout).
+            std::thread::sleep(Duration::from_millis(20));
+            tls.conn.send_close_notify();
+            tls.flush()?;
+            let mut rest = [0u8; 256];
+            while matches!(tls.sock.read(&mut rest), Ok(n) if n > 0) {}
             return Ok(());
         }
         let body = match path.strip_prefix("/bytes/").and_then(|n| n.parse().ok()) {
