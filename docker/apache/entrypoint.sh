@@ -76,7 +76,7 @@ esac
 http2_conf="# HTTP/1.x only"
 case ${BENCH_HTTP2:-} in
     ''|0) ;;
-    1) http2_conf='LoadModule http2_module /usr/lib/apache2/modules/mod_http2.so\nProtocols h2 h2c http/1.1\nH2Direct on' ;;
+    1) http2_conf='LoadModule http2_module /usr/lib/apache2/modules/mod_http2.so\nProtocols h2 h2c http/1.1\nH2Direct on\nH2MinWorkers 300\nH2MaxWorkers 300' ;;
     *) echo "benchctl/apache: BENCH_HTTP2 must be 1 or 0, got '$BENCH_HTTP2'" >&2; exit 64 ;;
 esac
 sed -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$listen/g" -e "s|@BENCH_TLS_CONF@|$tls_conf|g" \

@@ -1482,7 +1482,7 @@ struct Measured {
 }
 
 /// A server container's rights: what its manifest declares, nothing more.
-fn confinement(m: &Manifest) -> Confinement {
+pub fn confinement(m: &Manifest) -> Confinement {
     let c = &m.container;
     Confinement {
         user: Some(c.user.clone()),
