@@ -9,6 +9,7 @@ mod common;
 use orchestrator::{ContainerSpec, ExpectedDoc, Orchestrator, Scheme};
 use report::Protocol;
 use runner::tls::RunCertificate;
+use scenario::TlsKey;
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
@@ -63,7 +64,7 @@ impl Run {
         let body: &[u8] = b"<html>served over HTTP/2</html>\n";
         std::fs::write(www.join("index.html"), body).unwrap();
         runner::rundir::open_to_servers(&www).unwrap();
-        let cert = RunCertificate::create(&dir.path().join("tls")).unwrap();
+        let cert = RunCertificate::create(&dir.path().join("tls"), TlsKey::EcdsaP256).unwrap();
         Run { dir, body, cert }
     }
 
@@ -213,9 +214,10 @@ async fn serves_http2(kind: &str, alpn_is_switched: bool) {
     guard.remove().await.unwrap();
 }
 
-/// Varnish serves h2c in front of an HTTP/1.1 backend, and without HTTP/2 answers HTTP/1.x only.
+/// Varnish serves h2c, and h2 through hitch, in front of an HTTP/1.1 backend; without HTTP/2 it
+/// answers HTTP/1.x only.
 #[tokio::test]
-async fn varnish_serves_h2c_in_front_of_its_backend() {
+async fn varnish_serves_http2_in_front_of_its_backend() {
     if !common::daemon_or_skip("varnish").await {
         return;
     }
@@ -229,8 +231,8 @@ async fn varnish_serves_h2c_in_front_of_its_backend() {
     orch.wait_ready(&b, backend.port, "/", READY)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let varnish = |http2: bool| {
-        let mut s = run.spec("varnish", &image, false, http2);
+    let varnish = |tls: bool, http2: bool| {
+        let mut s = run.spec("varnish", &image, tls, http2);
         s.env = vec![(
             "BENCH_BACKEND".to_string(),
             format!("127.0.0.1:{}", backend.port),
@@ -238,10 +240,22 @@ async fn varnish_serves_h2c_in_front_of_its_backend() {
         s
     };
     let h2c = Scheme::Http { http2: true };
-    let (guard, verified) = start_and_verify(&orch, &run, &varnish(true), &h2c).await;
+    let (guard, verified) = start_and_verify(&orch, &run, &varnish(false, true), &h2c).await;
     verified.unwrap_or_else(|e| panic!("varnish over h2c: {e}"));
     guard.remove().await.unwrap();
-    let (guard, verified) = start_and_verify(&orch, &run, &varnish(false), &h2c).await;
+    let (guard, verified) =
+        start_and_verify(&orch, &run, &varnish(true, true), &run.https(true)).await;
+    verified.unwrap_or_else(|e| panic!("varnish over h2 through hitch: {e}"));
+    guard.remove().await.unwrap();
+    let (guard, verified) =
+        start_and_verify(&orch, &run, &varnish(true, false), &run.https(true)).await;
+    let e = verified.expect_err("hitch offers no h2 without BENCH_HTTP2=1");
+    assert!(
+        e.contains("answered in HTTP/1.1 where HTTP/2 by ALPN (h2) was asked"),
+        "{e}"
+    );
+    guard.remove().await.unwrap();
+    let (guard, verified) = start_and_verify(&orch, &run, &varnish(false, false), &h2c).await;
     let e = verified.expect_err("varnish without http2 is not verified over h2c");
     assert!(
         e.contains("answers HTTP/1.x only where HTTP/2 by prior knowledge (h2c) was asked"),
@@ -252,8 +266,9 @@ async fn varnish_serves_h2c_in_front_of_its_backend() {
 }
 
 /// A scenario with `http = "2"` in cleartext, run whole: every server that serves HTTP/2 is
-/// verified and measured over h2c with 4 streams per connection (Varnish in front of lighttpd),
-/// Tornado is unavailable for serving none, and the record says h2c and its streams.
+/// verified and measured over h2c with 4 streams per connection (Varnish in front of nginx,
+/// fetching in HTTP/1.1 from the plain port nginx opens beside its h2c-only one), Tornado is
+/// unavailable for serving none, and the record says h2c and its streams.
 ///
 /// Needs the load generator's HTTP/2 client: until it speaks HTTP/2 the loads are refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -289,7 +304,7 @@ kind = "h2o"
 [[server]]
 name = "varnish"
 kind = "varnish"
-backend = "lighttpd"
+backend = "nginx"
 [[server]]
 name = "tornado"
 kind = "tornado"
@@ -318,8 +333,9 @@ size = 468
 }
 
 /// A scenario with `tls = true` and `http = "2"`, run whole: every server that serves HTTP/2
-/// over TLS is verified and measured over h2 by ALPN; Varnish (no TLS) and Tornado (no HTTP/2)
-/// are unavailable with their reasons, and the record says h2.
+/// over TLS is verified and measured over h2 by ALPN (Varnish through hitch, in front of
+/// nginx's plain port); Tornado (no HTTP/2) is unavailable with its reason, and the record says
+/// h2.
 ///
 /// Needs the load generator's HTTP/2 client: until it speaks HTTP/2 the loads are refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -353,6 +369,10 @@ kind = "caddy"
 name = "h2o"
 kind = "h2o"
 [[server]]
+name = "varnish"
+kind = "varnish"
+backend = "nginx"
+[[server]]
 name = "tornado"
 kind = "tornado"
 optional = true
@@ -365,7 +385,7 @@ size = 468
     );
     let plan = common::plan_with(&path, &common::repo().join("docker"));
     assert!(plan.http2 && plan.tls);
-    let measured = ["nginx", "apache", "lighttpd", "caddy", "h2o"];
+    let measured = ["nginx", "apache", "lighttpd", "caddy", "h2o", "varnish"];
     let outcome = run_whole(
         &plan,
         dir.path(),
