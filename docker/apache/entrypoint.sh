@@ -70,8 +70,17 @@ case ${BENCH_TLS:-} in
         ;;
     *) echo "benchctl/apache: BENCH_TLS must be 1 or 0, got '$BENCH_TLS'" >&2; exit 64 ;;
 esac
+# BENCH_HTTP2=1: HTTP/2 on the same port (mod_http2, which needs the event MPM this image already
+# runs): over TLS by ALPN h2, HTTP/1.1 still offered; in cleartext h2c by prior knowledge
+# (H2Direct) or by Upgrade, HTTP/1.x still served.
+http2_conf="# HTTP/1.x only"
+case ${BENCH_HTTP2:-} in
+    ''|0) ;;
+    1) http2_conf='LoadModule http2_module /usr/lib/apache2/modules/mod_http2.so\nProtocols h2 h2c http/1.1\nH2Direct on\nH2MinWorkers 300\nH2MaxWorkers 300' ;;
+    *) echo "benchctl/apache: BENCH_HTTP2 must be 1 or 0, got '$BENCH_HTTP2'" >&2; exit 64 ;;
+esac
 sed -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$listen/g" -e "s|@BENCH_TLS_CONF@|$tls_conf|g" \
-    /etc/apache2/bench.conf.template > /run/benchctl/apache.conf
+    -e "s|@BENCH_HTTP2_CONF@|$http2_conf|g" /etc/apache2/bench.conf.template > /run/benchctl/apache.conf
 # A stale pid file from a previous start of the same container would make httpd refuse to start
 # (a tmpfs starts empty, but without one the directory outlives a restart).
 rm -f /run/benchctl/apache/httpd.pid

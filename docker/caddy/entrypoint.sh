@@ -77,8 +77,16 @@ if [ $tls = 1 ]; then
     scheme=https
     tls_conf="tls /etc/benchctl/tls/cert.pem /etc/benchctl/tls/key.pem"
 fi
+# BENCH_HTTP2=1: HTTP/2 on the same port: over TLS by ALPN h2 (HTTP/1.1 still offered), in
+# cleartext h2c by prior knowledge or by Upgrade (HTTP/1.x still served).
+protocols=h1
+case ${BENCH_HTTP2:-} in
+    ''|0) ;;
+    1) if [ $tls = 1 ]; then protocols="h1 h2"; else protocols="h1 h2c"; fi ;;
+    *) echo "benchctl/caddy: BENCH_HTTP2 must be 1 or 0, got '$BENCH_HTTP2'" >&2; exit 64 ;;
+esac
 sed -e "s/@BENCH_HOST@/$host/g" -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$host:$BENCH_PORT/g" \
-    -e "s/@BENCH_SCHEME@/$scheme/g" -e "s|@BENCH_TLS_CONF@|$tls_conf|g" \
+    -e "s/@BENCH_SCHEME@/$scheme/g" -e "s|@BENCH_TLS_CONF@|$tls_conf|g" -e "s/@BENCH_PROTOCOLS@/$protocols/g" \
     /etc/caddy/bench.Caddyfile.template > /run/benchctl/Caddyfile
 # `caddy run` stays in the foreground (PID 1 gets docker's signals; SIGTERM stops it gracefully).
 exec caddy run --config /run/benchctl/Caddyfile --adapter caddyfile

@@ -71,8 +71,17 @@ tls_conf="# plain HTTP"
 if [ $tls = 1 ]; then
     tls_conf="ssl: { certificate-file: /etc/benchctl/tls/cert.pem, key-file: /etc/benchctl/tls/key.pem }"
 fi
+# BENCH_HTTP2=1: HTTP/2 on the same port. Over TLS h2o always offers h2 by ALPN (HTTP/1.1 too),
+# whatever this says; in cleartext http1-upgrade-to-http2 ON lets it take HTTP/2 by prior
+# knowledge (h2c) and by Upgrade, HTTP/1.x still served (OFF: HTTP/1.x only).
+upgrade=OFF
+case ${BENCH_HTTP2:-} in
+    ''|0) ;;
+    1) upgrade=ON ;;
+    *) echo "benchctl/h2o: BENCH_HTTP2 must be 1 or 0, got '$BENCH_HTTP2'" >&2; exit 64 ;;
+esac
 sed -e "s/@BENCH_HOST@/$addr/g" -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$listen/g" \
-    -e "s/@WORKERS@/$(nproc)/g" -e "s|@BENCH_TLS_CONF@|$tls_conf|g" \
+    -e "s/@WORKERS@/$(nproc)/g" -e "s|@BENCH_TLS_CONF@|$tls_conf|g" -e "s/@BENCH_H2C_UPGRADE@/$upgrade/g" \
     /etc/h2o/bench.conf.template > /run/benchctl/h2o.conf
 # Without -m, h2o runs in its "worker" mode: one process in the foreground (PID 1 gets docker's
 # signals).

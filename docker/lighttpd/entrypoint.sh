@@ -73,8 +73,16 @@ case ${BENCH_TLS:-} in
         ;;
     *) echo "benchctl/lighttpd: BENCH_TLS must be 1 or 0, got '$BENCH_TLS'" >&2; exit 64 ;;
 esac
+# BENCH_HTTP2=1: HTTP/2 on the same port (lighttpd's built-in HTTP/2): over TLS by ALPN h2,
+# HTTP/1.1 still offered; in cleartext h2c by prior knowledge or by Upgrade, HTTP/1.x still served.
+h2="disable"
+case ${BENCH_HTTP2:-} in
+    ''|0) ;;
+    1) h2="enable" ;;
+    *) echo "benchctl/lighttpd: BENCH_HTTP2 must be 1 or 0, got '$BENCH_HTTP2'" >&2; exit 64 ;;
+esac
 sed -e "s/@BENCH_HOST@/$host/g" -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$host:$BENCH_PORT/g" \
-    -e "s/@WORKERS@/$workers/g" -e "s|@BENCH_TLS_CONF@|$tls_conf|g" \
+    -e "s/@WORKERS@/$workers/g" -e "s|@BENCH_TLS_CONF@|$tls_conf|g" -e "s/@BENCH_H2@/$h2/g" \
     /etc/lighttpd/bench.conf.template > /run/benchctl/lighttpd.conf
 # -D: stay in the foreground (PID 1 gets docker's signals; SIGTERM stops lighttpd at once).
 exec lighttpd -D -f /run/benchctl/lighttpd.conf

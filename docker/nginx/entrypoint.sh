@@ -73,11 +73,20 @@ case ${BENCH_TLS:-} in
         ;;
     *) echo "benchctl/nginx: BENCH_TLS must be 1 or 0, got '$BENCH_TLS'" >&2; exit 64 ;;
 esac
-# BENCH_PLAIN_PORT (with BENCH_TLS=1): plain HTTP on the same address and this port as well, for
-# a cache in front of this server (Varnish's backends are plain HTTP).
+# BENCH_HTTP2=1: HTTP/2 on the same port. With TLS by ALPN (h2, HTTP/1.1 still offered); without,
+# cleartext HTTP/2 by prior knowledge (h2c), which nginx 1.22 serves only on a listener without ssl
+# and then only HTTP/2: an HTTP/1.x request on that port is refused.
+http2=""
+case ${BENCH_HTTP2:-} in
+    ''|0) ;;
+    1) http2=" http2" ;;
+    *) echo "benchctl/nginx: BENCH_HTTP2 must be 1 or 0, got '$BENCH_HTTP2'" >&2; exit 64 ;;
+esac
+# BENCH_PLAIN_PORT (with BENCH_TLS=1 or BENCH_HTTP2=1): plain HTTP/1.x on the same address and
+# this port as well, for a cache in front of this server (Varnish's backends are plain HTTP/1.1).
 plain_listen=""
 if [ -n "${BENCH_PLAIN_PORT:-}" ]; then
-    [ "$ssl" = " ssl" ] || { echo "benchctl/nginx: BENCH_PLAIN_PORT is for a second, plain listener beside TLS; without BENCH_TLS=1 the server is plain HTTP already" >&2; exit 64; }
+    [ -n "$ssl$http2" ] || { echo "benchctl/nginx: BENCH_PLAIN_PORT is for a second, plain HTTP/1.x listener beside TLS or HTTP/2; without BENCH_TLS=1 or BENCH_HTTP2=1 the server is plain HTTP/1.x already" >&2; exit 64; }
     case $BENCH_PLAIN_PORT in
         *[!0-9]*) echo "benchctl/nginx: BENCH_PLAIN_PORT must be a port number, got '$BENCH_PLAIN_PORT'" >&2; exit 64 ;;
     esac
@@ -86,7 +95,7 @@ if [ -n "${BENCH_PLAIN_PORT:-}" ]; then
     fi
     plain_listen="listen ${listen%:*}:$BENCH_PLAIN_PORT backlog=4096;"
 fi
-sed -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$listen/g" -e "s/@BENCH_SSL@/$ssl/g" \
+sed -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$listen/g" -e "s/@BENCH_SSL@/$ssl$http2/g" \
     -e "s|@BENCH_TLS_CONF@|$tls_conf|g" -e "s/@BENCH_PLAIN_LISTEN@/$plain_listen/g" \
     /etc/nginx/bench.conf.template > /run/benchctl/nginx.conf
 # -e stderr: errors before the config is read go to stderr too, not to /var/log/nginx.

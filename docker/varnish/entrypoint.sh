@@ -110,6 +110,14 @@ sed -e "s/@BACKEND_HOST@/$backend_host/g" -e "s/@BACKEND_PORT@/$backend_port/g" 
 #   ab -c 300 needs, so none are created while a measurement runs.
 # http_gzip_support=off: Varnish neither asks the backend for gzip nor compresses; the exact
 #   bytes of each file are stored and sent.
+# BENCH_HTTP2=1: feature=+http2: HTTP/2 beside HTTP/1.x on the same port, in cleartext (h2c) by
+#   prior knowledge or by Upgrade, and over TLS by ALPN, which hitch then offers (h2, http/1.1)
+#   and passes on in its PROXY v2 header. Varnish still fetches from its backend in HTTP/1.1.
+case ${BENCH_HTTP2:-} in
+    ''|0) set -- ; alpn="" ;;
+    1) set -- -p feature=+http2 ; alpn="h2,http/1.1" ;;
+    *) die "BENCH_HTTP2 must be 1 or 0, got '$BENCH_HTTP2'" ;;
+esac
 case ${BENCH_TLS:-} in
     ''|0)
         exec varnishd -F \
@@ -120,7 +128,8 @@ case ${BENCH_TLS:-} in
             -f /run/benchctl/varnish.vcl \
             -s "malloc,$cache_size" \
             -p thread_pool_min=200 \
-            -p http_gzip_support=off
+            -p http_gzip_support=off \
+            "$@"
         ;;
     1) ;;
     *) die "BENCH_TLS must be 1 or 0, got '$BENCH_TLS'" ;;
@@ -147,9 +156,11 @@ varnishd \
     -f /run/benchctl/varnish.vcl \
     -s "malloc,$cache_size" \
     -p thread_pool_min=200 \
-    -p http_gzip_support=off
+    -p http_gzip_support=off \
+    "$@"
 # --workers: one event loop per CPU the container may use. --ocsp-dir: the default is under the
-# read-only /var/lib. TLS 1.2 and 1.3 as every other server here.
+# read-only /var/lib. TLS 1.2 and 1.3 as every other server here. With BENCH_HTTP2=1 ALPN offers
+# h2 and http/1.1.
 exec hitch \
     --daemon=off \
     --frontend="$frontend" \
@@ -157,5 +168,6 @@ exec hitch \
     --write-proxy-v2=on \
     --workers="$(nproc)" \
     --tls-protos="TLSv1.2 TLSv1.3" \
+    ${alpn:+"--alpn-protos=$alpn"} \
     --ocsp-dir=/tmp \
     /run/benchctl/hitch.pem

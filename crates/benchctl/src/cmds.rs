@@ -212,6 +212,14 @@ pub fn servers(a: ServersArgs) -> Result<ExitCode, Failure> {
                         "serves HTTP only: unavailable in a scenario with tls = true"
                     }
                 );
+                say!(
+                    "  {}",
+                    match (m.http2, m.tls) {
+                        (true, true) => "serves HTTP/2 in a scenario with http = \"2\" (h2 by ALPN over TLS, h2c by prior knowledge without)",
+                        (true, false) => "serves cleartext HTTP/2 (h2c) in a scenario with http = \"2\" and no tls",
+                        (false, _) => "serves HTTP/1.x only: unavailable in a scenario with http = \"2\"",
+                    }
+                );
                 let c = &m.container;
                 say!(
                     "  runs as {}, {} capabilit{}, pids {}, writes {}",

@@ -76,6 +76,9 @@ pub struct ContainerSpec {
     /// Folder holding the run's certificate (`cert.pem`) and key (`key.pem`), mounted read-only
     /// at [`TLS_MOUNT`]; with it the container gets `BENCH_TLS=1` and serves HTTPS.
     pub tls_dir: Option<PathBuf>,
+    /// Serve HTTP/2 as well (`BENCH_HTTP2=1`): by ALPN over TLS, by prior knowledge (h2c) in
+    /// cleartext, for a server whose manifest says `http2 = true`.
+    pub http2: bool,
     /// The run this container belongs to; names it and labels it.
     pub run_id: String,
     /// Additional labels.
@@ -433,6 +436,10 @@ impl Orchestrator {
         if spec.tls_dir.is_some() {
             env.retain(|e| !e.starts_with("BENCH_TLS="));
             env.push("BENCH_TLS=1".to_string());
+        }
+        if spec.http2 {
+            env.retain(|e| !e.starts_with("BENCH_HTTP2="));
+            env.push("BENCH_HTTP2=1".to_string());
         }
 
         let (binds, mounts) = match &spec.docroot {

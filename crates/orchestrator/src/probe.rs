@@ -6,6 +6,10 @@
 //! the container's state every few attempts so a server that crashed on its config fails in
 //! about a tenth of a second with its last log lines instead of waiting out the deadline.
 //!
+//! Over TLS, and with HTTP/2, readiness asks with the client verification uses (in cleartext
+//! HTTP/2 an HTTP/1.x answer proves the server up too, so that one serving no HTTP/2 fails
+//! verification saying so rather than readiness by its deadline).
+//!
 //! Verification fetches every document with an HTTP client that never uses a proxy (every
 //! request goes to the server's own address: 127.0.0.1, or another engine's host), hashing the body as it streams so a 100 MB file is never held in
 //! memory, and records the Server header, which the results keep as the server's version.
@@ -48,34 +52,73 @@ pub struct Verified {
 }
 
 /// How a server is reached: plain HTTP, or HTTPS trusting only the run's own certificate (so
-/// verification also proves the server presents the certificate it was given).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// verification also proves the server presents the certificate it was given); in HTTP/1.x,
+/// or with `http2` in HTTP/2 (by ALPN over TLS, by prior knowledge in cleartext, h2c), which
+/// every response must then be in.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scheme {
-    #[default]
-    Http,
+    Http {
+        /// HTTP/2 by prior knowledge (h2c).
+        http2: bool,
+    },
     Https {
         /// The run's certificate, PEM: the one root the client trusts.
         cert_pem: Vec<u8>,
+        /// HTTP/2 by ALPN (h2); HTTP/1.1 is offered beside it, so a server that picks it is
+        /// told apart from one that does not answer.
+        http2: bool,
     },
 }
 
+impl Default for Scheme {
+    fn default() -> Scheme {
+        Scheme::HTTP
+    }
+}
+
 impl Scheme {
+    /// Plain HTTP/1.x.
+    pub const HTTP: Scheme = Scheme::Http { http2: false };
+
     /// `"http"` or `"https"`.
     pub fn name(&self) -> &'static str {
         match self {
-            Scheme::Http => "http",
+            Scheme::Http { .. } => "http",
             Scheme::Https { .. } => "https",
         }
     }
 
+    /// Whether every response must be HTTP/2.
+    pub fn http2(&self) -> bool {
+        match self {
+            Scheme::Http { http2 } | Scheme::Https { http2, .. } => *http2,
+        }
+    }
+
+    /// The protocol asked for, for messages (`"HTTP/2 by ALPN (h2)"`, ...).
+    pub fn protocol(&self) -> &'static str {
+        match self {
+            Scheme::Http { http2: false } => "HTTP/1.x",
+            Scheme::Https { http2: false, .. } => "HTTP/1.x over TLS",
+            Scheme::Http { http2: true } => "HTTP/2 by prior knowledge (h2c)",
+            Scheme::Https { http2: true, .. } => "HTTP/2 by ALPN (h2)",
+        }
+    }
+
     /// An HTTP client for it: never through a proxy, nothing kept between requests, over TLS
-    /// trusting the run's certificate alone.
+    /// trusting the run's certificate alone; HTTP/1.x only unless HTTP/2 is asked for.
     fn client(&self, timeout: Duration) -> Result<reqwest::Client> {
         let mut b = reqwest::Client::builder()
             .no_proxy()
             .pool_max_idle_per_host(0)
             .timeout(timeout);
-        if let Scheme::Https { cert_pem } = self {
+        b = match self {
+            Scheme::Http { http2: true } => b.http2_prior_knowledge(),
+            // Over TLS ALPN offers h2 and http/1.1, and the response says which was chosen.
+            Scheme::Https { http2: true, .. } => b,
+            _ => b.http1_only(),
+        };
+        if let Scheme::Https { cert_pem, .. } = self {
             let cert = reqwest::Certificate::from_pem(cert_pem).map_err(|e| {
                 OrchestratorError::Invalid(format!("the run's certificate is not PEM: {e}"))
             })?;
@@ -90,10 +133,15 @@ impl Scheme {
     }
 }
 
-/// One attempt over TLS: any HTTP response proves the server is up and speaks TLS with the
-/// run's certificate.
-async fn answers_https(client: &reqwest::Client, addr: SocketAddr, path: &str) -> bool {
-    let url = format!("https://{addr}{path}");
+/// One attempt with the scheme's client: any HTTP response proves the server is up (and, over
+/// TLS, speaks TLS with the run's certificate).
+async fn answers_client(
+    client: &reqwest::Client,
+    scheme: &Scheme,
+    addr: SocketAddr,
+    path: &str,
+) -> bool {
+    let url = format!("{}://{addr}{path}", scheme.name());
     matches!(
         tokio::time::timeout(ATTEMPT_TIMEOUT, client.get(url).send()).await,
         Ok(Ok(_))
@@ -127,7 +175,7 @@ impl Orchestrator {
         path: &str,
         deadline: Duration,
     ) -> Result<Duration> {
-        self.wait_ready_over(guard, &Scheme::Http, port, path, deadline)
+        self.wait_ready_over(guard, &Scheme::HTTP, port, path, deadline)
             .await
     }
 
@@ -142,15 +190,20 @@ impl Orchestrator {
     ) -> Result<Duration> {
         let until = Instant::now() + deadline;
         let max_attempts = (deadline.as_millis() / POLL_INTERVAL.as_millis()).max(1) as u32 + 1;
-        let tls_client = match scheme {
-            Scheme::Http => None,
-            Scheme::Https { .. } => Some(scheme.client(ATTEMPT_TIMEOUT)?),
+        let client = match scheme {
+            Scheme::Http { http2: false } => None,
+            _ => Some(scheme.client(ATTEMPT_TIMEOUT)?),
         };
         for attempt in 0..max_attempts {
             let addr = SocketAddr::new(guard.address(), port);
-            let up = match &tls_client {
-                None => answers_http(addr, path).await,
-                Some(c) => answers_https(c, addr, path).await,
+            let up = match (&client, scheme) {
+                (None, _) => answers_http(addr, path).await,
+                // In cleartext an answer in HTTP/1.x proves the server up as well: whether it
+                // serves HTTP/2 is for verification to say, in so many words.
+                (Some(c), Scheme::Http { .. }) => {
+                    answers_client(c, scheme, addr, path).await || answers_http(addr, path).await
+                }
+                (Some(c), Scheme::Https { .. }) => answers_client(c, scheme, addr, path).await,
             };
             if up {
                 return Ok(guard.started_at().elapsed());
@@ -232,11 +285,11 @@ impl Orchestrator {
 
     /// [`verify`](Self::verify) of the server at `addr` (a [`ContainerGuard::socket_addr`]).
     pub async fn verify_at(&self, addr: SocketAddr, docs: &[ExpectedDoc]) -> Result<Verified> {
-        self.verify_over(&Scheme::Http, addr, docs).await
+        self.verify_over(&Scheme::HTTP, addr, docs).await
     }
 
     /// [`verify_at`](Self::verify_at) over `scheme`: over HTTPS the server must also present
-    /// the run's certificate.
+    /// the run's certificate, and with HTTP/2 every response must be HTTP/2.
     pub async fn verify_over(
         &self,
         scheme: &Scheme,
@@ -257,11 +310,35 @@ impl Orchestrator {
                 return Err(fail("the path must start with '/'".to_string()));
             }
             let url = format!("{}://{addr}{}", scheme.name(), doc.url_path);
-            let mut resp = client
-                .get(&url)
-                .send()
-                .await
-                .map_err(|e| fail(format!("request failed: {}", error_chain(&e))))?;
+            let mut resp = match client.get(&url).send().await {
+                Ok(resp) => resp,
+                // A cleartext server that does not serve h2c answers the connection preface
+                // with an HTTP/1.x error, or closes: say so rather than how the framing broke.
+                Err(e) if matches!(scheme, Scheme::Http { http2: true }) => {
+                    let only_http1 = answers_http(addr, &doc.url_path).await;
+                    return Err(fail(if only_http1 {
+                        format!(
+                            "answers HTTP/1.x only where {} was asked (it does not serve HTTP/2 here): {}",
+                            scheme.protocol(),
+                            error_chain(&e)
+                        )
+                    } else {
+                        format!(
+                            "request over {} failed: {}",
+                            scheme.protocol(),
+                            error_chain(&e)
+                        )
+                    }));
+                }
+                Err(e) => return Err(fail(format!("request failed: {}", error_chain(&e)))),
+            };
+            if scheme.http2() && resp.version() != reqwest::Version::HTTP_2 {
+                return Err(fail(format!(
+                    "answered in {:?} where {} was asked (it does not serve HTTP/2 here)",
+                    resp.version(),
+                    scheme.protocol()
+                )));
+            }
             if i == 0 {
                 let header = |name| {
                     resp.headers()

@@ -129,6 +129,11 @@ pub struct AbSummary {
     pub server_software: String,
     pub server_hostname: String,
     pub server_port: u16,
+    /// Not an ab line: how the load reached the server when not in plain HTTP/1.x ("HTTP/2 by
+    /// ALPN (h2), 8 streams per connection"), printed after the port; absent for HTTP/1.x in
+    /// cleartext, so that ab's own output is unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
     pub document_path: String,
     /// Body length of the first good response, bytes.
     pub document_length: u64,
@@ -330,6 +335,7 @@ fn header(h: &HeaderInput<'_>, opts: &AbOptions) -> AbSummary {
         server_software: h.server.software.clone(),
         server_hostname: h.server.hostname.clone(),
         server_port: h.server.port,
+        protocol: None,
         document_path: h.server.path.clone(),
         document_length: h.server.document_length,
         variable_length: opts.variable_length,

@@ -305,6 +305,63 @@ pub struct LoadRecord {
     /// `server_share`, or the share headroom settled on); absent when it had its whole cpuset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_share: Option<f64>,
+    /// How the load reached the server when not in plain HTTP/1.x (a scenario's `tls = true`
+    /// or `http = "2"`); absent for cleartext HTTP/1.x.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
+    /// HTTP/2: the requests at once on each connection (a scenario's `streams`); absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<u32>,
+}
+
+/// The protocol a load spoke, when not plain HTTP/1.x.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// HTTP/1.x over TLS.
+    Https,
+    /// HTTP/2 over TLS, chosen by ALPN.
+    H2,
+    /// Cleartext HTTP/2, by prior knowledge.
+    H2c,
+}
+
+impl Protocol {
+    /// The protocol of a load over TLS or not, in HTTP/2 or not; `None` for cleartext HTTP/1.x.
+    pub fn of(tls: bool, http2: bool) -> Option<Protocol> {
+        match (tls, http2) {
+            (false, false) => None,
+            (true, false) => Some(Protocol::Https),
+            (true, true) => Some(Protocol::H2),
+            (false, true) => Some(Protocol::H2c),
+        }
+    }
+
+    pub fn is_http2(self) -> bool {
+        matches!(self, Protocol::H2 | Protocol::H2c)
+    }
+}
+
+impl LoadRecord {
+    /// The protocol line of its ab-style table ("HTTP/2 over TLS (h2), 8 streams per
+    /// connection"); `None` for cleartext HTTP/1.x, which ab's own layout covers.
+    pub fn protocol_line(&self) -> Option<String> {
+        let version = if self.load.settings.http11 {
+            "HTTP/1.1"
+        } else {
+            "HTTP/1.0"
+        };
+        let streams = |n: Option<u32>| {
+            let n = n.unwrap_or(1);
+            format!("{n} stream{} per connection", if n == 1 { "" } else { "s" })
+        };
+        Some(match self.protocol? {
+            Protocol::Https => format!("{version} over TLS"),
+            Protocol::H2 => format!("HTTP/2 over TLS (h2), {}", streams(self.streams)),
+            Protocol::H2c => format!("HTTP/2 in cleartext (h2c), {}", streams(self.streams)),
+        })
+    }
 }
 
 /// Share of its threads' CPU time from which the load generator counts as the bottleneck.

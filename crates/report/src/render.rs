@@ -195,8 +195,9 @@ impl Renderer {
     }
 
     fn stored_ab_text(&self, l: &LoadRecord) -> Result<String, ReportError> {
-        let summary = ab::summarize_report(&l.load, &AbOptions::default())
+        let mut summary = ab::summarize_report(&l.load, &AbOptions::default())
             .map_err(|e| hist_error(l, &e.to_string()))?;
+        summary.protocol = l.protocol_line();
         self.ab_text(&summary)
     }
 

@@ -4,7 +4,7 @@
 mod common;
 
 use report::record::{RunRecord, RunStatus};
-use report::ReportError;
+use report::{Protocol, ReportError};
 use std::path::{Path, PathBuf};
 
 fn schema() -> serde_json::Value {
@@ -79,7 +79,13 @@ fn serialized_records_validate_against_the_checked_in_schema() {
             factor: 0.9,
         }];
     }
-    for rec in [common::fixture(3, None), partial, limited, searched, ab] {
+    // Loads over HTTP/2 with streams, and over TLS in HTTP/1.x.
+    let mut h2 = common::fixture(1, None);
+    for (l, p) in h2.loads.iter_mut().zip([Protocol::H2c, Protocol::Https]) {
+        l.protocol = Some(p);
+        l.streams = p.is_http2().then_some(8);
+    }
+    for rec in [common::fixture(3, None), partial, limited, searched, ab, h2] {
         let value = serde_json::to_value(&rec).unwrap();
         let errors: Vec<String> = validator
             .iter_errors(&value)

@@ -38,6 +38,37 @@ fn rendering_is_byte_for_byte_reproducible_through_a_file() {
 }
 
 #[test]
+fn a_load_over_http2_or_tls_says_so_after_the_port_and_plain_http_as_ab_does() {
+    let mut rec = common::fixture(1, None);
+    let plain = render(&rec, Format::Text, None).unwrap();
+    assert!(!plain.contains("Protocol:"), "{plain}");
+    rec.loads[0].protocol = Some(report::Protocol::H2c);
+    rec.loads[0].streams = Some(8);
+    rec.loads[1].protocol = Some(report::Protocol::H2);
+    rec.loads[1].streams = Some(1);
+    rec.loads[2].protocol = Some(report::Protocol::Https);
+    let text = render(&rec, Format::Text, None).unwrap();
+    let after_port: Vec<&str> = text
+        .lines()
+        .zip(text.lines().skip(1))
+        .filter(|(l, _)| l.starts_with("Server Port:"))
+        .map(|(_, next)| next)
+        .collect();
+    assert_eq!(
+        &after_port[..3],
+        [
+            "Protocol:               HTTP/2 in cleartext (h2c), 8 streams per connection",
+            "Protocol:               HTTP/2 over TLS (h2), 1 stream per connection",
+            "Protocol:               HTTP/1.0 over TLS",
+        ]
+    );
+    assert!(
+        after_port[3..].iter().all(|l| l.is_empty()),
+        "{after_port:?}"
+    );
+}
+
+#[test]
 fn text_report_has_ab_blocks_and_the_head_to_head_table() {
     let text = render(&common::fixture(3, None), Format::Text, None).unwrap();
     assert!(

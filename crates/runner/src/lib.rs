@@ -42,5 +42,5 @@ pub use cancel::{Cancel, Cleanup};
 pub use events::{Event, Observer, Quiet};
 pub use headroom::Headroom;
 pub use images::build_image;
-pub use pipeline::{kinds_for, run, Problem, RunError, RunOptions, RunOutcome};
+pub use pipeline::{confinement, kinds_for, run, Problem, RunError, RunOptions, RunOutcome};
 pub use results::Saved;

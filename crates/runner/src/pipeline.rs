@@ -390,11 +390,17 @@ pub async fn run(
             let (scheme, tls_dir) = if plan.tls {
                 match crate::tls::RunCertificate::create(&run_dir.path().join("tls"), plan.tls_key)
                 {
-                    Ok(c) => (Scheme::Https { cert_pem: c.ca_pem }, Some(c.dir)),
+                    Ok(c) => (
+                        Scheme::Https {
+                            cert_pem: c.ca_pem,
+                            http2: plan.http2,
+                        },
+                        Some(c.dir),
+                    ),
                     Err(e) => break 'run Err(format!("{e}")),
                 }
             } else {
-                (Scheme::Http, None)
+                (Scheme::Http { http2: plan.http2 }, None)
             };
             let ctx = Ctx {
                 engines: &engines,
@@ -568,7 +574,8 @@ struct Ctx<'a> {
     /// The capacity search to make after the loads, if any.
     capacity: Option<scenario::CapacitySpec>,
     /// How servers are reached: HTTPS trusting the run's own authority when the scenario
-    /// says `tls = true`, with the folder of the certificate the servers get.
+    /// says `tls = true`, with the folder of the certificate the servers get; HTTP/2 when it
+    /// says `http = "2"`.
     scheme: Scheme,
     tls_dir: Option<PathBuf>,
     /// An A/B run's plan.
@@ -1002,6 +1009,8 @@ impl Ctx<'_> {
             server_usage: usage,
             client_bound,
             server_share: share,
+            protocol: report::Protocol::of(self.plan.tls, self.plan.http2),
+            streams: self.plan.http2.then_some(spec.load.streams),
         };
         let loads = match (baseline, record.against.as_mut()) {
             (true, Some(a)) => &mut a.loads,
@@ -1132,6 +1141,16 @@ impl Ctx<'_> {
                 });
             }
         }
+        if let (true, Some(m)) = (self.scheme.http2(), manifest) {
+            if !m.http2 {
+                return Err(NotStarted {
+                    image: None,
+                    reason: format!(
+                        "serves no HTTP/2 here: docker/{kind}/server.toml does not say http2 = true, and the scenario says http = \"2\""
+                    ),
+                });
+            }
+        }
         let shown = self.shown(i, baseline.is_some());
         // Files kept beside the record and container names: no spaces or brackets.
         let file_name = if baseline.is_some() {
@@ -1208,11 +1227,14 @@ impl Ctx<'_> {
                             self.plan.servers[d].name
                         )));
                     };
-                    // A server fronting another (a cache) reaches it over plain HTTP, as
-                    // such deployments do; in a TLS run that is the backend's second port.
+                    // A server fronting another (a cache) reaches it over plain HTTP/1.x, as
+                    // such deployments do; in a TLS run that is the backend's second port, in
+                    // a cleartext HTTP/2 run too where the backend has one (one whose own port
+                    // then answers HTTP/2 alone), else its own port, which serves HTTP/1.x
+                    // beside h2c.
                     match (&self.scheme, dep.plain) {
-                        (Scheme::Http, _) => dep.guard.socket_addr().to_string(),
-                        (Scheme::Https { .. }, Some(plain)) => plain.to_string(),
+                        (_, Some(plain)) => plain.to_string(),
+                        (Scheme::Http { .. }, None) => dep.guard.socket_addr().to_string(),
                         (Scheme::Https { .. }, None) => {
                             let dep_kind = &self.plan.servers[d].kind;
                             return Err(unavailable(format!(
@@ -1237,8 +1259,9 @@ impl Ctx<'_> {
             Some(p) => p,
             None => free_port().map_err(|e| unavailable(format!("no free port: {e}")))?,
         };
-        // In a TLS run, a server that another one fronts also listens for plain HTTP.
-        let plain = if matches!(self.scheme, Scheme::Https { .. })
+        // In a TLS or HTTP/2 run, a server that another one fronts also listens for plain
+        // HTTP/1.x when its kind can.
+        let plain = if self.scheme != Scheme::HTTP
             && manifest.is_some_and(|m| m.plain_port)
             && self.fronted(i)
         {
@@ -1259,6 +1282,7 @@ impl Ctx<'_> {
             memory_bytes: Some(spec.memory),
             docroot: Some(self.run_dir.docroot()),
             tls_dir: self.tls_dir.clone(),
+            http2: self.scheme.http2(),
             run_id: self.run_id.to_string(),
             labels: vec![("benchctl.kind".to_string(), kind.to_string())],
             cmd: None,
@@ -1458,7 +1482,7 @@ struct Measured {
 }
 
 /// A server container's rights: what its manifest declares, nothing more.
-fn confinement(m: &Manifest) -> Confinement {
+pub fn confinement(m: &Manifest) -> Confinement {
     let c = &m.container;
     Confinement {
         user: Some(c.user.clone()),

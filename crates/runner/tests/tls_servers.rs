@@ -92,6 +92,7 @@ async fn serves_https(kind: &str) {
     let guard = orch.start(&spec).await.unwrap();
     let trusted = Scheme::Https {
         cert_pem: cert.ca_pem.clone(),
+        http2: false,
     };
     orch.wait_ready_over(&guard, &trusted, spec.port, "/", Duration::from_secs(15))
         .await
@@ -119,6 +120,7 @@ async fn serves_https(kind: &str) {
         .verify_over(
             &Scheme::Https {
                 cert_pem: other.ca_pem,
+                http2: false,
             },
             guard.socket_addr(),
             std::slice::from_ref(&doc),
@@ -159,6 +161,7 @@ async fn serves_https(kind: &str) {
     let guard = orch.start(&with_rsa).await.unwrap();
     let trusted = Scheme::Https {
         cert_pem: rsa.ca_pem.clone(),
+        http2: false,
     };
     orch.wait_ready_over(
         &guard,

@@ -67,10 +67,13 @@ pub struct Manifest {
     /// It serves HTTPS when started with `BENCH_TLS=1` and the run's certificate and key in
     /// `/etc/benchctl/tls` (`[server] tls = true`).
     pub tls: bool,
-    /// With `BENCH_TLS=1` it also serves plain HTTP on `BENCH_PLAIN_PORT` when given one
-    /// (`[server] plain_port = true`): how a cache in front of it (Varnish, whose backends are
-    /// plain HTTP) reaches it in a TLS run.
+    /// With `BENCH_TLS=1` (or `BENCH_HTTP2=1`) it also serves plain HTTP/1.x on
+    /// `BENCH_PLAIN_PORT` when given one (`[server] plain_port = true`): how a cache in front of
+    /// it (Varnish, whose backends are plain HTTP/1.1) reaches it in a TLS or HTTP/2 run.
     pub plain_port: bool,
+    /// It serves HTTP/2 when started with `BENCH_HTTP2=1` (`[server] http2 = true`): by ALPN
+    /// over TLS when it also serves TLS, by prior knowledge (h2c) in cleartext.
+    pub http2: bool,
     pub container: ContainerNeeds,
     /// Scenario options of this kind and the environment variable each one sets.
     pub options: BTreeMap<String, OptionDecl>,
@@ -167,6 +170,8 @@ struct RawServer {
     tls: bool,
     #[serde(default)]
     plain_port: bool,
+    #[serde(default)]
+    http2: bool,
 }
 
 #[derive(Deserialize)]
@@ -505,6 +510,7 @@ impl Manifest {
             version_header,
             tls: server.tls,
             plain_port: server.plain_port,
+            http2: server.http2,
             container: ContainerNeeds {
                 user,
                 capabilities,

@@ -39,6 +39,10 @@ pub struct Plan {
     pub tls: bool,
     /// The key of that certificate (`tls_key`); ECDSA P-256 unless the scenario asks for RSA.
     pub tls_key: TlsKey,
+    /// Every server serves HTTP/2 and every load speaks it (`http = "2"`): by ALPN over TLS
+    /// with `tls`, by prior knowledge (h2c) without. Each document's [`LoadSpec::version`] is
+    /// then [`loadgen::HttpVersion::Http2`], with its `streams` per connection.
+    pub http2: bool,
     /// The Docker engines named by `[[host]]` tables, in file order; the local engine is not
     /// among them (it needs no table).
     pub hosts: Vec<HostSpec>,

@@ -38,6 +38,10 @@ pub(crate) struct RawScenario {
     pub tls: Option<bool>,
     /// The key type of the run's server certificate: `"ecdsa-p256"` (default) or `"rsa-2048"`.
     pub tls_key: Option<Spanned<String>>,
+    /// The HTTP version of every load: `"2"` (the servers serve HTTP/2: by ALPN with `tls`, by
+    /// prior knowledge without), or `"1.1"` / `"1.0"` (the request line of every load that does
+    /// not set its own `http`).
+    pub http: Option<Spanned<String>>,
     /// `[[host]]` tables: Docker engines other than the local one that servers may run on.
     #[serde(default)]
     pub host: Vec<Spanned<RawHost>>,
@@ -105,8 +109,8 @@ pub(crate) struct RawLoad {
     pub requests: Option<Spanned<i64>>,
     /// `-c`: requests in flight at once (1..=10000, <= requests). Default 1, as ab.
     pub concurrency: Option<Spanned<i64>>,
-    /// `-k`: reuse connections. Default false, as ab.
-    pub keep_alive: Option<bool>,
+    /// `-k`: reuse connections. Default false, as ab; implied by HTTP/2.
+    pub keep_alive: Option<Spanned<bool>>,
     /// `"1.0"` (ab's request line, the default) or `"1.1"`.
     pub http: Option<Spanned<String>>,
     /// Per-request timeout, e.g. `"30s"` (default `"30s"`, as ab's `-s`).
@@ -127,6 +131,8 @@ pub(crate) struct RawLoad {
     pub user_timestamps: Option<bool>,
     /// How the generator waits once caught up: `"auto"` (default), `"off"` or a nap (`"50us"`).
     pub coalesce: Option<Spanned<String>>,
+    /// HTTP/2 only: requests in flight at once on each connection (h2load's `-m`); default 1.
+    pub streams: Option<Spanned<i64>>,
 }
 
 /// `[[server]]`. Keys other than these are the kind's own options, checked against its
@@ -221,6 +227,7 @@ pub(crate) mod keys {
         "capacity",
         "tls",
         "tls_key",
+        "http",
         "host",
     ];
     pub const HOST: &[&str] = &["name", "url", "tls_dir", "insecure", "address"];
@@ -238,6 +245,7 @@ pub(crate) mod keys {
         "method",
         "user_timestamps",
         "coalesce",
+        "streams",
     ];
     /// The keys every server has; the others are its kind's options.
     pub const SERVER: &[&str] = crate::manifest::SERVER_KEYS;

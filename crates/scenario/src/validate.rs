@@ -67,14 +67,15 @@ pub(crate) fn validate(
         },
     };
     let cpus = check_cpus(&mut d, &raw);
+    let protocol = check_protocol(&mut d, &raw);
 
     let default_load = match &raw.load {
-        Some(l) => check_load_level(&mut d, l.get_ref()),
+        Some(l) => check_load_level(&mut d, l.get_ref(), &protocol),
         None => LoadLevel::default(),
     };
 
     let roots = DocumentRoots::new(&mut d, &raw, &base_dir);
-    let documents = check_documents(&mut d, &raw, &roots, &default_load);
+    let documents = check_documents(&mut d, &raw, &roots, &default_load, &protocol);
     let largest = documents.iter().map(|doc| doc.length).max().unwrap_or(0);
     let hosts = check_hosts(&mut d, &raw, &base_dir);
     let (servers, foreign) = check_servers(&mut d, src, &raw, kinds, &base_dir, largest);
@@ -121,6 +122,7 @@ pub(crate) fn validate(
         capacity,
         tls: raw.tls.unwrap_or(false),
         tls_key,
+        http2: protocol.http2.is_some(),
         hosts,
     })
 }
@@ -430,6 +432,46 @@ fn check_cpus(d: &mut Diagnostics, raw: &RawScenario) -> CpuPlan {
     }
 }
 
+/// Most streams at once on one HTTP/2 connection a scenario may ask for: above what the servers
+/// here allow (nginx 128, Apache, H2O and Varnish 100, Caddy 250) a client cannot open more.
+pub const MAX_STREAMS: u32 = 1000;
+
+/// The scenario's top-level `http`: the HTTP version of every load.
+#[derive(Default)]
+struct Protocol {
+    /// `http = "2"`, with the line it is on.
+    http2: Option<usize>,
+    /// `http = "1.1"` (true) or `"1.0"` (false): the request line of loads that name none.
+    http11: Option<bool>,
+}
+
+fn check_protocol(d: &mut Diagnostics, raw: &RawScenario) -> Protocol {
+    let Some(h) = &raw.http else {
+        return Protocol::default();
+    };
+    match h.get_ref().trim() {
+        "2" => Protocol {
+            http2: Some(line_of(d, h.span())),
+            http11: None,
+        },
+        "1.1" => Protocol {
+            http2: None,
+            http11: Some(true),
+        },
+        "1.0" => Protocol {
+            http2: None,
+            http11: Some(false),
+        },
+        other => {
+            d.error(
+                h.span(),
+                format!("http version `{other}` is not supported (use \"2\" for HTTP/2, or \"1.1\" or \"1.0\")"),
+            );
+            Protocol::default()
+        }
+    }
+}
+
 /// One level of load settings (`[load]` or a `[document.load]`) with its values checked.
 /// Values that failed their check are dropped and `poisoned` set, so that the merged result
 /// does not produce follow-on errors from a value already reported.
@@ -447,15 +489,44 @@ struct LoadLevel {
     head: Option<bool>,
     user_timestamps: Option<bool>,
     coalesce: Option<Coalesce>,
+    /// HTTP/2 streams per connection.
+    streams: Option<u32>,
     poisoned: bool,
 }
 
-fn check_load_level(d: &mut Diagnostics, raw: &RawLoad) -> LoadLevel {
+fn check_load_level(d: &mut Diagnostics, raw: &RawLoad, protocol: &Protocol) -> LoadLevel {
     let mut level = LoadLevel {
-        keep_alive: raw.keep_alive,
+        keep_alive: raw.keep_alive.as_ref().map(|k| *k.get_ref()),
         user_timestamps: raw.user_timestamps,
         ..LoadLevel::default()
     };
+    if let Some(s) = &raw.streams {
+        let n = *s.get_ref();
+        if protocol.http2.is_none() {
+            d.error(
+                s.span(),
+                "streams is the number of requests at once on one HTTP/2 connection, and this scenario speaks HTTP/1.x (add http = \"2\" at the top of the file, or remove streams)",
+            );
+            level.poisoned = true;
+        } else if n < 1 || n > i64::from(MAX_STREAMS) {
+            d.error(
+                s.span(),
+                format!("streams must be 1 to {MAX_STREAMS}, not {n} (requests at once on each HTTP/2 connection, as h2load's -m)"),
+            );
+            level.poisoned = true;
+        } else {
+            level.streams = Some(n as u32);
+        }
+    }
+    if let (Some(line), Some(k)) = (protocol.http2, &raw.keep_alive) {
+        if !*k.get_ref() {
+            d.error(
+                k.span(),
+                format!("keep_alive = false cannot apply: the scenario speaks HTTP/2 (http = \"2\", line {line}), which keeps its connections open (remove keep_alive)"),
+            );
+            level.poisoned = true;
+        }
+    }
     if let Some(r) = &raw.requests {
         match u64::try_from(*r.get_ref()) {
             Ok(n) if n >= 1 => level.requests = Some((n, r.span())),
@@ -537,10 +608,25 @@ fn check_load_level(d: &mut Diagnostics, raw: &RawLoad) -> LoadLevel {
         level.poisoned = true;
     }
     if let Some(h) = &raw.http {
-        match h.get_ref().as_str() {
-            "1.0" => level.http11 = Some(false),
-            "1.1" => level.http11 = Some(true),
-            other => {
+        match (h.get_ref().trim(), protocol.http2) {
+            ("2", None) => {
+                d.error(
+                    h.span(),
+                    "HTTP/2 is chosen for the whole scenario, not per load, as the servers are started for it (write http = \"2\" at the top of the file, before any table)",
+                );
+                level.poisoned = true;
+            }
+            ("2", Some(_)) => {}
+            (v @ ("1.0" | "1.1"), Some(line)) => {
+                d.error(
+                    h.span(),
+                    format!("http = \"{v}\" cannot apply: the scenario speaks HTTP/2 (http = \"2\", line {line}) in every load (remove this one, or the top-level http)"),
+                );
+                level.poisoned = true;
+            }
+            ("1.0", None) => level.http11 = Some(false),
+            ("1.1", None) => level.http11 = Some(true),
+            (other, _) => {
                 d.error(
                     h.span(),
                     format!("http version `{other}` is not supported (use \"1.0\" or \"1.1\")"),
@@ -591,6 +677,7 @@ fn resolve_load(
     d: &mut Diagnostics,
     defaults: &LoadLevel,
     own: &LoadLevel,
+    protocol: &Protocol,
     doc_span: Range<usize>,
     doc_name: &str,
 ) -> LoadSpec {
@@ -644,7 +731,12 @@ fn resolve_load(
             );
         }
     }
-    let http11 = own.http11.or(defaults.http11).unwrap_or(false);
+    let http11 = own
+        .http11
+        .or(defaults.http11)
+        .or(protocol.http11)
+        .unwrap_or(false);
+    let http2 = protocol.http2.is_some();
     let head = own.head.or(defaults.head).unwrap_or(false);
     let user_timestamps = own
         .user_timestamps
@@ -654,8 +746,11 @@ fn resolve_load(
         requests: requests.map(|(n, _)| n),
         duration: duration.map(|(t, _)| t),
         concurrency: concurrency.map_or(1, |(c, _)| c),
-        keep_alive: own.keep_alive.or(defaults.keep_alive).unwrap_or(false),
-        version: if http11 {
+        // HTTP/2 keeps its connections open: a request is a stream on one of them.
+        keep_alive: http2 || own.keep_alive.or(defaults.keep_alive).unwrap_or(false),
+        version: if http2 {
+            HttpVersion::Http2
+        } else if http11 {
             HttpVersion::Http11
         } else {
             HttpVersion::Http10
@@ -667,7 +762,7 @@ fn resolve_load(
         rx_stamps: !user_timestamps,
         coalesce: own.coalesce.or(defaults.coalesce).unwrap_or(Coalesce::Auto),
         min_duration: min_duration.filter(|_| has_requests).map(|(t, _)| t),
-        streams: 1,
+        streams: own.streams.or(defaults.streams).unwrap_or(1),
     }
 }
 
@@ -747,6 +842,7 @@ fn check_documents(
     raw: &RawScenario,
     roots: &DocumentRoots,
     default_load: &LoadLevel,
+    protocol: &Protocol,
 ) -> Vec<DocumentSpec> {
     let mut names: HashMap<&str, usize> = HashMap::new();
     let mut url_paths: HashMap<&str, usize> = HashMap::new();
@@ -795,10 +891,10 @@ fn check_documents(
 
         let source = check_source(d, doc, table_span.clone(), roots);
         let own_load = match &doc.load {
-            Some(l) => check_load_level(d, l.get_ref()),
+            Some(l) => check_load_level(d, l.get_ref(), protocol),
             None => LoadLevel::default(),
         };
-        let load = resolve_load(d, default_load, &own_load, table_span, name);
+        let load = resolve_load(d, default_load, &own_load, protocol, table_span, name);
         if let (Some(disk_path), Some((source, length))) = (disk_path, source) {
             docs.push(DocumentSpec {
                 name: name.to_owned(),

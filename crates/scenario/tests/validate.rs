@@ -691,3 +691,83 @@ kind = "apache"
     assert!(plain.hosts.is_empty());
     assert!(plain.servers.iter().all(|s| s.host.is_none()));
 }
+
+#[test]
+fn http_2_makes_every_load_http2_with_its_streams_and_keep_alive() {
+    let p = Path::new("h2.toml");
+    let src = format!(
+        "http = \"2\"\n{}",
+        MINIMAL.replace(
+            "requests = 10",
+            "requests = 10\nstreams = 8\nconcurrency = 2"
+        )
+    ) + r#"
+[[document]]
+name = "page"
+path = "/page.html"
+generate = "html"
+size = 468
+load = { streams = 1, keep_alive = true }
+"#;
+    let plan = parse_str(&src, p).unwrap();
+    assert!(plan.http2);
+    assert!(!plan.tls);
+    let loads: Vec<_> = plan
+        .documents
+        .iter()
+        .map(|d| (d.load.version, d.load.streams, d.load.keep_alive))
+        .collect();
+    assert_eq!(
+        loads,
+        [(HttpVersion::Http2, 8, true), (HttpVersion::Http2, 1, true)]
+    );
+    assert_eq!(plan.documents[0].load.concurrency, 2);
+
+    // Over TLS too: h2 by ALPN is the same plan with tls set.
+    let plan = parse_str(&format!("tls = true\n{src}"), p).unwrap();
+    assert!(plan.tls && plan.http2);
+
+    // Without the key: HTTP/1.x, one stream, as before.
+    let plan = parse_str(MINIMAL, p).unwrap();
+    assert!(!plan.http2);
+    assert_eq!(plan.documents[0].load.version, HttpVersion::Http10);
+    assert_eq!(plan.documents[0].load.streams, 1);
+}
+
+#[test]
+fn a_top_level_http_1_x_is_the_request_line_of_loads_that_name_none() {
+    let p = Path::new("h11.toml");
+    let src = format!("http = \"1.1\"\n{MINIMAL}")
+        + r#"
+[[document]]
+name = "page"
+path = "/page.html"
+generate = "html"
+size = 468
+load = { http = "1.0" }
+"#;
+    let plan = parse_str(&src, p).unwrap();
+    assert!(!plan.http2);
+    let versions: Vec<_> = plan.documents.iter().map(|d| d.load.version).collect();
+    assert_eq!(versions, [HttpVersion::Http11, HttpVersion::Http10]);
+    // [load]'s own http comes before the top-level one.
+    let src = src.replace("requests = 10", "requests = 10\nhttp = \"1.0\"");
+    let plan = parse_str(&src, p).unwrap();
+    assert_eq!(plan.documents[0].load.version, HttpVersion::Http10);
+}
+
+#[test]
+fn the_kinds_say_whether_they_serve_http2() {
+    let serves = |kind: &str| {
+        kinds()
+            .get(kind)
+            .and_then(|k| k.manifest.as_ref().ok())
+            .map(|m| m.http2)
+    };
+    for kind in ["nginx", "apache", "lighttpd", "caddy", "h2o", "varnish"] {
+        assert_eq!(serves(kind), Some(true), "{kind}");
+    }
+    for kind in ["tornado", "gatling", "cherokee"] {
+        assert_eq!(serves(kind), Some(false), "{kind}");
+    }
+}
