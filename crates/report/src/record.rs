@@ -305,6 +305,53 @@ pub struct LoadRecord {
     /// `server_share`, or the share headroom settled on); absent when it had its whole cpuset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_share: Option<f64>,
+    /// With `[load] generators`: each generator's part, in the scenario's order (`load` is the
+    /// merge of those that succeeded). Empty when this process generated the load, and in
+    /// records made before generators existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generators: Vec<GeneratorRecord>,
+}
+
+impl LoadRecord {
+    /// A generator of this load failed: `load` holds only the others' part.
+    pub fn is_partial(&self) -> bool {
+        self.generators.iter().any(|g| g.error.is_some())
+    }
+}
+
+/// One generator's part of a load sent from several hosts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorRecord {
+    /// The `[[host]]` it ran on.
+    pub host: String,
+    /// Its share: requests (absent for a load bounded by time), connections, and rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    pub concurrency: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Its engine's clock minus this machine's, seconds, as measured before the run: the
+    /// start instant it was given was shifted by it.
+    pub clock_offset_s: f64,
+    /// What it measured (absent when it failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complete: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_second: Option<f64>,
+    /// CPU seconds it used while measuring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu_s: Option<f64>,
+    /// It set the pace rather than the server ([`is_client_bound`]).
+    #[serde(default)]
+    pub client_bound: bool,
+    /// Why it has no part in `load`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Share of its threads' CPU time from which the load generator counts as the bottleneck.

@@ -70,6 +70,9 @@ pub enum Event<'a> {
         /// The share it is measured with next.
         next: f64,
     },
+    /// One of `[load] generators` failed during a load: its container is removed, the load
+    /// keeps the others' parts (and its record says it is partial).
+    GeneratorFailed { host: &'a str, reason: &'a str },
     /// A load was measured and recorded.
     LoadDone {
         /// 1-based.

@@ -17,8 +17,8 @@ use orchestrator::{
     OrchestratorError, Scheme, Tmpfs,
 };
 use report::{
-    AbStop, AgainstRecord, HostFacts, LoadRecord, RecordFile, ReportError, RunRecord, RunStatus,
-    ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage,
+    AbStop, AgainstRecord, GeneratorRecord, HostFacts, LoadRecord, RecordFile, ReportError,
+    RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage,
 };
 use scenario::{ImageSource, Kinds, Manifest, OptionValue, Plan, VersionHeader};
 use std::collections::{BTreeMap, HashMap};
@@ -55,6 +55,9 @@ pub struct RunOptions {
     /// round, until the paired comparison is decided ([`crate::ab`]); `runs` is then ignored
     /// for the against's `max_rounds`.
     pub against: Option<Against>,
+    /// The benchctl binary `[load] generators` run (an image is made of it on each generator
+    /// host); `None` for this process's own file, which is what the command line uses.
+    pub generator_binary: Option<PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -78,6 +81,7 @@ impl RunOptions {
             headroom: Headroom::Off,
             capacity: None,
             against: None,
+            generator_binary: None,
         }
     }
 }
@@ -177,6 +181,15 @@ pub enum Problem {
         /// Over those rounds.
         failures: u64,
     },
+    /// One of `[load] generators` failed during this load, which holds only the others' part.
+    GeneratorFailed {
+        server: String,
+        document: String,
+        /// 0-based.
+        round: u32,
+        host: String,
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for Problem {
@@ -206,6 +219,18 @@ impl std::fmt::Display for Problem {
                     rounds.join(", ")
                 )
             }
+            Problem::GeneratorFailed {
+                server,
+                document,
+                round,
+                host,
+                reason,
+            } => write!(
+                f,
+                "{server} / {document} (round {}): the generator on {host} failed ({}); the load holds the other generators' part only",
+                round + 1,
+                first_line(reason)
+            ),
         }
     }
 }
@@ -292,7 +317,7 @@ pub async fn run(
         None
     });
     for (i, h) in plan.hosts.iter().enumerate() {
-        if !plan.servers.iter().any(|s| s.host == Some(i)) {
+        if !plan.servers.iter().any(|s| s.host == Some(i)) && !plan.generators.contains(&i) {
             engines.push(None);
             continue;
         }
@@ -413,6 +438,7 @@ pub async fn run(
                 },
                 scheme,
                 tls_dir,
+                generators: std::sync::OnceLock::new(),
             };
             let r = {
                 let work = ctx.execute(&mut record, &mut results);
@@ -462,6 +488,19 @@ pub async fn run(
                         reason: reason.clone(),
                     });
                 }
+            }
+        }
+    }
+    for l in &record.loads {
+        for g in &l.generators {
+            if let Some(reason) = &g.error {
+                problems.push(Problem::GeneratorFailed {
+                    server: l.server.clone(),
+                    document: l.document.clone(),
+                    round: l.round,
+                    host: g.host.clone(),
+                    reason: reason.clone(),
+                });
             }
         }
     }
@@ -572,6 +611,8 @@ struct Ctx<'a> {
     tls_dir: Option<PathBuf>,
     /// An A/B run's plan.
     ab: Option<&'a AbPlan>,
+    /// `[load] generators`, ready once the run has made their image on each host.
+    generators: std::sync::OnceLock<Vec<crate::generators::Generator>>,
 }
 
 /// A server that was started and verified.
@@ -588,6 +629,7 @@ enum Turn {
         load: Box<LoadReport>,
         usage: Option<Usage>,
         share: Option<f64>,
+        generators: Vec<GeneratorRecord>,
     },
     /// The server, or one it needs, died: these servers are unavailable from here on.
     Died(Vec<(usize, String)>),
@@ -652,6 +694,19 @@ impl Ctx<'_> {
                 sha256_hex: d.sha256.clone(),
             })
             .collect();
+
+        if !plan.generators.is_empty() {
+            let binary = crate::generators::binary(self.opts.generator_binary.as_deref())?;
+            let gens = crate::generators::prepare(
+                plan,
+                self.engines,
+                &binary,
+                self.run_dir.path(),
+                self.observer,
+            )
+            .await?;
+            let _ = self.generators.set(gens);
+        }
 
         // Which servers to bring up: the ones asked for and the servers they need.
         let only = &self.opts.only;
@@ -737,7 +792,12 @@ impl Ctx<'_> {
                                 self.report_deaths(record, results, deaths, false);
                                 break;
                             }
-                            Turn::Measured { load, usage, share } => {
+                            Turn::Measured {
+                                load,
+                                usage,
+                                share,
+                                generators,
+                            } => {
                                 if let Some(s) = share {
                                     shares.insert(key, s);
                                 }
@@ -748,7 +808,7 @@ impl Ctx<'_> {
                                     share.or(headroom.then_some(plan.cpus.servers.len() as f64));
                                 self.keep_load(
                                     record, results, round, server, doc, spec, *load, usage, share,
-                                    false,
+                                    generators, false,
                                 );
                             }
                         }
@@ -790,9 +850,14 @@ impl Ctx<'_> {
                                 died = true;
                                 break;
                             }
-                            Turn::Measured { load, usage, share } => self.keep_load(
+                            Turn::Measured {
+                                load,
+                                usage,
+                                share,
+                                generators,
+                            } => self.keep_load(
                                 record, results, round, server, doc, spec, *load, usage, share,
-                                baseline,
+                                generators, baseline,
                             ),
                         }
                     }
@@ -944,8 +1009,11 @@ impl Ctx<'_> {
             if let Some(death) = self.find_death(l, live, &during).await? {
                 return Ok(Turn::Died(death));
             }
-            let Some(Measured { load, usage }) =
-                m.map_err(|e| RunError::Step(format!("{shown} {}: {e}", doc.url_path)))?
+            let Some(Measured {
+                load,
+                usage,
+                generators,
+            }) = m.map_err(|e| RunError::Step(format!("{shown} {}: {e}", doc.url_path)))?
             else {
                 return Ok(Turn::Stopped); // stopped mid-load: a partial load is not kept
             };
@@ -958,6 +1026,7 @@ impl Ctx<'_> {
                     load: Box::new(load),
                     usage,
                     share,
+                    generators,
                 });
             };
             self.observer.event(&Event::Headroom {
@@ -984,9 +1053,12 @@ impl Ctx<'_> {
         load: LoadReport,
         usage: Option<Usage>,
         share: Option<f64>,
+        generators: Vec<GeneratorRecord>,
         baseline: bool,
     ) {
-        let client_bound = report::record::is_client_bound(&load);
+        // With several generators the load was client-bound when any of them was.
+        let client_bound =
+            report::record::is_client_bound(&load) || generators.iter().any(|g| g.client_bound);
         let rec = LoadRecord {
             server: server.name.clone(),
             document: spec.name.clone(),
@@ -996,6 +1068,7 @@ impl Ctx<'_> {
             server_usage: usage,
             client_bound,
             server_share: share,
+            generators,
         };
         let loads = match (baseline, record.against.as_mut()) {
             (true, Some(a)) => &mut a.loads,
@@ -1374,6 +1447,32 @@ impl Ctx<'_> {
             url_path
         );
         let target = Target::parse(&url).map_err(|e| RunError::Step(format!("{url}: {e}")))?;
+        if let Some(gens) = self.generators.get() {
+            let sampler = if usage {
+                self.orch(l.index).sample_stats(guard).await.ok()
+            } else {
+                None
+            };
+            let measured = crate::generators::measure(
+                gens,
+                &url,
+                load,
+                &self.plan.cpus.loadgen,
+                self.run_id,
+                &self.opts.cancel,
+                self.observer,
+            )
+            .await?;
+            let usage = match sampler {
+                Some(s) => usage_of(s.finish().await),
+                None => None,
+            };
+            return Ok(measured.map(|(load, generators)| Measured {
+                load,
+                usage,
+                generators,
+            }));
+        }
         let mut cfg = LoadConfig::new(target, load.clone());
         cfg.cpus = Some(self.plan.cpus.loadgen.clone());
         cfg.threads = self.plan.cpus.loadgen.len().max(1);
@@ -1392,13 +1491,7 @@ impl Ctx<'_> {
         .map_err(|e| RunError::Step(format!("the load generator panicked: {e}")))?
         .map_err(|e| RunError::Step(e.to_string()))?;
         let usage = match sampler {
-            Some(s) => {
-                let u = s.finish().await;
-                (u.samples > 0).then_some(Usage {
-                    cpu_s: u.cpu_seconds,
-                    peak_memory_bytes: u.peak_memory_bytes,
-                })
-            }
+            Some(s) => usage_of(s.finish().await),
             None => None,
         };
         if m.stopped_early == Some(StopReason::Interrupted) {
@@ -1407,14 +1500,25 @@ impl Ctx<'_> {
         Ok(Some(Measured {
             load: LoadReport::from_measurement(&m),
             usage,
+            generators: Vec::new(),
         }))
     }
 }
 
-/// One load as measured: the generator's report and the server's resource use.
+/// A server's resource use over a load, when Docker reported any.
+fn usage_of(u: orchestrator::ContainerUsage) -> Option<Usage> {
+    (u.samples > 0).then_some(Usage {
+        cpu_s: u.cpu_seconds,
+        peak_memory_bytes: u.peak_memory_bytes,
+    })
+}
+
+/// One load as measured: the generator's report and the server's resource use; with `[load]
+/// generators`, each one's part (the report is their merge).
 struct Measured {
     load: LoadReport,
     usage: Option<Usage>,
+    generators: Vec<GeneratorRecord>,
 }
 
 /// A server container's rights: what its manifest declares, nothing more.

@@ -125,6 +125,9 @@ pub(crate) struct RawLoad {
     pub user_timestamps: Option<bool>,
     /// How the generator waits once caught up: `"auto"` (default), `"off"` or a nap (`"50us"`).
     pub coalesce: Option<Spanned<String>>,
+    /// `[load]` only: the `[[host]]`s whose engines run the load generator, each its share of
+    /// the load, instead of this process (default: this process).
+    pub generators: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// `[[server]]`. Keys other than these are the kind's own options, checked against its
@@ -235,6 +238,7 @@ pub(crate) mod keys {
         "method",
         "user_timestamps",
         "coalesce",
+        "generators",
     ];
     /// The keys every server has; the others are its kind's options.
     pub const SERVER: &[&str] = crate::manifest::SERVER_KEYS;

@@ -180,6 +180,7 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
                     }),
                     client_bound: server == "nginx" && doc == "hello" && round == 0,
                     server_share: None,
+                    generators: Vec::new(),
                 });
             }
         }
@@ -444,5 +445,6 @@ fn loads_push(rec: &mut RunRecord, server: &str, round: u32, load: LoadReport) {
         }),
         client_bound: false,
         server_share: None,
+        generators: Vec::new(),
     });
 }
