@@ -364,9 +364,14 @@ fn add_histograms<'a>(
 ) -> Result<Option<Histogram<u64>>, MergeError> {
     let mut sum: Option<Histogram<u64>> = None;
     for text in parts {
-        let h = decode_histogram(text)?;
+        let mut h = decode_histogram(text)?;
         match &mut sum {
-            None => sum = Some(h),
+            None => {
+                // Parts cover different ranges (a timeline interval's grows with what it
+                // saw): the sum grows to hold them all, at the same precision.
+                h.auto(true);
+                sum = Some(h);
+            }
             Some(s) => {
                 if s.sigfig() != h.sigfig() {
                     return Err(MergeError::Precision {

@@ -218,7 +218,7 @@ fn check_generators(
             d.error(
                 list.span(),
                 format!(
-                    "document `{}`: {r} requests cannot be shared among {n} generators (each needs at least one)",
+                    "document `{}`: requests = {r} cannot be shared among {n} generators (each needs at least one)",
                     doc.name
                 ),
             );
