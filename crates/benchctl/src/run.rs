@@ -360,6 +360,10 @@ impl Observer for Printer {
                     }
                 }
             }
+            Event::GeneratorsStarting {
+                generators,
+                lead_s,
+            } => eprintln!("           {generators} generators start the load in {lead_s:.1} s"),
             Event::GeneratorFailed { host, reason } => {
                 eprintln!("generator on {host} failed: {}", first_line(reason))
             }

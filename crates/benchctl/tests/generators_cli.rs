@@ -386,9 +386,9 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
         "duration = \"30s\"\nrate = 100.0\nconcurrency = 4",
     );
     let mut run = Run::start(dir.path(), &s, &kinds, "sigint");
-    run.wait_for("round 1/1", Duration::from_secs(300));
-    // The generators' containers are made at once; their load starts a few seconds later.
-    std::thread::sleep(Duration::from_secs(7));
+    let lead = run.lead();
+    // Two seconds into the load.
+    std::thread::sleep(lead + Duration::from_secs(2));
     let running: usize = engines[1..]
         .iter()
         .map(|ep| rt.block_on(labelled(ep, "benchctl.role=generator")).len())
@@ -410,8 +410,9 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
         "duration = \"8s\"\nrate = 100.0\nconcurrency = 4",
     );
     let mut run = Run::start(dir.path(), &s, &kinds, "lost");
-    run.wait_for("round 1/1", Duration::from_secs(300));
-    std::thread::sleep(Duration::from_secs(8));
+    let lead = run.lead();
+    // Three seconds into the load's eight.
+    std::thread::sleep(lead + Duration::from_secs(3));
     hosts.kill_engine(2);
     let (code, err) = run.finish(Duration::from_secs(120));
     assert_eq!(code, Some(1), "{err}");
@@ -435,6 +436,20 @@ impl Run {
             None => self.last_pid(),
         };
         format!("benchctl.pid={pid}")
+    }
+
+    /// Waits for the generators' start to be announced: how far ahead it is.
+    fn lead(&mut self) -> Duration {
+        let needle = "generators start the load in ";
+        self.wait_for(needle, Duration::from_secs(300));
+        let err = self.stderr();
+        let line = err.lines().find(|l| l.contains(needle)).unwrap();
+        let secs: f64 = line
+            .split(needle)
+            .nth(1)
+            .and_then(|r| r.trim_end_matches(" s").parse().ok())
+            .unwrap_or_else(|| panic!("{line}"));
+        Duration::from_secs_f64(secs)
     }
 
     fn last_pid(&self) -> u32 {

@@ -23,9 +23,15 @@ use std::time::{Duration, SystemTime};
 /// The image's name on every generator host (`benchctl/benchctl-load:<hash of the binary and
 /// its libraries>`): built once per binary, found again by later runs of the same one.
 pub const IMAGE_NAME: &str = "benchctl-load";
-/// How far ahead a load's start is set: time for every generator's container to be created
-/// and started on its engine (a fraction of a second each, measured).
+/// The least a load's start is set ahead of now: time for every generator's container to be
+/// created and started on its engine. It is more when a host's trial run (`benchctl
+/// --version` in the image, made before the first load) took longer: [`LEAD_FACTOR`] times
+/// the slowest trial.
 pub const START_LEAD: Duration = Duration::from_secs(5);
+/// How many times the slowest trial run a load's start is set ahead.
+pub const LEAD_FACTOR: u32 = 3;
+/// How long a generator's trial run may take.
+const TRIAL_BOUND: Duration = Duration::from_secs(120);
 /// How long one request to a generator's engine may take during a load before its host counts
 /// as lost.
 const ENGINE_BOUND: Duration = Duration::from_secs(10);
@@ -42,6 +48,8 @@ pub(crate) struct Generator {
     pub image: String,
     /// Its engine's clock minus this machine's, seconds.
     pub clock_offset_s: f64,
+    /// How long its trial run took, from the request to create the container to its exit.
+    pub trial: Duration,
     /// Why it can no longer be used (its engine stopped answering during a load).
     lost: Mutex<Option<String>>,
 }
@@ -110,6 +118,7 @@ pub(crate) async fn prepare(
     engines: &[Option<Orchestrator>],
     binary: &Path,
     run_dir: &Path,
+    run_id: &str,
     observer: &dyn Observer,
 ) -> Result<Vec<Generator>, RunError> {
     let ctx = run_dir.join("generator-image");
@@ -149,7 +158,8 @@ pub(crate) async fn prepare(
                 .build_image(IMAGE_NAME, ctx, &log)
                 .await
                 .map_err(|e| format!("building the generator's image: {}", e.headline()))?;
-            Ok::<_, String>((facts, built))
+            let trial = trial(orch, host, &built.tag, run_id).await?;
+            Ok::<_, String>((facts, built, trial))
         }
     }))
     .await;
@@ -158,7 +168,7 @@ pub(crate) async fn prepare(
     for ((&h, r), shown) in plan.generators.iter().zip(results).zip(&shown) {
         let host = &plan.hosts[h];
         match r {
-            Ok((facts, built)) => {
+            Ok((facts, built, trial)) => {
                 observer.event(&Event::Built {
                     server: shown,
                     tag: &built.tag,
@@ -171,6 +181,7 @@ pub(crate) async fn prepare(
                     orch: engines[h + 1].clone().expect("connected"),
                     image: built.tag,
                     clock_offset_s: facts.clock_offset_s,
+                    trial,
                     lost: Mutex::new(None),
                 });
             }
@@ -184,6 +195,68 @@ pub(crate) async fn prepare(
         )));
     }
     Ok(out)
+}
+
+/// Runs `benchctl --version` from the generator's image on `host`: proof that the image runs
+/// there, and how long a container takes from the request to create it to its program's exit
+/// (the first run of an image also brings the binary into that machine's page cache).
+async fn trial(
+    orch: &Orchestrator,
+    host: &scenario::HostSpec,
+    image: &str,
+    run_id: &str,
+) -> Result<Duration, String> {
+    let spec = ContainerSpec {
+        name: format!("load-trial-{}", host.name),
+        image: image.to_string(),
+        address: Some(host.address),
+        run_id: run_id.to_string(),
+        labels: vec![("benchctl.role".to_string(), "generator".to_string())],
+        cmd: Some(vec!["--version".to_string()]),
+        ..ContainerSpec::default()
+    };
+    let started = std::time::Instant::now();
+    let guard = orch
+        .start(&spec)
+        .await
+        .map_err(|e| format!("the generator's image does not start: {}", e.headline()))?;
+    let code = loop {
+        match orch.exit_code(&guard).await {
+            Ok(Some(code)) => break code,
+            Ok(None) if started.elapsed() < TRIAL_BOUND => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Ok(None) => {
+                remove(guard).await;
+                return Err(format!(
+                    "the generator's trial run (benchctl --version) did not end within {TRIAL_BOUND:?}"
+                ));
+            }
+            Err(e) => {
+                remove(guard).await;
+                return Err(e.headline());
+            }
+        }
+    };
+    let took = started.elapsed();
+    let output = orch.output(&guard).await;
+    remove(guard).await;
+    let (out, err) = output.map_err(|e| e.headline())?;
+    let out = String::from_utf8_lossy(&out);
+    if code != 0 || !out.starts_with("benchctl") {
+        return Err(format!(
+            "the generator's image does not run there (benchctl --version exited with {code}: {}{})",
+            out.trim(),
+            String::from_utf8_lossy(&err).trim()
+        ));
+    }
+    Ok(took)
+}
+
+/// How far ahead of now a load's start is set for `gens`.
+pub(crate) fn lead(gens: &[Generator]) -> Duration {
+    let slowest = gens.iter().map(|g| g.trial).max().unwrap_or_default();
+    START_LEAD.max(slowest * LEAD_FACTOR)
 }
 
 /// The binary the generators' image is made of: the one asked for, else this process's own.
@@ -285,8 +358,7 @@ enum Part {
     Cancelled,
 }
 
-/// One load sent by every usable generator, each its share, all starting [`START_LEAD`] from
-/// now: the merged report and each generator's record; `None` when the run was cancelled
+/// One load sent by every usable generator, each its share, all starting [`lead`] from now: the merged report and each generator's record; `None` when the run was cancelled
 /// meanwhile. Fails only when no generator measured anything.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn measure(
@@ -307,11 +379,16 @@ pub(crate) async fn measure(
             "no load generator is left: every generator host was lost".to_string(),
         ));
     }
-    let start_at = unix_now() + START_LEAD.as_secs_f64();
+    let lead = lead(gens);
+    let start_at = unix_now() + lead.as_secs_f64();
+    observer.event(&Event::GeneratorsStarting {
+        generators: n,
+        lead_s: lead.as_secs_f64(),
+    });
     let bound = load
         .duration
         .or(load.min_duration)
-        .map(|d| START_LEAD + load.warmup + d + load.timeout + FINISH_MARGIN);
+        .map(|d| lead + load.warmup + d + load.timeout + FINISH_MARGIN);
     let mut records: Vec<GeneratorRecord> = Vec::with_capacity(gens.len());
     let mut runs = Vec::new();
     for (i, g) in gens.iter().enumerate() {

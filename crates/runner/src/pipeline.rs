@@ -702,6 +702,7 @@ impl Ctx<'_> {
                 self.engines,
                 &binary,
                 self.run_dir.path(),
+                self.run_id,
                 self.observer,
             )
             .await?;
