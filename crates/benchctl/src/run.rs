@@ -346,7 +346,7 @@ impl Observer for Printer {
                     }
                 );
                 for g in &record.generators {
-                    eprintln!("  {}", generator_line(g));
+                    eprintln!("  {}", g.summary_line());
                 }
                 let mut said = self.said.lock().unwrap_or_else(|p| p.into_inner());
                 for n in &l.notes {
@@ -480,36 +480,4 @@ fn describe_load(l: &LoadSpec) -> String {
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
-}
-
-/// One generator's part of a load: what it sent against its target, the CPU it used, and
-/// whether it set the pace.
-fn generator_line(g: &report::GeneratorRecord) -> String {
-    let Some(rps) = g.requests_per_second else {
-        return format!(
-            "generator {}: FAILED: {}",
-            g.host,
-            first_line(g.error.as_deref().unwrap_or("no measurement"))
-        );
-    };
-    let target = match g.rate {
-        Some(r) => format!(" of {r:.1} target ({:.1}%)", rps / r * 100.0),
-        None => String::new(),
-    };
-    let (cpu, secs) = (
-        g.client_cpu_s.unwrap_or(0.0),
-        g.elapsed_s.unwrap_or(0.0).max(1e-9),
-    );
-    format!(
-        "generator {}: {} requests over {} connections, {rps:.1} req/s{target}, CPU {cpu:.2} s ({:.2} cores), {}",
-        g.host,
-        g.complete.unwrap_or(0),
-        g.concurrency,
-        cpu / secs,
-        if g.client_bound {
-            "client-bound"
-        } else {
-            "not client-bound"
-        }
-    )
 }

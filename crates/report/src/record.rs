@@ -334,6 +334,9 @@ pub struct GeneratorRecord {
     /// Its engine's clock minus this machine's, seconds, as measured before the run: the
     /// start instant it was given was shifted by it.
     pub clock_offset_s: f64,
+    /// How far off that offset may be (half the round trip of its reading), seconds.
+    #[serde(default)]
+    pub clock_uncertainty_s: f64,
     /// What it measured (absent when it failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub complete: Option<u64>,
@@ -352,6 +355,41 @@ pub struct GeneratorRecord {
     /// Why it has no part in `load`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+impl GeneratorRecord {
+    /// One line: what it sent against its target, the CPU it used, whether it set the pace;
+    /// or why it has no part.
+    pub fn summary_line(&self) -> String {
+        let Some(rps) = self.requests_per_second else {
+            let why = self.error.as_deref().unwrap_or("no measurement");
+            return format!(
+                "generator {}: FAILED: {}",
+                self.host,
+                why.lines().next().unwrap_or(why)
+            );
+        };
+        let target = match self.rate {
+            Some(r) if r > 0.0 => format!(" of {r:.1} target ({:.1}%)", rps / r * 100.0),
+            _ => String::new(),
+        };
+        let (cpu, secs) = (
+            self.client_cpu_s.unwrap_or(0.0),
+            self.elapsed_s.unwrap_or(0.0).max(1e-9),
+        );
+        format!(
+            "generator {}: {} requests over {} connections, {rps:.1} req/s{target}, CPU {cpu:.2} s ({:.2} cores), {}",
+            self.host,
+            self.complete.unwrap_or(0),
+            self.concurrency,
+            cpu / secs,
+            if self.client_bound {
+                "client-bound"
+            } else {
+                "not client-bound"
+            }
+        )
+    }
 }
 
 /// Share of its threads' CPU time from which the load generator counts as the bottleneck.

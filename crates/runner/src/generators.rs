@@ -48,6 +48,8 @@ pub(crate) struct Generator {
     pub image: String,
     /// Its engine's clock minus this machine's, seconds.
     pub clock_offset_s: f64,
+    /// How far off that may be (half the round trip of the reading), seconds.
+    pub clock_uncertainty_s: f64,
     /// How long its trial run took, from the request to create the container to its exit.
     pub trial: Duration,
     /// Why it can no longer be used (its engine stopped answering during a load).
@@ -159,6 +161,7 @@ pub(crate) async fn prepare(
                 .await
                 .map_err(|e| format!("building the generator's image: {}", e.headline()))?;
             let trial = trial(orch, host, &built.tag, run_id).await?;
+            let facts = best_clock(orch, facts).await;
             Ok::<_, String>((facts, built, trial))
         }
     }))
@@ -181,6 +184,7 @@ pub(crate) async fn prepare(
                     orch: engines[h + 1].clone().expect("connected"),
                     image: built.tag,
                     clock_offset_s: facts.clock_offset_s,
+                    clock_uncertainty_s: facts.clock_uncertainty_s,
                     trial,
                     lost: Mutex::new(None),
                 });
@@ -253,10 +257,36 @@ async fn trial(
     Ok(took)
 }
 
-/// How far ahead of now a load's start is set for `gens`.
+/// How many times an engine's clock is read: the reading with the shortest round trip is kept.
+const CLOCK_READINGS: usize = 5;
+
+/// The engine's facts with its clock read [`CLOCK_READINGS`] more times, now that it is idle,
+/// keeping the reading of the shortest round trip (whose offset is the least uncertain: an
+/// engine busy with a build or a first request can take seconds to answer).
+async fn best_clock(
+    orch: &Orchestrator,
+    first: orchestrator::EngineFacts,
+) -> orchestrator::EngineFacts {
+    let mut best = first;
+    for _ in 0..CLOCK_READINGS {
+        if let Ok(f) = orch.facts().await {
+            if f.clock_uncertainty_s < best.clock_uncertainty_s {
+                best = f;
+            }
+        }
+    }
+    best
+}
+
+/// How far ahead of now a load's start is set for `gens`: [`LEAD_FACTOR`] times the slowest
+/// trial run, at least [`START_LEAD`], plus twice the largest uncertainty of a clock offset.
 pub(crate) fn lead(gens: &[Generator]) -> Duration {
     let slowest = gens.iter().map(|g| g.trial).max().unwrap_or_default();
-    START_LEAD.max(slowest * LEAD_FACTOR)
+    let uncertain = gens
+        .iter()
+        .map(|g| g.clock_uncertainty_s)
+        .fold(0.0, f64::max);
+    START_LEAD.max(slowest * LEAD_FACTOR) + Duration::from_secs_f64(2.0 * uncertain)
 }
 
 /// The binary the generators' image is made of: the one asked for, else this process's own.
@@ -398,6 +428,7 @@ pub(crate) async fn measure(
             concurrency: 0,
             rate: None,
             clock_offset_s: g.clock_offset_s,
+            clock_uncertainty_s: g.clock_uncertainty_s,
             complete: None,
             failed: None,
             elapsed_s: None,
