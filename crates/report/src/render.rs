@@ -226,8 +226,9 @@ impl Renderer {
                 // A load sent from several hosts: the tables are their merge; a line each.
                 if !pick.generators.is_empty() {
                     text.push_str(&format!(
-                        "\nGenerators ({} of this load's parts, merged above):\n",
-                        pick.generators.iter().filter(|g| g.error.is_none()).count()
+                        "\nGenerators ({} of {} merged above):\n",
+                        pick.generators.iter().filter(|g| g.error.is_none()).count(),
+                        pick.generators.len()
                     ));
                     for g in &pick.generators {
                         text.push_str(&format!("  {}\n", g.summary_line()));

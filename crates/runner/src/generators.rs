@@ -50,7 +50,8 @@ pub(crate) struct Generator {
     pub clock_offset_s: f64,
     /// How far off that may be (half the round trip of the reading), seconds.
     pub clock_uncertainty_s: f64,
-    /// How long its trial run took, from the request to create the container to its exit.
+    /// How long its trial run took, from the request to create the container to its program's
+    /// first output.
     pub trial: Duration,
     /// Why it can no longer be used (its engine stopped answering during a load).
     lost: Mutex<Option<String>>,
@@ -224,8 +225,19 @@ async fn trial(
         .start(&spec)
         .await
         .map_err(|e| format!("the generator's image does not start: {}", e.headline()))?;
+    // From the request to create it to its program's first words: what a load's start must
+    // wait for (a container's exit and removal take longer, and do not delay a load).
+    let mut took = None;
     let code = loop {
-        match orch.exit_code(&guard).await {
+        let state = orch.exit_code(&guard).await;
+        if took.is_none() {
+            if let Ok((out, _)) = orch.output(&guard).await {
+                if !out.is_empty() {
+                    took = Some(started.elapsed());
+                }
+            }
+        }
+        match state {
             Ok(Some(code)) => break code,
             Ok(None) if started.elapsed() < TRIAL_BOUND => {
                 tokio::time::sleep(Duration::from_millis(50)).await
@@ -242,7 +254,7 @@ async fn trial(
             }
         }
     };
-    let took = started.elapsed();
+    let took = took.unwrap_or_else(|| started.elapsed());
     let output = orch.output(&guard).await;
     remove(guard).await;
     let (out, err) = output.map_err(|e| e.headline())?;
