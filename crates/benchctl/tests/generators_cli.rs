@@ -295,6 +295,16 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
     let rec = run.record();
     let pid = run.pid_label();
     assert_eq!(rec.loads.len(), 1);
+    // Each engine the run used, as it described itself.
+    let names: Vec<&str> = rec.engines.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["srv1", "cli1", "cli2"]);
+    for e in &rec.engines {
+        assert!(
+            e.cpus > 0 && e.memory_bytes > 0 && !e.version.is_empty(),
+            "{e:?}"
+        );
+        assert!(e.clock_offset_s.abs() < 1.0, "one kernel's clock: {e:?}");
+    }
     let l = &rec.loads[0];
     assert_eq!(l.generators.len(), 2);
     let shares: Vec<Option<u64>> = l.generators.iter().map(|g| g.requests).collect();

@@ -45,6 +45,11 @@ pub struct RunRecord {
     pub status: RunStatus,
     pub scenario: ScenarioRecord,
     pub host: HostFacts,
+    /// The Docker engines of the scenario's `[[host]]`s the run used, as each described
+    /// itself when the run started; empty when everything ran on this machine's engine (and in
+    /// records made before they were kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<EngineRecord>,
     /// In scenario order; the first one is the reference that ratios are taken against.
     pub servers: Vec<ServerRecord>,
     /// In the order they were measured: round by round, servers interleaved within a round.
@@ -317,6 +322,23 @@ impl LoadRecord {
     pub fn is_partial(&self) -> bool {
         self.generators.iter().any(|g| g.error.is_some())
     }
+}
+
+/// A `[[host]]`'s Docker engine as it described itself (`benchctl hosts check`'s line).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineRecord {
+    /// The `[[host]]`'s name.
+    pub name: String,
+    pub url: String,
+    pub version: String,
+    pub api_version: String,
+    pub cpus: u64,
+    pub memory_bytes: u64,
+    pub kernel: String,
+    /// Its clock minus this machine's, seconds.
+    pub clock_offset_s: f64,
+    pub clock_uncertainty_s: f64,
 }
 
 /// One generator's part of a load sent from several hosts.

@@ -303,7 +303,7 @@ pub async fn run(
     // A load the generator cannot open the connections for would fail on its own limits and
     // look like the server's failures: found now, not after the images are built.
     let threads = plan.cpus.loadgen.len().max(1);
-    for d in &plan.documents {
+    for d in plan.documents.iter().filter(|_| plan.generators.is_empty()) {
         loadgen::limits::ensure_open_files(d.load.concurrency, threads)
             .map_err(|e| RunError::Invalid(format!("document `{}`: {e}", d.name)))?;
     }
@@ -330,6 +330,51 @@ pub async fn run(
         engines.push(Some(orch));
     }
     let connected: Vec<&Orchestrator> = engines.iter().flatten().collect();
+    // What each [[host]] engine says of itself, all at once: kept in the record, and the
+    // CPUs `[cpus] servers` names checked against each server's own machine.
+    let facts = futures_util::future::join_all(
+        plan.hosts
+            .iter()
+            .zip(&engines[1..])
+            .filter_map(|(h, e)| e.as_ref().map(|e| (h, e)))
+            .map(|(h, orch)| async move {
+                orch.facts()
+                    .await
+                    .map(|f| (h, f))
+                    .map_err(|source| RunError::Host {
+                        host: h.name.clone(),
+                        source,
+                    })
+            }),
+    )
+    .await
+    .into_iter()
+    .collect::<Result<Vec<_>, RunError>>()?;
+    let mut engine_records = Vec::new();
+    for (h, f) in facts {
+        let i = plan.hosts.iter().position(|x| x.name == h.name);
+        if f.cpus > 0 && plan.servers.iter().any(|s| s.host.is_some() && s.host == i) {
+            if let Some(c) = plan.cpus.servers.iter().find(|&&c| c as u64 >= f.cpus) {
+                return Err(RunError::Invalid(format!(
+                    "{}: [cpus] servers names CPU {c}, but host {} has CPUs 0-{}",
+                    plan.source.display(),
+                    h.name,
+                    f.cpus - 1
+                )));
+            }
+        }
+        engine_records.push(report::EngineRecord {
+            name: h.name.clone(),
+            url: h.url.to_string(),
+            version: f.version,
+            api_version: f.api_version,
+            cpus: f.cpus,
+            memory_bytes: f.memory_bytes,
+            kernel: f.kernel,
+            clock_offset_s: f.clock_offset_s,
+            clock_uncertainty_s: f.clock_uncertainty_s,
+        });
+    }
     // An A/B run's baseline images must be here, on this machine's engine.
     if let (Some(ab), Some(orch)) = (&ab, engines[0].as_ref()) {
         ab::check_images(orch, ab).await?;
@@ -362,6 +407,7 @@ pub async fn run(
             source: plan.text.clone(),
         },
         host,
+        engines: engine_records,
         servers: Vec::new(),
         loads: Vec::new(),
         capacity: Vec::new(),
@@ -542,10 +588,20 @@ pub async fn run(
 
 fn check_cpus(plan: &Plan) -> Result<(), RunError> {
     let n = loadgen::cpu::online_cpus();
-    for (what, list) in [
-        ("servers", &plan.cpus.servers),
-        ("loadgen", &plan.cpus.loadgen),
-    ] {
+    // With generators on other hosts, `loadgen` names their CPUs: checked against each
+    // generator's machine before the first load.
+    let loadgen: &[usize] = if plan.generators.is_empty() {
+        &plan.cpus.loadgen
+    } else {
+        &[]
+    };
+    // Servers on other hosts name those machines' CPUs: checked against each once connected.
+    let servers: &[usize] = if plan.servers.iter().any(|s| s.host.is_none()) {
+        &plan.cpus.servers
+    } else {
+        &[]
+    };
+    for (what, list) in [("servers", servers), ("loadgen", loadgen)] {
         if let Some(c) = list.iter().find(|&&c| c >= n) {
             return Err(RunError::Invalid(format!(
                 "{}: [cpus] {what} names CPU {c}, but this machine has CPUs 0-{}",

@@ -202,6 +202,7 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
             kernel: "6.1.0-26-amd64".into(),
             docker_version: Some("27.3.1".into()),
         },
+        engines: Vec::new(),
         servers,
         loads,
         capacity: Vec::new(),
