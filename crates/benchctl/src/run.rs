@@ -363,7 +363,10 @@ impl Observer for Printer {
             Event::GeneratorsStarting {
                 generators,
                 lead_s,
-            } => eprintln!("           {generators} generators start the load in {lead_s:.1} s"),
+                slowest_trial_s,
+            } => eprintln!(
+                "           {generators} generators start the load in {lead_s:.1} s (a trial container took up to {slowest_trial_s:.1} s to start)"
+            ),
             Event::GeneratorFailed { host, reason } => {
                 eprintln!("generator on {host} failed: {}", first_line(reason))
             }

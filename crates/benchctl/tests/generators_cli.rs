@@ -457,7 +457,8 @@ impl Run {
         let secs: f64 = line
             .split(needle)
             .nth(1)
-            .and_then(|r| r.trim_end_matches(" s").parse().ok())
+            .and_then(|r| r.split(" s").next())
+            .and_then(|r| r.parse().ok())
             .unwrap_or_else(|| panic!("{line}"));
         Duration::from_secs_f64(secs)
     }

@@ -161,10 +161,17 @@ pub(crate) async fn prepare(
                 .build_image(IMAGE_NAME, ctx, &log)
                 .await
                 .map_err(|e| format!("building the generator's image: {}", e.headline()))?;
-            let trial = trial(orch, host, &built.tag, run_id).await?;
-            let facts = best_clock(orch, facts).await;
-            Ok::<_, String>((facts, built, trial))
+            Ok::<_, String>((orch, host, facts, built))
         }
+    }))
+    .await;
+    // Then, once every image is there (a build hashes the binary on this process's thread,
+    // which would hold up another host's timing), the trials and the clocks, all at once.
+    let results = futures_util::future::join_all(results.into_iter().map(|r| async move {
+        let (orch, host, facts, built) = r?;
+        let trial = trial(orch, host, &built.tag, run_id).await?;
+        let facts = best_clock(orch, facts).await;
+        Ok::<_, String>((facts, built, trial))
     }))
     .await;
     let mut out = Vec::new();
@@ -426,6 +433,10 @@ pub(crate) async fn measure(
     observer.event(&Event::GeneratorsStarting {
         generators: n,
         lead_s: lead.as_secs_f64(),
+        slowest_trial_s: gens
+            .iter()
+            .map(|g| g.trial.as_secs_f64())
+            .fold(0.0, f64::max),
     });
     let bound = load
         .duration
