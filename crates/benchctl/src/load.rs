@@ -165,6 +165,11 @@ pub struct LoadArgs {
     /// Print the measurement as JSON instead of ab's text.
     #[arg(long)]
     json: bool,
+    /// Wait until this instant of this machine's clock, then start (Unix seconds such as
+    /// 1796195100.25, or RFC 3339): how generators on several machines start one load
+    /// together. An instant already past, or more than 10 minutes ahead, is refused.
+    #[arg(long, value_name = "TIME")]
+    start_at: Option<String>,
     /// No progress output.
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -378,8 +383,57 @@ impl OutputFiles {
     }
 }
 
+/// The longest `--start-at` waits: a start further ahead is a mistake (a clock or a unit),
+/// not a plan.
+const START_AT_MAX_AHEAD: Duration = Duration::from_secs(600);
+
+/// `--start-at`'s instant, as how long to wait from now.
+fn start_delay(text: &str) -> Result<Duration, Failure> {
+    let usage = |m: String| Failure::usage(anyhow::anyhow!(m));
+    let t = text.trim();
+    let at = match t.parse::<f64>() {
+        Ok(secs) if secs.is_finite() => secs,
+        _ => orchestrator::parse_rfc3339(t).ok_or_else(|| {
+            usage(format!(
+                "--start-at {t:?}: not an instant (give Unix seconds, e.g. 1796195100.25, or RFC 3339, e.g. 2026-12-02T03:05:00Z)"
+            ))
+        })?,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let ahead = at - now;
+    if ahead < 0.0 {
+        return Err(usage(format!(
+            "--start-at {t}: that instant passed {:.3} s ago by this machine's clock",
+            -ahead
+        )));
+    }
+    if ahead > START_AT_MAX_AHEAD.as_secs_f64() {
+        return Err(usage(format!(
+            "--start-at {t}: that is {ahead:.0} s from now by this machine's clock; at most {} s ahead is accepted (is the clock or the unit wrong?)",
+            START_AT_MAX_AHEAD.as_secs()
+        )));
+    }
+    Ok(Duration::from_secs_f64(ahead))
+}
+
+/// Sleeps `delay` (measured from `from`), waking early when `stop` is set.
+fn wait_for_start(from: std::time::Instant, delay: Duration, stop: &StopFlag) {
+    let until = from + delay;
+    while !stop.is_stopped() {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(20)));
+    }
+}
+
 pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
     let cfg = config(&a)?;
+    let asked_at = std::time::Instant::now();
+    let start_delay = a.start_at.as_deref().map(start_delay).transpose()?;
     let files = OutputFiles::open(&a)?;
     if a.verbosity >= 2 {
         // ab's -v 2: the request's head, once, before the run (a body is not shown).
@@ -422,6 +476,12 @@ pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
             }),
             Box::new(|| {}),
         )?;
+    }
+    if let Some(delay) = start_delay {
+        wait_for_start(asked_at, delay, &stop);
+        if let Some(sig) = *stopped_by.lock().unwrap_or_else(|p| p.into_inner()) {
+            return Ok(ExitCode::from(sig.exit_code()));
+        }
     }
     let mut progress = Progress::new(style, cfg.load.requests);
     let m = match loadgen::run_observed(cfg, &stop, &mut |n| progress.update(n)) {

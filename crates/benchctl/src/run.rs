@@ -345,6 +345,9 @@ impl Observer for Printer {
                         format!("  ({})", flags.join(", "))
                     }
                 );
+                for g in &record.generators {
+                    eprintln!("  {}", g.summary_line());
+                }
                 let mut said = self.said.lock().unwrap_or_else(|p| p.into_inner());
                 for n in &l.notes {
                     let key = (
@@ -356,6 +359,16 @@ impl Observer for Printer {
                         eprintln!("  note: {}", report::notes::describe(n));
                     }
                 }
+            }
+            Event::GeneratorsStarting {
+                generators,
+                lead_s,
+                slowest_trial_s,
+            } => eprintln!(
+                "           {generators} generators start the load in {lead_s:.1} s (a trial container took up to {slowest_trial_s:.1} s to start)"
+            ),
+            Event::GeneratorFailed { host, reason } => {
+                eprintln!("generator on {host} failed: {}", first_line(reason))
             }
             Event::Headroom {
                 server,

@@ -870,3 +870,64 @@ fn https_keep_alive_and_verify_from_the_command_line() {
     assert_eq!(f.code, Some(0), "{}", f.describe());
     assert_eq!(expired.requests(), 4);
 }
+
+#[test]
+fn start_at_waits_for_its_instant_and_refuses_one_past_or_far_ahead() {
+    let s = TestServer::start();
+    let url = s.url("/start");
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    assert_usage_error(&["load", "-n", "1", "--start-at", "1000", &url], "passed");
+    let far = format!("{:.3}", now() + 3600.0);
+    assert_usage_error(
+        &["load", "-n", "1", "--start-at", &far, &url],
+        "at most 600 s ahead",
+    );
+    assert_usage_error(
+        &["load", "-n", "1", "--start-at", "soon", &url],
+        "--start-at",
+    );
+    assert_eq!(s.requests(), 0, "bad input sends nothing");
+
+    // Five requests take milliseconds: a run that ends after the instant waited for it.
+    let at = now() + 1.5;
+    let f = benchctl(
+        &[
+            "load",
+            "-n",
+            "5",
+            "-q",
+            "--start-at",
+            &format!("{at:.6}"),
+            &url,
+        ],
+        SHORT,
+    );
+    let ended = now();
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    assert!(
+        ended >= at,
+        "ended {:.3} s before its start instant",
+        at - ended
+    );
+    assert_eq!(s.requests(), 5);
+    // RFC 3339 is read too.
+    let f = benchctl(
+        &[
+            "load",
+            "-n",
+            "1",
+            "-q",
+            "--start-at",
+            "2000-01-01T00:00:00Z",
+            &url,
+        ],
+        SHORT,
+    );
+    assert_eq!(f.code, Some(2), "{}", f.describe());
+    assert!(f.stderr.contains("passed"), "{}", f.describe());
+}

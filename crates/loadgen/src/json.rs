@@ -338,3 +338,209 @@ impl LoadReport {
             .map(TimerReport::decode_histogram)
     }
 }
+
+/// Why load reports could not be merged into one.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("there is no load report to merge")]
+    Empty,
+    #[error("load reports of layout versions {0} and {1} cannot be merged")]
+    Version(u32, u32),
+    #[error(transparent)]
+    Decode(#[from] HistogramDecodeError),
+    #[error("{what}: histograms of {a} and {b} significant figures cannot be added without loss")]
+    Precision { what: String, a: u8, b: u8 },
+    #[error("{what}: {detail}")]
+    Add { what: String, detail: String },
+    #[error("timelines counted in intervals of {0} s and {1} s cannot be aligned")]
+    Interval(f64, f64),
+}
+
+/// The sum of histograms, at their common precision: every count of every part kept in its
+/// own bucket, none averaged or re-binned.
+fn add_histograms<'a>(
+    what: &str,
+    parts: impl IntoIterator<Item = &'a str>,
+) -> Result<Option<Histogram<u64>>, MergeError> {
+    let mut sum: Option<Histogram<u64>> = None;
+    for text in parts {
+        let mut h = decode_histogram(text)?;
+        match &mut sum {
+            None => {
+                // Parts cover different ranges (a timeline interval's grows with what it
+                // saw): the sum grows to hold them all, at the same precision.
+                h.auto(true);
+                sum = Some(h);
+            }
+            Some(s) => {
+                if s.sigfig() != h.sigfig() {
+                    return Err(MergeError::Precision {
+                        what: what.to_string(),
+                        a: s.sigfig(),
+                        b: h.sigfig(),
+                    });
+                }
+                s.add(&h).map_err(|e| MergeError::Add {
+                    what: what.to_string(),
+                    detail: format!("{e:?}"),
+                })?;
+            }
+        }
+    }
+    Ok(sum)
+}
+
+/// One timer of several parts: exact moments merged, histograms added, percentiles read from
+/// the sum (ab's index rule; the 100% entry the exact maximum).
+fn merge_timer(what: &str, parts: &[&TimerReport]) -> Result<TimerReport, MergeError> {
+    let mut moments = Moments::default();
+    for p in parts {
+        moments.merge(&p.moments);
+    }
+    let h = add_histograms(what, parts.iter().map(|p| p.histogram.as_str()))?
+        .ok_or(MergeError::Empty)?;
+    Ok(TimerReport::new(moments, &h, None))
+}
+
+/// A timer only some runs have (corrected, unfinished, send lag, read delay): the sum of those
+/// that have it, its moments rebuilt from the summed histogram as each part's were.
+fn merge_optional<'a>(
+    what: &str,
+    parts: impl IntoIterator<Item = Option<&'a TimerReport>>,
+) -> Result<Option<TimerReport>, MergeError> {
+    let present: Vec<&TimerReport> = parts.into_iter().flatten().collect();
+    if present.is_empty() {
+        return Ok(None);
+    }
+    let h = add_histograms(what, present.iter().map(|p| p.histogram.as_str()))?
+        .ok_or(MergeError::Empty)?;
+    Ok(Some(TimerReport::new(moments_of(&h), &h, None)))
+}
+
+fn merge_timelines(parts: &[&TimelineReport]) -> Result<TimelineReport, MergeError> {
+    let first = parts[0];
+    let len = parts.iter().map(|t| t.intervals.len()).max().unwrap_or(0);
+    let mut intervals = Vec::with_capacity(len);
+    for p in parts {
+        if (p.interval_s - first.interval_s).abs() > 1e-9 {
+            return Err(MergeError::Interval(first.interval_s, p.interval_s));
+        }
+    }
+    for i in 0..len {
+        // The parts started at the same instant: interval i of each covers the same span.
+        let here: Vec<&crate::timeline::IntervalReport> =
+            parts.iter().filter_map(|t| t.intervals.get(i)).collect();
+        let mut failures = Failures::default();
+        for iv in &here {
+            failures.merge(&iv.failures);
+        }
+        let what = format!("timeline interval {i}");
+        let encode =
+            |h: Option<Histogram<u64>>| h.filter(|h| !h.is_empty()).map(|h| encode_histogram(&h));
+        intervals.push(crate::timeline::IntervalReport {
+            start_s: here[0].start_s,
+            duration_s: here.iter().map(|iv| iv.duration_s).fold(0.0, f64::max),
+            completed: here.iter().map(|iv| iv.completed).sum(),
+            failures,
+            total_bytes: here.iter().map(|iv| iv.total_bytes).sum(),
+            total: encode(add_histograms(
+                &what,
+                here.iter().filter_map(|iv| iv.total.as_deref()),
+            )?),
+            corrected: encode(add_histograms(
+                &what,
+                here.iter().filter_map(|iv| iv.corrected.as_deref()),
+            )?),
+        });
+    }
+    Ok(TimelineReport {
+        interval_s: first.interval_s,
+        intervals,
+    })
+}
+
+impl LoadReport {
+    /// One report of several generators' that sent one load together, each its share, all
+    /// started at the same instant: counters and CPU time summed, exact moments merged,
+    /// histograms added at their common precision (no count lost or moved; percentiles are
+    /// read from the sum, never averaged), timelines added interval by interval. The load
+    /// lasted as long as its longest part; its rate is the sum of requests over that time.
+    /// Settings add up where they are shares (concurrency, rate, threads) and are the first
+    /// part's otherwise, as is the server's description.
+    pub fn merge(parts: &[LoadReport]) -> Result<LoadReport, MergeError> {
+        let first = parts.first().ok_or(MergeError::Empty)?;
+        if let Some(p) = parts.iter().find(|p| p.version != first.version) {
+            return Err(MergeError::Version(first.version, p.version));
+        }
+        let sum = |f: fn(&LoadReport) -> u64| parts.iter().map(f).sum::<u64>();
+        let elapsed_s = parts.iter().map(|p| p.elapsed_s).fold(0.0, f64::max);
+        let complete = sum(|p| p.complete);
+        let total_bytes = sum(|p| p.total_bytes);
+        let mut failures = Failures::default();
+        for p in parts {
+            failures.merge(&p.failures);
+        }
+        let timers = first.timers.try_map(|t, _| {
+            let each: Vec<&TimerReport> = parts.iter().map(|p| p.timer(t)).collect();
+            merge_timer(&format!("{t:?} time"), &each)
+        })?;
+        let mut settings = first.settings.clone();
+        settings.concurrency = parts.iter().map(|p| p.settings.concurrency).sum();
+        settings.threads = parts.iter().map(|p| p.settings.threads).sum();
+        settings.rate = parts.iter().map(|p| p.settings.rate).sum::<Option<f64>>();
+        let mut notes: Vec<Note> = Vec::new();
+        for n in parts.iter().flat_map(|p| &p.notes) {
+            if !notes.contains(n) {
+                notes.push(n.clone());
+            }
+        }
+        let timelines: Vec<&TimelineReport> =
+            parts.iter().filter_map(|p| p.timeline.as_ref()).collect();
+        Ok(LoadReport {
+            version: first.version,
+            server: first.server.clone(),
+            settings,
+            elapsed_s,
+            complete,
+            started: sum(|p| p.started),
+            failed: sum(|p| p.failed),
+            failures,
+            non_2xx: sum(|p| p.non_2xx),
+            keep_alive_requests: sum(|p| p.keep_alive_requests),
+            total_bytes,
+            body_bytes: sum(|p| p.body_bytes),
+            sent_bytes: sum(|p| p.sent_bytes),
+            requests_per_second: if elapsed_s > 0.0 {
+                complete as f64 / elapsed_s
+            } else {
+                0.0
+            },
+            transfer_rate_kbps: if elapsed_s > 0.0 {
+                total_bytes as f64 / 1024.0 / elapsed_s
+            } else {
+                0.0
+            },
+            client_cpu_s: parts.iter().map(|p| p.client_cpu_s).sum(),
+            timers,
+            corrected_total: merge_optional(
+                "corrected total time",
+                parts.iter().map(|p| p.corrected_total.as_ref()),
+            )?,
+            unfinished: merge_optional(
+                "unfinished requests",
+                parts.iter().map(|p| p.unfinished.as_ref()),
+            )?,
+            send_lag: merge_optional("send lag", parts.iter().map(|p| p.send_lag.as_ref()))?,
+            stopped_early: parts.iter().find_map(|p| p.stopped_early),
+            stamped: sum(|p| p.stamped),
+            read_delay: merge_optional("read delay", parts.iter().map(|p| p.read_delay.as_ref()))?,
+            naps: sum(|p| p.naps),
+            notes,
+            timeline: if timelines.is_empty() {
+                None
+            } else {
+                Some(merge_timelines(&timelines)?)
+            },
+        })
+    }
+}

@@ -615,6 +615,65 @@ impl Orchestrator {
             .map_err(|e| OrchestratorError::docker("update (CPU share)", e))
     }
 
+    /// How a container stands: `None` while it runs, else the code it exited with (`-1` when
+    /// the engine gives none).
+    pub async fn exit_code(&self, guard: &ContainerGuard) -> Result<Option<i64>> {
+        let info = self
+            .docker
+            .inspect_container(
+                guard.id(),
+                None::<bollard::query_parameters::InspectContainerOptions>,
+            )
+            .await
+            .map_err(|e| {
+                OrchestratorError::docker(
+                    format!(
+                        "inspect container {} on {}",
+                        guard.name(),
+                        self.endpoint.url()
+                    ),
+                    e,
+                )
+            })?;
+        let state = info.state.unwrap_or_default();
+        if state.running.unwrap_or(false) {
+            return Ok(None);
+        }
+        Ok(Some(state.exit_code.unwrap_or(-1)))
+    }
+
+    /// Everything a container wrote, its standard output and its standard error apart: how a
+    /// program run in a container hands back its result.
+    pub async fn output(&self, guard: &ContainerGuard) -> Result<(Vec<u8>, Vec<u8>)> {
+        let options = LogsOptionsBuilder::default()
+            .stdout(true)
+            .stderr(true)
+            .build();
+        let mut stream = self.docker.logs(guard.id(), Some(options));
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        while let Some(item) = stream.next().await {
+            match item.map_err(|e| {
+                OrchestratorError::docker(
+                    format!(
+                        "read the output of {} on {}",
+                        guard.name(),
+                        self.endpoint.url()
+                    ),
+                    e,
+                )
+            })? {
+                bollard::container::LogOutput::StdOut { message } => {
+                    out.extend_from_slice(&message)
+                }
+                bollard::container::LogOutput::StdErr { message } => {
+                    err.extend_from_slice(&message)
+                }
+                _ => {}
+            }
+        }
+        Ok((out, err))
+    }
+
     /// The last `lines` lines of a container's stdout and stderr, interleaved as written.
     pub async fn log_tail(&self, container: &str, lines: usize) -> Vec<String> {
         let options = LogsOptionsBuilder::default()

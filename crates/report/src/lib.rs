@@ -31,8 +31,9 @@ pub use compare::{compare, Comparison, Verdict, DEFAULT_THRESHOLD};
 pub use error::ReportError;
 pub use paired::{compare_record, PairedComparison, PairedVerdict};
 pub use record::{
-    AbStop, AgainstRecord, HostFacts, LoadRecord, Protocol, RecordFile, RunRecord, RunStatus,
-    ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage, SCHEMA_VERSION,
+    AbStop, AgainstRecord, EngineRecord, GeneratorRecord, HostFacts, LoadRecord, Protocol,
+    RecordFile, RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage,
+    SCHEMA_VERSION,
 };
 pub use render::{render, render_comparison, Format, Renderer};
 pub use stats::{summarize, GroupStats, Metric, Summary};

@@ -45,6 +45,11 @@ pub struct RunRecord {
     pub status: RunStatus,
     pub scenario: ScenarioRecord,
     pub host: HostFacts,
+    /// The Docker engines of the scenario's `[[host]]`s the run used, as each described
+    /// itself when the run started; empty when everything ran on this machine's engine (and in
+    /// records made before they were kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<EngineRecord>,
     /// In scenario order; the first one is the reference that ratios are taken against.
     pub servers: Vec<ServerRecord>,
     /// In the order they were measured: round by round, servers interleaved within a round.
@@ -313,6 +318,11 @@ pub struct LoadRecord {
     /// otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streams: Option<u32>,
+    /// With `[load] generators`: each generator's part, in the scenario's order (`load` is the
+    /// merge of those that succeeded). Empty when this process generated the load, and in
+    /// records made before generators existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generators: Vec<GeneratorRecord>,
 }
 
 /// The protocol a load spoke, when not plain HTTP/1.x.
@@ -361,6 +371,103 @@ impl LoadRecord {
             Protocol::H2 => format!("HTTP/2 over TLS (h2), {}", streams(self.streams)),
             Protocol::H2c => format!("HTTP/2 in cleartext (h2c), {}", streams(self.streams)),
         })
+    }
+}
+
+impl LoadRecord {
+    /// A generator of this load failed: `load` holds only the others' part.
+    pub fn is_partial(&self) -> bool {
+        self.generators.iter().any(|g| g.error.is_some())
+    }
+}
+
+/// A `[[host]]`'s Docker engine as it described itself (`benchctl hosts check`'s line).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineRecord {
+    /// The `[[host]]`'s name.
+    pub name: String,
+    pub url: String,
+    pub version: String,
+    pub api_version: String,
+    pub cpus: u64,
+    pub memory_bytes: u64,
+    pub kernel: String,
+    /// Its clock minus this machine's, seconds.
+    pub clock_offset_s: f64,
+    pub clock_uncertainty_s: f64,
+}
+
+/// One generator's part of a load sent from several hosts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorRecord {
+    /// The `[[host]]` it ran on.
+    pub host: String,
+    /// Its share: requests (absent for a load bounded by time), connections, and rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    pub concurrency: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Its engine's clock minus this machine's, seconds, as measured before the run: the
+    /// start instant it was given was shifted by it.
+    pub clock_offset_s: f64,
+    /// How far off that offset may be (half the round trip of its reading), seconds.
+    #[serde(default)]
+    pub clock_uncertainty_s: f64,
+    /// What it measured (absent when it failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complete: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_second: Option<f64>,
+    /// CPU seconds it used while measuring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu_s: Option<f64>,
+    /// It set the pace rather than the server ([`is_client_bound`]).
+    #[serde(default)]
+    pub client_bound: bool,
+    /// Why it has no part in `load`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl GeneratorRecord {
+    /// One line: what it sent against its target, the CPU it used, whether it set the pace;
+    /// or why it has no part.
+    pub fn summary_line(&self) -> String {
+        let Some(rps) = self.requests_per_second else {
+            let why = self.error.as_deref().unwrap_or("no measurement");
+            return format!(
+                "generator {}: FAILED: {}",
+                self.host,
+                why.lines().next().unwrap_or(why)
+            );
+        };
+        let target = match self.rate {
+            Some(r) if r > 0.0 => format!(" of {r:.1} target ({:.1}%)", rps / r * 100.0),
+            _ => String::new(),
+        };
+        let (cpu, secs) = (
+            self.client_cpu_s.unwrap_or(0.0),
+            self.elapsed_s.unwrap_or(0.0).max(1e-9),
+        );
+        format!(
+            "generator {}: {} requests over {} connections, {rps:.1} req/s{target}, CPU {cpu:.2} s ({:.2} cores), {}",
+            self.host,
+            self.complete.unwrap_or(0),
+            self.concurrency,
+            cpu / secs,
+            if self.client_bound {
+                "client-bound"
+            } else {
+                "not client-bound"
+            }
+        )
     }
 }
 

@@ -223,10 +223,22 @@ impl Renderer {
             for g in &doc_groups {
                 let loads = group_loads(record, &g.server, doc);
                 let (pick, label) = median_round(&loads);
+                let mut text = self.stored_ab_text(pick)?;
+                // A load sent from several hosts: the tables are their merge; a line each.
+                if !pick.generators.is_empty() {
+                    text.push_str(&format!(
+                        "\nGenerators ({} of {} merged above):\n",
+                        pick.generators.iter().filter(|g| g.error.is_none()).count(),
+                        pick.generators.len()
+                    ));
+                    for g in &pick.generators {
+                        text.push_str(&format!("  {}\n", g.summary_line()));
+                    }
+                }
                 ab_blocks.push(AbBlock {
                     server: g.server.clone(),
                     round_label: label,
-                    text: self.stored_ab_text(pick)?,
+                    text,
                 });
             }
             let notes = doc_groups.iter().flat_map(|g| notes(g)).collect();

@@ -383,3 +383,47 @@ fn an_ab_run_round_trips_and_its_baseline_side_is_checked_like_the_rest() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_load_from_several_generators_keeps_each_part_and_validates() {
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let mut rec = common::fixture(1, None);
+    let part = |host: &str, error: Option<&str>| report::GeneratorRecord {
+        host: host.to_string(),
+        requests: Some(500),
+        concurrency: 2,
+        rate: Some(100.0),
+        clock_offset_s: -0.004,
+        clock_uncertainty_s: 0.007,
+        complete: error.is_none().then_some(500),
+        failed: error.is_none().then_some(0),
+        elapsed_s: error.is_none().then_some(5.0),
+        requests_per_second: error.is_none().then_some(100.0),
+        client_cpu_s: error.is_none().then_some(0.4),
+        client_bound: false,
+        error: error.map(str::to_string),
+    };
+    rec.loads[0].generators = vec![part("cli1", None), part("cli2", Some("lost contact"))];
+    assert!(rec.loads[0].is_partial());
+    assert!(!rec.loads[1].is_partial(), "a load made here has no parts");
+    let json = serde_json::to_value(&rec).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // Loads made here carry no `generators` key: records from before generators read alike.
+    assert!(json["loads"][1].get("generators").is_none());
+    let back: RunRecord = serde_json::from_value(json).unwrap();
+    assert_eq!(back, rec);
+    let line = rec.loads[0].generators[0].summary_line();
+    assert!(
+        line.contains(
+            "cli1: 500 requests over 2 connections, 100.0 req/s of 100.0 target (100.0%)"
+        ),
+        "{line}"
+    );
+    assert!(rec.loads[0].generators[1]
+        .summary_line()
+        .contains("cli2: FAILED: lost contact"));
+}

@@ -70,6 +70,17 @@ pub enum Event<'a> {
         /// The share it is measured with next.
         next: f64,
     },
+    /// `[load] generators`: their containers are being started, each told to begin the load
+    /// `lead_s` seconds from now (by this machine's clock, shifted by its own engine's offset).
+    GeneratorsStarting {
+        generators: usize,
+        lead_s: f64,
+        /// The slowest trial run: how long a generator's container took to start.
+        slowest_trial_s: f64,
+    },
+    /// One of `[load] generators` failed during a load: its container is removed, the load
+    /// keeps the others' parts (and its record says it is partial).
+    GeneratorFailed { host: &'a str, reason: &'a str },
     /// A load was measured and recorded.
     LoadDone {
         /// 1-based.

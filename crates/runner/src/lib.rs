@@ -29,6 +29,7 @@ pub mod ab;
 pub mod cancel;
 pub mod capacity;
 pub mod events;
+pub mod generators;
 pub mod headroom;
 pub mod hosts;
 mod images;

@@ -17,8 +17,8 @@ use orchestrator::{
     OrchestratorError, Scheme, Tmpfs,
 };
 use report::{
-    AbStop, AgainstRecord, HostFacts, LoadRecord, RecordFile, ReportError, RunRecord, RunStatus,
-    ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage,
+    AbStop, AgainstRecord, GeneratorRecord, HostFacts, LoadRecord, RecordFile, ReportError,
+    RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage,
 };
 use scenario::{ImageSource, Kinds, Manifest, OptionValue, Plan, VersionHeader};
 use std::collections::{BTreeMap, HashMap};
@@ -55,6 +55,9 @@ pub struct RunOptions {
     /// round, until the paired comparison is decided ([`crate::ab`]); `runs` is then ignored
     /// for the against's `max_rounds`.
     pub against: Option<Against>,
+    /// The benchctl binary `[load] generators` run (an image is made of it on each generator
+    /// host); `None` for this process's own file, which is what the command line uses.
+    pub generator_binary: Option<PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -78,6 +81,7 @@ impl RunOptions {
             headroom: Headroom::Off,
             capacity: None,
             against: None,
+            generator_binary: None,
         }
     }
 }
@@ -177,6 +181,15 @@ pub enum Problem {
         /// Over those rounds.
         failures: u64,
     },
+    /// One of `[load] generators` failed during this load, which holds only the others' part.
+    GeneratorFailed {
+        server: String,
+        document: String,
+        /// 0-based.
+        round: u32,
+        host: String,
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for Problem {
@@ -206,6 +219,18 @@ impl std::fmt::Display for Problem {
                     rounds.join(", ")
                 )
             }
+            Problem::GeneratorFailed {
+                server,
+                document,
+                round,
+                host,
+                reason,
+            } => write!(
+                f,
+                "{server} / {document} (round {}): the generator on {host} failed ({}); the load holds the other generators' part only",
+                round + 1,
+                first_line(reason)
+            ),
         }
     }
 }
@@ -278,7 +303,7 @@ pub async fn run(
     // A load the generator cannot open the connections for would fail on its own limits and
     // look like the server's failures: found now, not after the images are built.
     let threads = plan.cpus.loadgen.len().max(1);
-    for d in &plan.documents {
+    for d in plan.documents.iter().filter(|_| plan.generators.is_empty()) {
         loadgen::limits::ensure_open_files(d.load.concurrency, threads)
             .map_err(|e| RunError::Invalid(format!("document `{}`: {e}", d.name)))?;
     }
@@ -292,7 +317,7 @@ pub async fn run(
         None
     });
     for (i, h) in plan.hosts.iter().enumerate() {
-        if !plan.servers.iter().any(|s| s.host == Some(i)) {
+        if !plan.servers.iter().any(|s| s.host == Some(i)) && !plan.generators.contains(&i) {
             engines.push(None);
             continue;
         }
@@ -305,6 +330,51 @@ pub async fn run(
         engines.push(Some(orch));
     }
     let connected: Vec<&Orchestrator> = engines.iter().flatten().collect();
+    // What each [[host]] engine says of itself, all at once: kept in the record, and the
+    // CPUs `[cpus] servers` names checked against each server's own machine.
+    let facts = futures_util::future::join_all(
+        plan.hosts
+            .iter()
+            .zip(&engines[1..])
+            .filter_map(|(h, e)| e.as_ref().map(|e| (h, e)))
+            .map(|(h, orch)| async move {
+                orch.facts()
+                    .await
+                    .map(|f| (h, f))
+                    .map_err(|source| RunError::Host {
+                        host: h.name.clone(),
+                        source,
+                    })
+            }),
+    )
+    .await
+    .into_iter()
+    .collect::<Result<Vec<_>, RunError>>()?;
+    let mut engine_records = Vec::new();
+    for (h, f) in facts {
+        let i = plan.hosts.iter().position(|x| x.name == h.name);
+        if f.cpus > 0 && plan.servers.iter().any(|s| s.host.is_some() && s.host == i) {
+            if let Some(c) = plan.cpus.servers.iter().find(|&&c| c as u64 >= f.cpus) {
+                return Err(RunError::Invalid(format!(
+                    "{}: [cpus] servers names CPU {c}, but host {} has CPUs 0-{}",
+                    plan.source.display(),
+                    h.name,
+                    f.cpus - 1
+                )));
+            }
+        }
+        engine_records.push(report::EngineRecord {
+            name: h.name.clone(),
+            url: h.url.to_string(),
+            version: f.version,
+            api_version: f.api_version,
+            cpus: f.cpus,
+            memory_bytes: f.memory_bytes,
+            kernel: f.kernel,
+            clock_offset_s: f.clock_offset_s,
+            clock_uncertainty_s: f.clock_uncertainty_s,
+        });
+    }
     // An A/B run's baseline images must be here, on this machine's engine.
     if let (Some(ab), Some(orch)) = (&ab, engines[0].as_ref()) {
         ab::check_images(orch, ab).await?;
@@ -337,6 +407,7 @@ pub async fn run(
             source: plan.text.clone(),
         },
         host,
+        engines: engine_records,
         servers: Vec::new(),
         loads: Vec::new(),
         capacity: Vec::new(),
@@ -420,6 +491,7 @@ pub async fn run(
                 },
                 scheme,
                 tls_dir,
+                generators: std::sync::OnceLock::new(),
             };
             let r = {
                 let work = ctx.execute(&mut record, &mut results);
@@ -472,6 +544,19 @@ pub async fn run(
             }
         }
     }
+    for l in &record.loads {
+        for g in &l.generators {
+            if let Some(reason) = &g.error {
+                problems.push(Problem::GeneratorFailed {
+                    server: l.server.clone(),
+                    document: l.document.clone(),
+                    round: l.round,
+                    host: g.host.clone(),
+                    reason: reason.clone(),
+                });
+            }
+        }
+    }
     // One problem per server and document, over its rounds.
     for l in &record.loads {
         let failures = l.load.failures.generator;
@@ -510,10 +595,20 @@ pub async fn run(
 
 fn check_cpus(plan: &Plan) -> Result<(), RunError> {
     let n = loadgen::cpu::online_cpus();
-    for (what, list) in [
-        ("servers", &plan.cpus.servers),
-        ("loadgen", &plan.cpus.loadgen),
-    ] {
+    // With generators on other hosts, `loadgen` names their CPUs: checked against each
+    // generator's machine before the first load.
+    let loadgen: &[usize] = if plan.generators.is_empty() {
+        &plan.cpus.loadgen
+    } else {
+        &[]
+    };
+    // Servers on other hosts name those machines' CPUs: checked against each once connected.
+    let servers: &[usize] = if plan.servers.iter().any(|s| s.host.is_none()) {
+        &plan.cpus.servers
+    } else {
+        &[]
+    };
+    for (what, list) in [("servers", servers), ("loadgen", loadgen)] {
         if let Some(c) = list.iter().find(|&&c| c >= n) {
             return Err(RunError::Invalid(format!(
                 "{}: [cpus] {what} names CPU {c}, but this machine has CPUs 0-{}",
@@ -580,6 +675,8 @@ struct Ctx<'a> {
     tls_dir: Option<PathBuf>,
     /// An A/B run's plan.
     ab: Option<&'a AbPlan>,
+    /// `[load] generators`, ready once the run has made their image on each host.
+    generators: std::sync::OnceLock<Vec<crate::generators::Generator>>,
 }
 
 /// A server that was started and verified.
@@ -598,6 +695,7 @@ enum Turn {
         load: Box<LoadReport>,
         usage: Option<Usage>,
         share: Option<f64>,
+        generators: Vec<GeneratorRecord>,
     },
     /// The server, or one it needs, died: these servers are unavailable from here on.
     Died(Vec<(usize, String)>),
@@ -664,6 +762,20 @@ impl Ctx<'_> {
                 sha256_hex: d.sha256.clone(),
             })
             .collect();
+
+        if !plan.generators.is_empty() {
+            let binary = crate::generators::binary(self.opts.generator_binary.as_deref())?;
+            let gens = crate::generators::prepare(
+                plan,
+                self.engines,
+                &binary,
+                self.run_dir.path(),
+                self.run_id,
+                self.observer,
+            )
+            .await?;
+            let _ = self.generators.set(gens);
+        }
 
         // Which servers to bring up: the ones asked for and the servers they need.
         let only = &self.opts.only;
@@ -749,7 +861,12 @@ impl Ctx<'_> {
                                 self.report_deaths(record, results, deaths, false);
                                 break;
                             }
-                            Turn::Measured { load, usage, share } => {
+                            Turn::Measured {
+                                load,
+                                usage,
+                                share,
+                                generators,
+                            } => {
                                 if let Some(s) = share {
                                     shares.insert(key, s);
                                 }
@@ -760,7 +877,7 @@ impl Ctx<'_> {
                                     share.or(headroom.then_some(plan.cpus.servers.len() as f64));
                                 self.keep_load(
                                     record, results, round, server, doc, spec, *load, usage, share,
-                                    false,
+                                    generators, false,
                                 );
                             }
                         }
@@ -802,9 +919,14 @@ impl Ctx<'_> {
                                 died = true;
                                 break;
                             }
-                            Turn::Measured { load, usage, share } => self.keep_load(
+                            Turn::Measured {
+                                load,
+                                usage,
+                                share,
+                                generators,
+                            } => self.keep_load(
                                 record, results, round, server, doc, spec, *load, usage, share,
-                                baseline,
+                                generators, baseline,
                             ),
                         }
                     }
@@ -957,8 +1079,11 @@ impl Ctx<'_> {
             if let Some(death) = self.find_death(l, live, &during).await? {
                 return Ok(Turn::Died(death));
             }
-            let Some(Measured { load, usage }) =
-                m.map_err(|e| RunError::Step(format!("{shown} {}: {e}", doc.url_path)))?
+            let Some(Measured {
+                load,
+                usage,
+                generators,
+            }) = m.map_err(|e| RunError::Step(format!("{shown} {}: {e}", doc.url_path)))?
             else {
                 return Ok(Turn::Stopped); // stopped mid-load: a partial load is not kept
             };
@@ -971,6 +1096,7 @@ impl Ctx<'_> {
                     load: Box::new(load),
                     usage,
                     share,
+                    generators,
                 });
             };
             self.observer.event(&Event::Headroom {
@@ -997,9 +1123,12 @@ impl Ctx<'_> {
         load: LoadReport,
         usage: Option<Usage>,
         share: Option<f64>,
+        generators: Vec<GeneratorRecord>,
         baseline: bool,
     ) {
-        let client_bound = report::record::is_client_bound(&load);
+        // With several generators the load was client-bound when any of them was.
+        let client_bound =
+            report::record::is_client_bound(&load) || generators.iter().any(|g| g.client_bound);
         let rec = LoadRecord {
             server: server.name.clone(),
             document: spec.name.clone(),
@@ -1011,6 +1140,7 @@ impl Ctx<'_> {
             server_share: share,
             protocol: report::Protocol::of(self.plan.tls, self.plan.http2),
             streams: self.plan.http2.then_some(spec.load.streams),
+            generators,
         };
         let loads = match (baseline, record.against.as_mut()) {
             (true, Some(a)) => &mut a.loads,
@@ -1438,6 +1568,32 @@ impl Ctx<'_> {
             url_path
         );
         let target = Target::parse(&url).map_err(|e| RunError::Step(format!("{url}: {e}")))?;
+        if let Some(gens) = self.generators.get() {
+            let sampler = if usage {
+                self.orch(l.index).sample_stats(guard).await.ok()
+            } else {
+                None
+            };
+            let measured = crate::generators::measure(
+                gens,
+                &url,
+                load,
+                &self.plan.cpus.loadgen,
+                self.run_id,
+                &self.opts.cancel,
+                self.observer,
+            )
+            .await?;
+            let usage = match sampler {
+                Some(s) => usage_of(s.finish().await),
+                None => None,
+            };
+            return Ok(measured.map(|(load, generators)| Measured {
+                load,
+                usage,
+                generators,
+            }));
+        }
         let mut cfg = LoadConfig::new(target, load.clone());
         cfg.cpus = Some(self.plan.cpus.loadgen.clone());
         cfg.threads = self.plan.cpus.loadgen.len().max(1);
@@ -1456,13 +1612,7 @@ impl Ctx<'_> {
         .map_err(|e| RunError::Step(format!("the load generator panicked: {e}")))?
         .map_err(|e| RunError::Step(e.to_string()))?;
         let usage = match sampler {
-            Some(s) => {
-                let u = s.finish().await;
-                (u.samples > 0).then_some(Usage {
-                    cpu_s: u.cpu_seconds,
-                    peak_memory_bytes: u.peak_memory_bytes,
-                })
-            }
+            Some(s) => usage_of(s.finish().await),
             None => None,
         };
         if m.stopped_early == Some(StopReason::Interrupted) {
@@ -1471,14 +1621,25 @@ impl Ctx<'_> {
         Ok(Some(Measured {
             load: LoadReport::from_measurement(&m),
             usage,
+            generators: Vec::new(),
         }))
     }
 }
 
-/// One load as measured: the generator's report and the server's resource use.
+/// A server's resource use over a load, when Docker reported any.
+fn usage_of(u: orchestrator::ContainerUsage) -> Option<Usage> {
+    (u.samples > 0).then_some(Usage {
+        cpu_s: u.cpu_seconds,
+        peak_memory_bytes: u.peak_memory_bytes,
+    })
+}
+
+/// One load as measured: the generator's report and the server's resource use; with `[load]
+/// generators`, each one's part (the report is their merge).
 struct Measured {
     load: LoadReport,
     usage: Option<Usage>,
+    generators: Vec<GeneratorRecord>,
 }
 
 /// A server container's rights: what its manifest declares, nothing more.

@@ -133,6 +133,9 @@ pub(crate) struct RawLoad {
     pub coalesce: Option<Spanned<String>>,
     /// HTTP/2 only: requests in flight at once on each connection (h2load's `-m`); default 1.
     pub streams: Option<Spanned<i64>>,
+    /// `[load]` only: the `[[host]]`s whose engines run the load generator, each its share of
+    /// the load, instead of this process (default: this process).
+    pub generators: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// `[[server]]`. Keys other than these are the kind's own options, checked against its
@@ -246,6 +249,7 @@ pub(crate) mod keys {
         "user_timestamps",
         "coalesce",
         "streams",
+        "generators",
     ];
     /// The keys every server has; the others are its kind's options.
     pub const SERVER: &[&str] = crate::manifest::SERVER_KEYS;

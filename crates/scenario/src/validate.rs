@@ -84,6 +84,7 @@ pub(crate) fn validate(
         .as_ref()
         .and_then(|c| crate::capacity::check(&mut d, c));
     let tls_key = check_tls_key(&mut d, &raw);
+    let generators = check_generators(&mut d, &raw, &servers, &documents);
 
     if raw.server.is_empty() {
         d.error(
@@ -124,6 +125,7 @@ pub(crate) fn validate(
         tls_key,
         http2: protocol.http2.is_some(),
         hosts,
+        generators,
     })
 }
 
@@ -154,6 +156,108 @@ fn check_tls_key(d: &mut Diagnostics, raw: &RawScenario) -> TlsKey {
         );
     }
     key
+}
+
+/// `[load] generators`: each a `[[host]]`, once; every server on a host (a server on this
+/// machine's engine listens on 127.0.0.1, which no other machine reaches); every load big
+/// enough to give each generator a share.
+fn check_generators(
+    d: &mut Diagnostics,
+    raw: &RawScenario,
+    servers: &[ServerSpec],
+    documents: &[DocumentSpec],
+) -> Vec<usize> {
+    for doc in &raw.document {
+        if let Some(g) = doc
+            .get_ref()
+            .load
+            .as_ref()
+            .and_then(|l| l.get_ref().generators.as_ref())
+        {
+            d.error(
+                g.span(),
+                "generators are the scenario's, not a document's: set them in [load]",
+            );
+        }
+    }
+    let Some(list) = raw
+        .load
+        .as_ref()
+        .and_then(|l| l.get_ref().generators.as_ref())
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let names: Vec<&str> = raw
+        .host
+        .iter()
+        .map(|h| h.get_ref().name.get_ref().as_str())
+        .collect();
+    for g in list.get_ref() {
+        match names.iter().position(|n| *n == g.get_ref()) {
+            None => d.error(
+                g.span(),
+                if names.is_empty() {
+                    format!(
+                        "generator `{}` is not defined (add a [[host]] table with name = \"{}\" and its url)",
+                        g.get_ref(),
+                        g.get_ref()
+                    )
+                } else {
+                    format!(
+                        "generator `{}` is not a [[host]] of this scenario (name one of: {})",
+                        g.get_ref(),
+                        names.join(", ")
+                    )
+                },
+            ),
+            Some(i) if out.contains(&i) => d.error(
+                g.span(),
+                format!("generator `{}` is named twice (each host runs one generator)", g.get_ref()),
+            ),
+            Some(i) => out.push(i),
+        }
+    }
+    if list.get_ref().is_empty() {
+        d.error(
+            list.span(),
+            "generators is empty (name at least one [[host]], or leave generators out to generate the load here)",
+        );
+    }
+    if out.is_empty() {
+        return out;
+    }
+    if let Some(s) = servers.iter().find(|s| s.host.is_none()) {
+        d.error(
+            list.span(),
+            format!(
+                "server `{}` runs on this machine's engine and listens on 127.0.0.1, which generators on other hosts cannot reach: give it a host, or leave generators out",
+                s.name
+            ),
+        );
+    }
+    let n = out.len();
+    for doc in documents {
+        if doc.load.concurrency < n as u32 {
+            d.error(
+                list.span(),
+                format!(
+                    "document `{}`: concurrency {} cannot be shared among {n} generators (each needs at least one connection)",
+                    doc.name, doc.load.concurrency
+                ),
+            );
+        }
+        if let Some(r) = doc.load.requests.filter(|&r| r < n as u64) {
+            d.error(
+                list.span(),
+                format!(
+                    "document `{}`: requests = {r} cannot be shared among {n} generators (each needs at least one)",
+                    doc.name
+                ),
+            );
+        }
+    }
+    out
 }
 
 /// Engine ports when the URL gives none, as Docker's own client assumes them.

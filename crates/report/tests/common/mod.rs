@@ -182,6 +182,7 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
                     server_share: None,
                     protocol: None,
                     streams: None,
+                    generators: Vec::new(),
                 });
             }
         }
@@ -203,6 +204,7 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
             kernel: "6.1.0-26-amd64".into(),
             docker_version: Some("27.3.1".into()),
         },
+        engines: Vec::new(),
         servers,
         loads,
         capacity: Vec::new(),
@@ -448,5 +450,6 @@ fn loads_push(rec: &mut RunRecord, server: &str, round: u32, load: LoadReport) {
         server_share: None,
         protocol: None,
         streams: None,
+        generators: Vec::new(),
     });
 }

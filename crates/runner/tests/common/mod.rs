@@ -112,6 +112,8 @@ impl Observer for Recorder {
                 format!("ready {server}")
             }
             Event::Unavailable { server, reason } => format!("unavailable {server}: {reason}"),
+            Event::GeneratorsStarting { generators, .. } => format!("{generators} generators"),
+            Event::GeneratorFailed { host, reason } => format!("generator {host} failed: {reason}"),
             Event::LoadStarting {
                 server, url_path, ..
             } => format!("load {server} {url_path}"),

@@ -1,0 +1,475 @@
+//! `[load] generators` through the built binary, against engines the test makes in network
+//! namespaces ([`testhosts`]): the server runs on one namespace host, benchctl's own generator
+//! in a container on each of two others (an image made of this very binary), each with its
+//! share, all starting at one instant.
+//!
+//! What it shows, in one set of hosts (making them takes most of the time):
+//! - a run by request count ends well: the merged Complete requests is the sum of the
+//!   generators', and so is the merged histogram's count; nothing is left on any engine;
+//! - at a constant rate two generators each sending half deliver the whole rate (at least 99%),
+//!   and their merged latencies match a run from one generator within the noise of this
+//!   shared machine;
+//! - SIGINT during a load ends the run (status 130) and leaves no labelled container on any
+//!   engine;
+//! - a generator host killed during a load is reported, the other's part is kept, the run
+//!   exits 1 and nothing is left on the engines still there.
+//!
+//! Every request goes to the address of a namespace this test made; every load is bounded in
+//! requests or time, and every run is killed if it outlasts its limit.
+
+use bollard::query_parameters::ListContainersOptionsBuilder;
+use orchestrator::{Endpoint, Orchestrator};
+use report::RunRecord;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use testhosts::TestHosts;
+
+/// The base image the orchestrator's tests make (the same name and recipe, so it is shared).
+const TEST_BASE: &str = "benchctl-test/bookworm:base";
+
+/// One Docker run at a time across test processes (the lock the other run tests take).
+fn exclusive() -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    let path = std::env::temp_dir().join("benchctl-run-docker-tests.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .expect("open the lock file");
+    // SAFETY: flock(2) on a descriptor we own for as long as the returned file lives.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock {}", path.display());
+    f
+}
+
+fn tcp(h: &testhosts::TestHost) -> Endpoint {
+    Endpoint::Tcp {
+        host: h.address.to_string(),
+        port: testhosts::ENGINE_PORT,
+        tls: None,
+    }
+}
+
+/// busybox's httpd in the tests' base image, built on this machine's engine (which reaches
+/// Debian's mirrors) by the recipe the runner's host test uses, then copied to `to`.
+async fn busybox_base(to: &Orchestrator) -> String {
+    let local = Orchestrator::connect().await.expect("the local engine");
+    if local.image_id(TEST_BASE).await.unwrap().is_none() {
+        local
+            .bootstrap_debian("bookworm", TEST_BASE)
+            .await
+            .unwrap_or_else(|e| panic!("bootstrapping {TEST_BASE}: {e}"));
+    }
+    let ctx = tempfile::tempdir().unwrap();
+    std::fs::write(
+        ctx.path().join("Dockerfile"),
+        format!(
+            "FROM {TEST_BASE}\n\
+             RUN apt-get update && apt-get install -y --no-install-recommends busybox \
+                 && rm -rf /var/lib/apt/lists/*\n\
+             ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -v -p 127.0.0.1:$BENCH_PORT -h /srv/www\"]\n"
+        ),
+    )
+    .unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let tag = local
+        .build_image("test-busybox", ctx.path(), &logs.path().join("b.log"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .tag;
+    local.copy_image_to(to, &tag).await.unwrap();
+    tag
+}
+
+/// Containers labelled `label` on an engine.
+async fn labelled(ep: &Endpoint, label: &str) -> Vec<String> {
+    let orch = Orchestrator::connect_to(ep).await.expect("connect");
+    let filters = std::collections::HashMap::from([("label".to_string(), vec![label.to_string()])]);
+    orch.docker()
+        .list_containers(Some(
+            ListContainersOptionsBuilder::default()
+                .all(true)
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|c| c.names.and_then(|n| n.into_iter().next()).or(c.id))
+        .collect()
+}
+
+/// A `benchctl run` in the background, its stderr kept in a file to be watched.
+struct Run {
+    child: Option<Child>,
+    err: PathBuf,
+    out: PathBuf,
+    record: PathBuf,
+}
+
+impl Run {
+    fn start(dir: &Path, scenario: &Path, kinds: &Path, name: &str) -> Run {
+        let err = dir.join(format!("{name}.stderr"));
+        let out = dir.join(format!("{name}.stdout"));
+        let record = dir.join(format!("{name}.json"));
+        let child = Command::new(env!("CARGO_BIN_EXE_benchctl"))
+            .arg("run")
+            .arg(scenario)
+            .arg("--docker-dir")
+            .arg(kinds)
+            .arg("-o")
+            .arg(&record)
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start benchctl run");
+        Run {
+            child: Some(child),
+            err,
+            out,
+            record,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.err).unwrap_or_default()
+    }
+
+    fn wait_for(&mut self, needle: &str, limit: Duration) {
+        let until = Instant::now() + limit;
+        while !self.stderr().contains(needle) {
+            let exited = self.child.as_mut().unwrap().try_wait().unwrap().is_some();
+            if exited || Instant::now() > until {
+                self.kill();
+                panic!("waited for {needle:?}:\n{}", self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn signal(&self, sig: libc::c_int) {
+        // SAFETY: kill(2) on our own child, not yet reaped.
+        let rc = unsafe { libc::kill(self.pid() as libc::pid_t, sig) };
+        assert_eq!(rc, 0);
+    }
+
+    /// The exit status, the stderr; killed and failed past `limit`.
+    fn finish(&mut self, limit: Duration) -> (Option<i32>, String) {
+        let until = Instant::now() + limit;
+        loop {
+            if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                self.child = None;
+                let err = self.stderr();
+                eprintln!(
+                    "--- benchctl run: {st}\n{}{err}",
+                    std::fs::read_to_string(&self.out).unwrap_or_default()
+                );
+                return (st.code(), err);
+            }
+            if Instant::now() > until {
+                self.kill();
+                panic!("the run outlasted {limit:?}:\n{}", self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn record(&self) -> RunRecord {
+        let text = std::fs::read_to_string(&self.record)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.record.display()));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("the record: {e}"))
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn write_scenario(
+    dir: &Path,
+    name: &str,
+    hosts: &TestHosts,
+    generators: &[&str],
+    load: &str,
+) -> PathBuf {
+    let h = hosts.hosts();
+    let list: Vec<String> = generators.iter().map(|g| format!("\"{g}\"")).collect();
+    let text = format!(
+        "name = \"{name}\"\n\
+         [load]\n{load}\ntimeout = \"10s\"\ngenerators = [{}]\n\
+         [[host]]\nname = \"srv1\"\nurl = \"{}\"\ninsecure = true\n\
+         [[host]]\nname = \"cli1\"\nurl = \"{}\"\ninsecure = true\n\
+         [[host]]\nname = \"cli2\"\nurl = \"{}\"\ninsecure = true\n\
+         [[server]]\nname = \"tiny\"\nkind = \"tiny\"\nhost = \"srv1\"\nmemory = \"64m\"\n\
+         [[document]]\nname = \"page\"\npath = \"/page.html\"\ngenerate = \"html\"\nsize = 2000\n",
+        list.join(", "),
+        h[0].tcp_url(),
+        h[1].tcp_url(),
+        h[2].tcp_url()
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A server kind by the contract in docker/README.md, on top of `base`.
+fn write_kind(dir: &Path, base: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("Dockerfile"),
+        format!(
+            "FROM {base}\nUSER 65534:65534\n\
+             ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -p ${{BENCH_ADDR:-127.0.0.1}}:$BENCH_PORT -h /srv/www\"]\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("server.toml"),
+        "[server]\nname = \"busybox httpd\"\nsource = \"Debian bookworm package busybox\"\n\n\
+         [container]\nuser = \"65534:65534\"\ncapabilities = []\npids_limit = 64\n\
+         tmpfs = [{ path = \"/tmp\", size = \"1m\" }]\n",
+    )
+    .unwrap();
+}
+
+fn percentile(r: &RunRecord, p: f64) -> u64 {
+    r.loads[0]
+        .load
+        .timer(loadgen::Timer::Total)
+        .percentile(p)
+        .expect("a listed percentile")
+}
+
+#[test]
+fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() {
+    if let Some(why) = testhosts::unavailable() {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set, so the multi-host tests must run, but: {why}");
+        }
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let _one_at_a_time = exclusive();
+    let mut hosts = TestHosts::up(3).unwrap_or_else(|e| panic!("making 3 test hosts: {e}"));
+    let engines: Vec<Endpoint> = hosts.hosts().iter().map(tcp).collect();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let srv = rt.block_on(Orchestrator::connect_to(&engines[0])).unwrap();
+    let base = rt.block_on(busybox_base(&srv));
+    let dir = tempfile::tempdir().unwrap();
+    let kinds = dir.path().join("kinds");
+    write_kind(&kinds.join("tiny"), &base);
+    let nothing_left = |what: &str, engines: &[Endpoint]| {
+        for (i, ep) in engines.iter().enumerate() {
+            let left = rt.block_on(labelled(ep, "benchctl=1"));
+            assert!(left.is_empty(), "{what}: left on host {i}: {left:?}");
+        }
+    };
+
+    // 1. By request count: the parts add up, in the counters and in the histogram.
+    let s = write_scenario(
+        dir.path(),
+        "count",
+        &hosts,
+        &["cli1", "cli2"],
+        "requests = 2001\nconcurrency = 4",
+    );
+    let mut run = Run::start(dir.path(), &s, &kinds, "count");
+    let (code, err) = run.finish(Duration::from_secs(600));
+    assert_eq!(code, Some(0), "{err}");
+    let rec = run.record();
+    let pid = run.pid_label();
+    assert_eq!(rec.loads.len(), 1);
+    // Each engine the run used, as it described itself.
+    let names: Vec<&str> = rec.engines.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["srv1", "cli1", "cli2"]);
+    for e in &rec.engines {
+        assert!(
+            e.cpus > 0 && e.memory_bytes > 0 && !e.version.is_empty(),
+            "{e:?}"
+        );
+        assert!(e.clock_offset_s.abs() < 1.0, "one kernel's clock: {e:?}");
+    }
+    let l = &rec.loads[0];
+    assert_eq!(l.generators.len(), 2);
+    let shares: Vec<Option<u64>> = l.generators.iter().map(|g| g.requests).collect();
+    assert_eq!(shares, vec![Some(1001), Some(1000)]);
+    let parts: u64 = l
+        .generators
+        .iter()
+        .map(|g| g.complete.expect("measured"))
+        .sum();
+    assert_eq!(l.load.complete, 2001);
+    assert_eq!(l.load.complete, parts);
+    assert_eq!(l.load.failed, 0);
+    let h = l.load.histogram(loadgen::Timer::Total).unwrap();
+    assert_eq!(h.len(), parts, "the merged histogram's count");
+    assert_eq!(l.load.settings.concurrency, 4);
+    for g in &l.generators {
+        assert!(g.error.is_none(), "{g:?}");
+        assert!(
+            err.contains(&format!(
+                "generator {}: {} requests",
+                g.host,
+                g.complete.unwrap()
+            )),
+            "{err}"
+        );
+    }
+    assert!(!l.is_partial());
+    nothing_left("after the run by count", &engines);
+    let local = Endpoint::Local;
+    assert!(rt.block_on(labelled(&local, &pid)).is_empty());
+
+    // 2. At a constant rate: two halves deliver the whole rate, with the latencies of one.
+    let rate_load = "duration = \"5s\"\nrate = 200.0\nconcurrency = 8";
+    let s = write_scenario(dir.path(), "two", &hosts, &["cli1", "cli2"], rate_load);
+    let mut run = Run::start(dir.path(), &s, &kinds, "two");
+    let (code, err) = run.finish(Duration::from_secs(600));
+    assert_eq!(code, Some(0), "{err}");
+    let two = run.record();
+    let s = write_scenario(dir.path(), "one", &hosts, &["cli1"], rate_load);
+    let mut run = Run::start(dir.path(), &s, &kinds, "one");
+    let (code, err) = run.finish(Duration::from_secs(600));
+    assert_eq!(code, Some(0), "{err}");
+    let one = run.record();
+    let (lt, lo) = (&two.loads[0], &one.loads[0]);
+    eprintln!(
+        "two generators: {:.1} req/s ({:?}); one: {:.1} req/s; p50 {} vs {} µs, p90 {} vs {} µs",
+        lt.load.requests_per_second,
+        lt.generators
+            .iter()
+            .map(|g| (g.host.as_str(), g.requests_per_second, g.rate))
+            .collect::<Vec<_>>(),
+        lo.load.requests_per_second,
+        percentile(&two, 50.0),
+        percentile(&one, 50.0),
+        percentile(&two, 90.0),
+        percentile(&one, 90.0),
+    );
+    assert_eq!(lt.load.settings.rate, Some(200.0));
+    assert!(
+        lt.load.requests_per_second >= 0.99 * 200.0,
+        "{}",
+        lt.load.requests_per_second
+    );
+    for g in &lt.generators {
+        assert_eq!(g.rate, Some(100.0));
+        let rps = g.requests_per_second.unwrap();
+        assert!(rps >= 0.99 * 100.0, "{}: {rps}", g.host);
+    }
+    assert!(lo.load.requests_per_second >= 0.99 * 200.0);
+    let h = lt.load.histogram(loadgen::Timer::Total).unwrap();
+    assert_eq!(h.len(), lt.load.complete);
+    // Within the noise of a shared 2-core machine: medians within a factor of two of each
+    // other, or within half a millisecond.
+    for p in [50.0, 90.0] {
+        let (a, b) = (percentile(&two, p) as f64, percentile(&one, p) as f64);
+        assert!(
+            (a - b).abs() <= 500.0 || (a / b <= 2.0 && b / a <= 2.0),
+            "p{p}: {a} µs with two generators, {b} µs with one"
+        );
+    }
+    nothing_left("after the runs at a rate", &engines);
+
+    // 3. SIGINT during the load: status 130, nothing left anywhere.
+    let s = write_scenario(
+        dir.path(),
+        "sigint",
+        &hosts,
+        &["cli1", "cli2"],
+        "duration = \"30s\"\nrate = 100.0\nconcurrency = 4",
+    );
+    let mut run = Run::start(dir.path(), &s, &kinds, "sigint");
+    let lead = run.lead();
+    // Two seconds into the load.
+    std::thread::sleep(lead + Duration::from_secs(2));
+    let running: usize = engines[1..]
+        .iter()
+        .map(|ep| rt.block_on(labelled(ep, "benchctl.role=generator")).len())
+        .sum();
+    assert_eq!(running, 2, "a generator on each host while the load runs");
+    let pid = run.pid_label();
+    run.signal(libc::SIGINT);
+    let (code, err) = run.finish(Duration::from_secs(60));
+    assert_eq!(code, Some(130), "{err}");
+    nothing_left("after SIGINT", &engines);
+    assert!(rt.block_on(labelled(&local, &pid)).is_empty());
+
+    // 4. A generator host lost during the load: reported, the other's part kept, exit 1.
+    let s = write_scenario(
+        dir.path(),
+        "lost",
+        &hosts,
+        &["cli1", "cli2"],
+        "duration = \"8s\"\nrate = 100.0\nconcurrency = 4",
+    );
+    let mut run = Run::start(dir.path(), &s, &kinds, "lost");
+    let lead = run.lead();
+    // Three seconds into the load's eight.
+    std::thread::sleep(lead + Duration::from_secs(3));
+    hosts.kill_engine(2);
+    let (code, err) = run.finish(Duration::from_secs(120));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("generator on cli2 failed"), "{err}");
+    let rec = run.record();
+    let l = &rec.loads[0];
+    assert!(l.is_partial());
+    let (g1, g2) = (&l.generators[0], &l.generators[1]);
+    assert!(g1.error.is_none(), "{g1:?}");
+    assert!(g2.error.is_some() && g2.complete.is_none(), "{g2:?}");
+    assert_eq!(l.load.complete, g1.complete.unwrap());
+    assert!(l.load.complete > 0);
+    nothing_left("after losing cli2", &engines[..2]);
+}
+
+impl Run {
+    /// The label that marks this run's containers (its pid).
+    fn pid_label(&self) -> String {
+        let pid = match &self.child {
+            Some(c) => c.id(),
+            None => self.last_pid(),
+        };
+        format!("benchctl.pid={pid}")
+    }
+
+    /// Waits for the generators' start to be announced: how far ahead it is.
+    fn lead(&mut self) -> Duration {
+        let needle = "generators start the load in ";
+        self.wait_for(needle, Duration::from_secs(300));
+        let err = self.stderr();
+        let line = err.lines().find(|l| l.contains(needle)).unwrap();
+        let secs: f64 = line
+            .split(needle)
+            .nth(1)
+            .and_then(|r| r.split(" s").next())
+            .and_then(|r| r.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"));
+        Duration::from_secs_f64(secs)
+    }
+
+    fn last_pid(&self) -> u32 {
+        // The run's id ends with its pid.
+        self.record()
+            .run_id
+            .rsplit('-')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("the run id ends with the pid")
+    }
+}
