@@ -58,13 +58,7 @@ const MAX_CONTROL_PAYLOAD: usize = 1 << 20;
 /// Appends a frame header.
 pub fn frame_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
     let len = len as u32;
-    out.extend_from_slice(&[
-        (len >> 16) as u8,
-        (len >> 8) as u8,
-        len as u8,
-        kind,
-        flags,
-    ]);
+    out.extend_from_slice(&[(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags]);
     out.extend_from_slice(&(stream & 0x7fff_ffff).to_be_bytes());
 }
 
@@ -122,7 +116,11 @@ pub fn headers(out: &mut Vec<u8>, stream: u32, block: &[u8], end_stream: bool, m
     out.extend_from_slice(first);
     let mut rest = parts.peekable();
     while let Some(p) = rest.next() {
-        let flags = if rest.peek().is_none() { END_HEADERS } else { 0 };
+        let flags = if rest.peek().is_none() {
+            END_HEADERS
+        } else {
+            0
+        };
         frame_head(out, p.len(), CONTINUATION, flags, stream);
         out.extend_from_slice(p);
     }
@@ -168,7 +166,11 @@ pub fn request_fields(cfg: &LoadConfig) -> Vec<(Vec<u8>, Vec<u8>)> {
     if let Some(cred) = &cfg.basic_auth {
         add("authorization", format!("Basic {}", b64.encode(cred)));
     }
-    let has = |name: &str| cfg.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let has = |name: &str| {
+        cfg.headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(name))
+    };
     if let Some(body) = &cfg.body {
         add("content-length", body.len().to_string());
         if !has("content-type") {
