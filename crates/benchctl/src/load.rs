@@ -398,7 +398,25 @@ impl OutputFiles {
 pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
     let cfg = config(&a)?;
     let files = OutputFiles::open(&a)?;
-    if a.verbosity >= 2 {
+    if a.verbosity >= 2 && cfg.load.version == HttpVersion::Http2 {
+        // The HTTP/2 request's fields, as its header block carries them.
+        let fields = loadgen::h2::request_fields(&cfg);
+        let text: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{}: {}",
+                    String::from_utf8_lossy(k),
+                    String::from_utf8_lossy(v)
+                )
+            })
+            .collect();
+        eprintln!(
+            "INFO: {} header == \n---\n{}\n---",
+            cfg.load.method.as_str(),
+            text.join("\n")
+        );
+    } else if a.verbosity >= 2 {
         // ab's -v 2: the request's head, once, before the run (a body is not shown).
         let request = loadgen::http::build_request(&cfg);
         let head_len = request

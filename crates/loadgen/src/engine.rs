@@ -95,6 +95,9 @@ pub enum LoadError {
         "{addr} refused every connection ({reason}); is the server running and listening there?"
     )]
     Unreachable { addr: SocketAddr, reason: String },
+    /// Connections were made, but the server would not speak HTTP/2 on any of them.
+    #[error("no HTTP/2 connection to {addr} could be made: {reason}")]
+    Http2 { addr: SocketAddr, reason: String },
     /// Connections were made, but not one TLS handshake succeeded.
     #[error("no TLS connection to {addr} could be made: {reason}")]
     Tls { addr: SocketAddr, reason: String },
@@ -147,6 +150,8 @@ struct Shared {
     first_connect_error: Mutex<Option<String>>,
     /// The first connect error was a failed TLS handshake.
     tls_failed: AtomicBool,
+    /// The first connect error was a server that does not speak HTTP/2.
+    h2_failed: AtomicBool,
     /// `https://`: what every connection's TLS is made from.
     tls: Option<crate::tls::Tls>,
     /// HTTP/2: the request's header blocks.
@@ -266,6 +271,7 @@ pub fn run_observed(
         fds_exhausted: AtomicU64::new(0),
         first_connect_error: Mutex::new(None),
         tls_failed: AtomicBool::new(false),
+        h2_failed: AtomicBool::new(false),
         tls,
         h2,
         stamps: if cfg.load.rx_stamps {
@@ -387,6 +393,9 @@ pub fn run_observed(
             .ok()
             .and_then(|e| e.clone())
             .unwrap_or_else(|| "connection failed".into());
+        if sh.h2_failed.load(Relaxed) {
+            return Err(LoadError::Http2 { addr, reason });
+        }
         if sh.tls_failed.load(Relaxed) {
             return Err(LoadError::Tls { addr, reason });
         }
@@ -1431,6 +1440,10 @@ fn note_connect_error(sh: &Shared, e: &io::Error) -> FailureKind {
             if first.is_none() {
                 *first = Some(e.to_string());
                 sh.tls_failed.store(tls, Relaxed);
+                let not_h2 = e
+                    .get_ref()
+                    .is_some_and(|i| i.downcast_ref::<crate::h2::NotHttp2>().is_some());
+                sh.h2_failed.store(not_h2, Relaxed);
             }
         }
     }

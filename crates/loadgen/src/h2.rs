@@ -231,6 +231,19 @@ impl Blocks {
     }
 }
 
+/// Why a connection that was made does not speak HTTP/2: the server answered the preface in
+/// HTTP/1.x, or did not choose `h2` by ALPN. Carried in an `io::Error` as a connect error.
+#[derive(Debug)]
+pub struct NotHttp2(pub String);
+
+impl std::fmt::Display for NotHttp2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotHttp2 {}
+
 /// A frame's 9-byte header, decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {

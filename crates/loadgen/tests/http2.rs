@@ -122,9 +122,17 @@ fn a_server_that_does_not_select_h2_is_a_clear_error() {
     for mode in [Mode::TlsHttp1Only, Mode::TlsNoAlpn] {
         let s = H2Server::start(mode, 100);
         let e = run_within(HANG, h2(&s.url("https", "/"), 20, 1, 1)).unwrap_err();
-        assert!(matches!(e, LoadError::Tls { .. }), "{mode:?}: {e}");
+        assert!(matches!(e, LoadError::Http2 { .. }), "{mode:?}: {e}");
         assert!(e.to_string().contains("ALPN"), "{mode:?}: {e}");
     }
+}
+
+#[test]
+fn an_http1_server_is_a_clear_error_for_h2c() {
+    let s = support::TestServer::start();
+    let e = run_within(HANG, h2(&s.url("/cl"), 20, 1, 1)).unwrap_err();
+    assert!(matches!(e, LoadError::Http2 { .. }), "{e}");
+    assert!(e.to_string().contains("prior knowledge (h2c)"), "{e}");
 }
 
 #[test]

@@ -149,7 +149,7 @@ struct Conn {
 fn alpn_refused(e: io::Error) -> io::Error {
     match crate::tls::handshake_error(&e) {
         Some(h) if h.0.contains("NoApplicationProtocol") => {
-            io::Error::other(crate::tls::HandshakeError(format!(
+            io::Error::other(h2::NotHttp2(format!(
                 "the server refused HTTP/2 (ALPN \"h2\") in the TLS handshake ({}); it may serve HTTP/1.1 only over TLS (leave out --h2)",
                 h.0
             )))
@@ -549,7 +549,7 @@ impl H2Worker {
                     c.out_pos += n;
                     if !c.connected {
                         if c.tls.as_ref().is_some_and(|t| !t.alpn_h2()) {
-                            let e = io::Error::other(crate::tls::HandshakeError(
+                            let e = io::Error::other(h2::NotHttp2(
                                 "the server did not select HTTP/2 (ALPN \"h2\") in the TLS handshake; it may serve HTTP/1.1 only over TLS (leave out --h2)"
                                     .into(),
                             ));
@@ -559,9 +559,6 @@ impl H2Worker {
                         c.connected = true;
                         for st in c.slots.iter_mut().filter(|st| st.id != 0) {
                             st.req.connect = at.saturating_duration_since(st.req.start);
-                        }
-                        if !self.sh.connected_once.load(Relaxed) {
-                            self.sh.connected_once.store(true, Relaxed);
                         }
                     }
                 }
@@ -632,6 +629,15 @@ impl H2Worker {
                     c.heard_at = now;
                     let emptied = len < buf.len();
                     let eof_after = c.tls.as_ref().is_some_and(|t| t.eof_pending());
+                    if !c.settings_seen && c.reader.idle() && buf[..len].starts_with(b"HTTP/1.") {
+                        let e = io::Error::other(h2::NotHttp2(
+                            "the server answered HTTP/2's preface in HTTP/1.x: it does not speak HTTP/2 by prior knowledge (h2c) on this port; leave out --h2, or use its https:// address"
+                                .into(),
+                        ));
+                        let kind = note_connect_error(&self.sh, &e);
+                        self.conn_failed(idx, kind);
+                        break;
+                    }
                     if self.frames(idx, &buf[..len], now, arrival).is_err() {
                         let c = &mut self.conns[idx];
                         let last = c.next_id.saturating_sub(2);
@@ -789,6 +795,10 @@ impl H2Worker {
                     }
                     if !c.settings_seen {
                         c.settings_seen = true;
+                        // The server speaks HTTP/2: a connection was made.
+                        if !self.sh.connected_once.load(Relaxed) {
+                            self.sh.connected_once.store(true, Relaxed);
+                        }
                         if !payload.chunks_exact(6).any(|e| {
                             u16::from_be_bytes([e[0], e[1]]) == h2::SETTINGS_MAX_CONCURRENT_STREAMS
                         }) {
