@@ -3,6 +3,8 @@
 //! WINDOW_UPDATE, PING's answer, RST_STREAM and GOAWAY. Header blocks are HPACK (RFC 7541)
 //! from the `loona-hpack` crate.
 //!
+//! Responses' header blocks are decoded with `httlib-hpack` (see [`decode_head`]).
+//!
 //! Every request of a run is the same, so its header block is encoded once per run: the
 //! first block a connection sends (which adds the request's fields to the server's dynamic
 //! table) and the block every later request sends (which refers to them), both the same on
@@ -420,33 +422,31 @@ pub struct ResponseHead {
 
 /// Decodes a complete header block, keeping the decoder's table in step; a block that does
 /// not decode is a connection error (the table is then out of step with the server's).
+///
+/// Decoding uses `httlib-hpack`, whose Huffman decoder works from static tables: every
+/// response's head is decoded, and servers send most values Huffman-coded.
 pub fn decode_head(
-    dec: &mut loona_hpack::Decoder<'static>,
-    block: &[u8],
+    dec: &mut httlib_hpack::Decoder<'static>,
+    mut block: Vec<u8>,
     want_server: bool,
 ) -> Result<ResponseHead, FrameError> {
+    let mut fields = Vec::with_capacity(8);
+    dec.decode(&mut block, &mut fields).map_err(|_| FrameError)?;
     let mut h = ResponseHead::default();
-    let mut bad = false;
-    dec.decode_with_cb(block, |k, v| match &*k {
-        b":status" => {
-            h.status = std::str::from_utf8(&v)
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or_else(|| {
-                    bad = true;
-                    0
-                })
+    let mut status = None;
+    for (k, v, _) in &fields {
+        match k.as_slice() {
+            b":status" => {
+                status = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok());
+            }
+            b"content-length" => {
+                h.content_length = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok())
+            }
+            b"server" if want_server => h.server = Some(String::from_utf8_lossy(v).into_owned()),
+            _ => {}
         }
-        b"content-length" => {
-            h.content_length = std::str::from_utf8(&v).ok().and_then(|s| s.parse().ok())
-        }
-        b"server" if want_server => h.server = Some(String::from_utf8_lossy(&v).into_owned()),
-        _ => {}
-    })
-    .map_err(|_| FrameError)?;
-    if bad {
-        return Err(FrameError);
     }
+    h.status = status.ok_or(FrameError)?;
     Ok(h)
 }
 
@@ -536,6 +536,12 @@ mod tests {
             let got = dec.decode(block).unwrap();
             assert_eq!(got, fields);
         }
+        // The response side: a block the other crate encoded decodes to the same fields.
+        let mut dec = httlib_hpack::Decoder::default();
+        let mut got = Vec::new();
+        dec.decode(&mut b.first.clone(), &mut got).unwrap();
+        let got: Vec<_> = got.into_iter().map(|(k, v, _)| (k, v)).collect();
+        assert_eq!(got, fields);
         assert!(b.repeat.len() < b.first.len());
         // A third encoding is the second's: the blocks can be reused on every request.
         let mut enc = loona_hpack::Encoder::new();

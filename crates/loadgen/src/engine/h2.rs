@@ -123,7 +123,7 @@ struct Conn {
     /// Bytes of output before `out[0]`, flushed and dropped.
     out_base: u64,
     reader: FrameReader,
-    decoder: loona_hpack::Decoder<'static>,
+    decoder: httlib_hpack::Decoder<'static>,
     first_sent: bool,
     table: Table,
     next_id: u32,
@@ -206,7 +206,7 @@ pub(super) fn run_worker(
                 out_pos: 0,
                 out_base: 0,
                 reader: FrameReader::new(),
-                decoder: loona_hpack::Decoder::new(),
+                decoder: httlib_hpack::Decoder::default(),
                 first_sent: false,
                 table: Table::Default,
                 next_id: 1,
@@ -406,6 +406,9 @@ impl H2Worker {
             .map(|t| t.connect())
             .transpose()
             .map_err(|e| note_connect_error(&self.sh, &e))?;
+        // Frames are written whenever there are some, while earlier ones may be unacknowledged:
+        // Nagle must not hold them back (one setsockopt per connection, as h2load does).
+        let _ = s.set_nodelay(true);
         let c = &mut self.conns[idx];
         c.stamped = self.sh.stamps.is_some() && sock::enable_rx_stamps(s.as_raw_fd()).is_ok();
         c.stream = Some(s);
@@ -417,7 +420,7 @@ impl H2Worker {
         c.out_pos = 0;
         c.out_base = 0;
         c.reader = FrameReader::new();
-        c.decoder = loona_hpack::Decoder::new();
+        c.decoder = httlib_hpack::Decoder::default();
         c.first_sent = false;
         c.table = Table::Default;
         c.next_id = 1;
@@ -738,7 +741,7 @@ impl H2Worker {
                         s.wire_len += 9 + head.len as u64;
                     }
                     if head.flags & h2::END_HEADERS != 0 {
-                        self.block(idx, head.stream, head.flags, &frag, now, arrival)?;
+                        self.block(idx, head.stream, head.flags, frag, now, arrival)?;
                     } else {
                         c.cont = Some((head.stream, head.flags, frag));
                     }
@@ -755,7 +758,7 @@ impl H2Worker {
                     }
                     block.extend_from_slice(&payload);
                     if head.flags & h2::END_HEADERS != 0 {
-                        self.block(idx, stream, flags, &block, now, arrival)?;
+                        self.block(idx, stream, flags, block, now, arrival)?;
                     } else {
                         self.conns[idx].cont = Some((stream, flags, block));
                     }
@@ -864,7 +867,7 @@ impl H2Worker {
         idx: usize,
         stream: u32,
         flags: u8,
-        block: &[u8],
+        block: Vec<u8>,
         now: Instant,
         arrival: Option<(Stamp, Stamp)>,
     ) -> Result<(), FrameError> {
