@@ -431,7 +431,8 @@ pub fn decode_head(
     want_server: bool,
 ) -> Result<ResponseHead, FrameError> {
     let mut fields = Vec::with_capacity(8);
-    dec.decode(&mut block, &mut fields).map_err(|_| FrameError)?;
+    dec.decode(&mut block, &mut fields)
+        .map_err(|_| FrameError)?;
     let mut h = ResponseHead::default();
     let mut status = None;
     for (k, v, _) in &fields {
