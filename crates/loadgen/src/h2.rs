@@ -1,7 +1,7 @@
 //! HTTP/2 on the wire, reduced to what a client that only sends requests needs (RFC 9113):
 //! the connection preface, SETTINGS and their ACK, HEADERS with CONTINUATION, DATA,
-//! WINDOW_UPDATE, PING's answer, RST_STREAM and GOAWAY. Header blocks are HPACK (RFC 7541)
-//! from the `loona-hpack` crate.
+//! WINDOW_UPDATE, PING's answer, RST_STREAM and GOAWAY. Header blocks are HPACK (RFC 7541):
+//! requests' encoded with the `loona-hpack` crate, responses' decoded with `httlib-hpack`.
 //!
 //! Responses' header blocks are decoded with `httlib-hpack` (see [`decode_head`]).
 //!
