@@ -8,6 +8,11 @@ turn, round by round, in two modes:
   keep-alive   -c 100, each tool for --seconds
   close        -c 300, a new connection per request (ab's default, HTTP/1.0)
 
+With --h2, the one mode is HTTP/2 (nginx's http2 listener): benchctl (`--h2 --streams`) against
+h2load (Debian's nghttp2-client) at the same connections and streams, -c 10 -m 10, each for
+--seconds; in cleartext by prior knowledge (h2c), or with --tls over HTTPS chosen by ALPN. The
+report then goes to bench/results/peers-h2c-latest.* or peers-h2-tls-latest.*.
+
 With --tls, nginx serves the page over HTTPS with a self-signed ECDSA P-256 certificate made
 for the run (openssl), and every tool fetches https:// without verifying it (ab and benchctl
 never verify unless asked; oha gets --insecure): keep-alive then measures encryption, close
@@ -29,7 +34,7 @@ medians, and paired (each run against its neighbouring benchctl runs). A Markdow
 and a JSON copy go to bench/results/peers-latest.{md,json}, and the Markdown is kept as well
 under bench/results/history/ with its date and commit.
 
-Usage:  python3 bench/peers.py [--rounds 3] [--seconds 5] [--tools benchctl,wrk,ab,oha] [--tls]
+Usage:  python3 bench/peers.py [--rounds 3] [--seconds 5] [--tools benchctl,wrk,ab,oha] [--tls] [--h2]
         (build first: cargo build --release -p benchctl; `just bench` does both)
 
 Only 127.0.0.1 is ever contacted; every run is bounded in requests or time and has a timeout.
@@ -63,9 +68,14 @@ DEFAULT_OUT_DIR = REPO / "bench" / "results"
 NGINX = "/usr/sbin/nginx"
 BODY = b"Hello, World!"  # 13 bytes, as in the posts being reproduced
 
-TOOLS = ("benchctl", "benchctl-woken", "wrk", "ab", "oha")
+TOOLS = ("benchctl", "benchctl-woken", "wrk", "ab", "oha", "h2load")
+# What runs when --tools is not given (h2load only with --h2).
+DEFAULT_TOOLS = ("benchctl", "benchctl-woken", "wrk", "ab", "oha")
 MODES = ("keep-alive", "close")
-CONCURRENCY = {"keep-alive": 100, "close": 300}
+CONCURRENCY = {"keep-alive": 100, "close": 300, "h2": 10}
+# HTTP/2: streams open at once on each connection (benchctl --streams, h2load -m).
+H2_STREAMS = 10
+H2_TOOLS = ("benchctl", "h2load")
 
 # Close mode fills the TIME_WAIT table; the local port range is 32768-60999 (28k ports).
 TIME_WAIT_LIMIT = 5000
@@ -93,9 +103,10 @@ class Fatal(Exception):
 class Nginx:
     """The Debian nginx binary with a throw-away prefix; never the system service."""
 
-    def __init__(self, cpu: int | None, tls: bool = False):
+    def __init__(self, cpu: int | None, tls: bool = False, h2: bool = False):
         self.cpu = cpu
         self.tls = tls
+        self.h2 = h2
         self.dir = Path(tempfile.mkdtemp(prefix="benchctl-peers-nginx-"))
         self.proc: subprocess.Popen | None = None
         self.port = 0
@@ -144,6 +155,10 @@ class Nginx:
     def _config(self, html: Path) -> str:
         d = self.dir
         listen = f"listen 127.0.0.1:{self.port} backlog=4096"
+        if self.h2:
+            # Over TLS, HTTP/2 by ALPN (HTTP/1.1 for clients that do not ask for it); in
+            # cleartext, HTTP/2 by prior knowledge only.
+            listen += " http2"
         if self.tls:
             # No session cache and no tickets: every new connection is a full handshake.
             listen += f""" ssl;
@@ -183,6 +198,10 @@ http {{
             if self.proc is None or self.proc.poll() is not None:
                 return False
             try:
+                if self.h2 and not self.tls:
+                    if self._h2c_ready():
+                        return True
+                    raise OSError("no HTTP/2 SETTINGS yet")
                 if self.tls:
                     import ssl
 
@@ -202,6 +221,13 @@ http {{
             except (OSError, http.client.HTTPException):
                 time.sleep(0.05)
         return False
+
+    def _h2c_ready(self) -> bool:
+        """The cleartext HTTP/2 listener answers a client preface with its SETTINGS."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1.0) as s:
+            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+            head = s.recv(9)
+            return len(head) >= 4 and head[3] == 4
 
     def _stop_and_collect(self) -> str:
         err = ""
@@ -342,11 +368,14 @@ class Tool:
 
 class Benchctl(Tool):
     name = "benchctl"
+    h2 = False
 
     def command(self, mode, url, cfg, round_no):
         c = CONCURRENCY[mode]
         cmd = [self.path, "load", url, "-c", str(c)]
-        if mode == "keep-alive":
+        if mode == "h2":
+            cmd += ["--h2", "--streams", str(H2_STREAMS), "--duration", f"{cfg.seconds}s"]
+        elif mode == "keep-alive":
             cmd += ["-k", "--duration", f"{cfg.seconds}s"]
         else:
             cmd += ["-n", str(cfg.close_requests)]
@@ -355,7 +384,8 @@ class Benchctl(Tool):
         return cmd + ["--json"]
 
     def smoke_command(self, url):
-        return [self.path, "load", url, "-n", "100", "-c", "2", "--json"]
+        h2 = ["--h2", "--streams", "2"] if self.h2 else []
+        return [self.path, "load", url, "-n", "100", "-c", "2", *h2, "--json"]
 
     def parse(self, stdout, stderr, r):
         try:
@@ -512,7 +542,52 @@ class Oha(Tool):
         return out.stdout.strip()
 
 
-TOOL_CLASSES = {"benchctl": Benchctl, "benchctl-woken": BenchctlWoken, "wrk": Wrk, "ab": Ab, "oha": Oha}
+class H2load(Tool):
+    """nghttp2's h2load: HTTP/2 by prior knowledge for http://, by ALPN for https://."""
+
+    name = "h2load"
+
+    def command(self, mode, url, cfg, round_no):
+        c = CONCURRENCY[mode]
+        return [self.path, "-t", "1", "-c", str(c), "-m", str(H2_STREAMS), "-D", str(cfg.seconds), url]
+
+    def smoke_command(self, url):
+        return [self.path, "-n", "100", "-c", "2", "-m", "2", url]
+
+    def parse(self, stdout, stderr, r):
+        rate = number(r"^finished in [\d.]+m?s, ([\d.]+) req/s", stdout)
+        if rate is None:
+            raise ValueError("no 'finished in ..., N req/s' line in h2load's output")
+        m = re.search(
+            r"^requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout",
+            stdout,
+            re.MULTILINE,
+        )
+        if not m:
+            raise ValueError("no 'requests:' line in h2load's output")
+        done, succeeded, failed, errored, timeout = (int(x) for x in m.groups())
+        if done == 0:
+            raise ValueError("h2load completed no request: " + (stdout.strip().splitlines() or [""])[-1][:120])
+        r.requests_per_second = rate
+        r.completed = done
+        r.failed = failed + errored + timeout
+        codes = re.search(r"^status codes: (\d+) 2xx", stdout, re.MULTILINE)
+        if codes and int(codes.group(1)) < succeeded:
+            r.failed += succeeded - int(codes.group(1))
+
+    def version(self):
+        out = subprocess.run([self.path, "--version"], capture_output=True, text=True, timeout=10)
+        return out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
+
+
+TOOL_CLASSES = {
+    "benchctl": Benchctl,
+    "benchctl-woken": BenchctlWoken,
+    "wrk": Wrk,
+    "ab": Ab,
+    "oha": Oha,
+    "h2load": H2load,
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -583,7 +658,7 @@ def round_order(order: list[str], mode: str, rnd: int) -> list[str]:
     keep-alive mode, where the server is the bottleneck and the machine's drift from one run to
     the next is as large as the differences measured, benchctl also runs before each other tool,
     so that every other run has a benchctl run right before and right after it."""
-    if mode != "keep-alive" or "benchctl" not in order:
+    if mode not in ("keep-alive", "h2") or "benchctl" not in order:
         return rotated(order, rnd)
     others = rotated([t for t in order if t != "benchctl"], rnd)
     return [x for t in others for x in ("benchctl", t)] or ["benchctl"]
@@ -781,6 +856,8 @@ def table_rows(rows: list[dict]) -> list[list[str]]:
 
 def mode_title(mode: str, cfg: Config) -> str:
     c = CONCURRENCY[mode]
+    if mode == "h2":
+        return f"HTTP/2, -c {c} connections x {H2_STREAMS} streams, {cfg.seconds} s per run"
     if mode == "keep-alive":
         return f"keep-alive, -c {c}, {cfg.seconds} s per run (ab: -n sized to ~{cfg.seconds} s)"
     return (
@@ -804,7 +881,12 @@ def render_text(summary: dict, cfg: Config) -> str:
 
 def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
     lines = [
-        "# Peer benchmark: benchctl load against wrk, ab and oha" + (" over HTTPS" if meta.get("tls") else ""),
+        (
+            "# Peer benchmark: benchctl load against h2load over HTTP/2"
+            + (" (TLS, ALPN)" if meta.get("tls") else " (cleartext, prior knowledge)")
+            if meta.get("h2")
+            else "# Peer benchmark: benchctl load against wrk, ab and oha" + (" over HTTPS" if meta.get("tls") else "")
+        ),
         "",
         f"Measured {meta['date']} on source `{meta['source']}` with:",
         "",
@@ -813,6 +895,7 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         "```",
         "",
         f"- server: {meta['nginx']} (native, 1 worker, 13-byte page, access log off"
+        + (", http2 listener" if meta.get("h2") else "")
         + (", HTTPS with a self-signed ECDSA P-256 certificate, no session cache or tickets" if meta.get("tls") else "")
         + "), "
         f"CPU {meta['server_cpu']}; clients on CPU {meta['client_cpu']}",
@@ -880,7 +963,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help="-n for benchctl and ab in close mode (default 20000 per --seconds: 100000 at 5 s)",
     )
-    p.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
+    p.add_argument("--tools", default=",".join(DEFAULT_TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
     p.add_argument("--benchctl", default=str(DEFAULT_BENCHCTL), help="benchctl binary (default target/release/benchctl)")
     p.add_argument("--client-cpu", type=int, default=0, help="CPU for the load generators (default 0)")
@@ -895,6 +978,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out-dir", default=str(DEFAULT_OUT_DIR), help="where peers-latest.{md,json} go")
     p.add_argument("--no-write", action="store_true", help="print the tables only, write no files")
     p.add_argument(
+        "--h2",
+        action="store_true",
+        help="HTTP/2 mode only: benchctl --h2 against h2load at the same connections and streams "
+        "(cleartext h2c, or with --tls by ALPN); reports go to peers-h2c-latest.* or peers-h2-tls-latest.*",
+    )
+    p.add_argument(
         "--tls",
         action="store_true",
         help="nginx serves HTTPS with a self-signed certificate made for the run; reports go to peers-tls-latest.*",
@@ -906,8 +995,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         a.close_requests = 20_000 * a.seconds
     if a.close_requests < CONCURRENCY["close"]:
         p.error(f"--close-requests must be at least {CONCURRENCY['close']}")
+    tools_given = "--tools" in argv or any(x.startswith("--tools=") for x in argv)
     a.tools = [t.strip() for t in a.tools.split(",") if t.strip()]
     a.modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    if a.h2:
+        if not tools_given:
+            a.tools = list(H2_TOOLS)
+        bad = [t for t in a.tools if t not in H2_TOOLS]
+        if bad:
+            p.error(f"--h2 compares {' and '.join(H2_TOOLS)} only, not {', '.join(bad)}")
+        a.modes = ["h2"]
+        return a
+    if "h2load" in a.tools:
+        p.error("h2load speaks HTTP/2: give --h2")
     for t in a.tools:
         if t not in TOOLS:
             p.error(f"unknown tool {t!r} (known: {', '.join(TOOLS)})")
@@ -931,7 +1031,7 @@ def find_tools(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, str
                 cargo_bin = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo")) / "bin" / "oha"
                 path = str(cargo_bin) if os.access(cargo_bin, os.X_OK) else ""
             if not path:
-                hint = "cargo install oha --locked" if name == "oha" else "./x bench-deps"
+                hint = {"oha": "cargo install oha --locked", "h2load": "apt-get install nghttp2-client (./x bench-deps does it)"}.get(name, "./x bench-deps")
                 skipped[name] = f"not installed ({hint})"
                 log(f"{name}: not installed, skipped")
                 continue
@@ -970,7 +1070,10 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, on_term)
 
     host = host_facts()
-    nginx = Nginx(server_cpu, tls=args.tls)
+    for name, tool in tools.items():
+        if isinstance(tool, Benchctl):
+            tool.h2 = args.h2
+    nginx = Nginx(server_cpu, tls=args.tls, h2=args.h2)
     results: list[RunResult] = []
     try:
         nginx.start()
@@ -988,7 +1091,7 @@ def main(argv: list[str]) -> int:
         plans = {}
         for mode in args.modes:
             plan = [(rnd, name) for rnd in range(cfg.rounds) for name in round_order(order, mode, rnd)]
-            if mode == "keep-alive" and "benchctl" in order and plan[-1][1] != "benchctl":
+            if mode in ("keep-alive", "h2") and "benchctl" in order and plan[-1][1] != "benchctl":
                 # The last run gets a benchctl run after it too.
                 plan.append((cfg.rounds - 1, "benchctl"))
             plans[mode] = plan
@@ -1007,7 +1110,7 @@ def main(argv: list[str]) -> int:
                 r = run_one(tools[name], mode, url, cfg, rnd + 1)
                 results.append(r)
                 if r.ok:
-                    if mode == "keep-alive":
+                    if mode != "close":
                         cfg.rates_seen.setdefault(name, []).append(r.requests_per_second)
                     log(
                         f"[{done}/{total}] round {rnd + 1} {mode:10} {name:14} "
@@ -1050,11 +1153,15 @@ def main(argv: list[str]) -> int:
             "versions": versions,
             "commands": commands,
             "tls": args.tls,
+            "h2": args.h2,
             **host,
         }
         out_dir = Path(args.out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        stem = "peers-tls" if args.tls else "peers"
+        if args.h2:
+            stem = "peers-h2-tls" if args.tls else "peers-h2c"
+        else:
+            stem = "peers-tls" if args.tls else "peers"
         md = out_dir / f"{stem}-latest.md"
         js = out_dir / f"{stem}-latest.json"
         write_atomic(md, render_markdown(summary, cfg, meta))

@@ -127,6 +127,13 @@ pub struct LoadArgs {
     /// pipelining, as wrk's pipeline script; needs -k and --http1.1).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pipeline: u32,
+    /// Speak HTTP/2: over https by ALPN ("h2"), over http by prior knowledge (h2c). Every
+    /// request is a stream; connections are always reused (-k is implied).
+    #[arg(long = "h2")]
+    h2: bool,
+    /// HTTP/2: streams open at once on each connection (h2load's -m); needs --h2.
+    #[arg(long, alias = "max-concurrent-streams", value_name = "N")]
+    streams: Option<u32>,
     /// Run for this long instead of a request count (e.g. 10s, 2m).
     #[arg(long)]
     duration: Option<String>,
@@ -205,7 +212,9 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
         duration,
         concurrency: a.concurrency,
         keep_alive: a.keep_alive,
-        version: if a.http11 {
+        version: if a.h2 {
+            HttpVersion::Http2
+        } else if a.http11 {
             HttpVersion::Http11
         } else {
             HttpVersion::Http10
@@ -223,7 +232,15 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
             Some(d) => Some(secs("--min-duration", d)?),
             None => None,
         },
-        streams: 1,
+        streams: match (a.streams, a.h2) {
+            _ if a.h2 && a.http11 => return Err(usage("give one of --h2 and --http1.1".into())),
+            (Some(_), false) => return Err(usage(
+                "--streams needs --h2: only HTTP/2 runs several requests at once on a connection"
+                    .into(),
+            )),
+            (Some(n), true) => n,
+            (None, _) => 1,
+        },
     };
     let mut c = LoadConfig::new(target, load);
     c.variable_length = a.variable_length;
@@ -435,7 +452,25 @@ pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
     let asked_at = std::time::Instant::now();
     let start_delay = a.start_at.as_deref().map(start_delay).transpose()?;
     let files = OutputFiles::open(&a)?;
-    if a.verbosity >= 2 {
+    if a.verbosity >= 2 && cfg.load.version == HttpVersion::Http2 {
+        // The HTTP/2 request's fields, as its header block carries them.
+        let fields = loadgen::h2::request_fields(&cfg);
+        let text: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{}: {}",
+                    String::from_utf8_lossy(k),
+                    String::from_utf8_lossy(v)
+                )
+            })
+            .collect();
+        eprintln!(
+            "INFO: {} header == \n---\n{}\n---",
+            cfg.load.method.as_str(),
+            text.join("\n")
+        );
+    } else if a.verbosity >= 2 {
         // ab's -v 2: the request's head, once, before the run (a body is not shown).
         let request = loadgen::http::build_request(&cfg);
         let head_len = request

@@ -214,6 +214,23 @@ fn bad_input_is_a_one_line_error_with_status_2() {
             &["load", "--interval", "often", &url],
             "--interval: bad duration",
         ),
+        (&["load", "--streams", "4", &url], "--streams needs --h2"),
+        (
+            &["load", "--max-concurrent-streams", "4", &url],
+            "--streams needs --h2",
+        ),
+        (
+            &["load", "--h2", "--http1.1", &url],
+            "one of --h2 and --http1.1",
+        ),
+        (
+            &["load", "--h2", "-k", "--pipeline", "4", &url],
+            "--pipeline is HTTP/1.1's",
+        ),
+        (
+            &["load", "--h2", "--streams", "0", &url],
+            "0 streams per connection is out of range",
+        ),
     ];
     for (args, names) in cases {
         assert_usage_error(args, names);

@@ -215,6 +215,9 @@ impl std::fmt::Display for Coalesce {
     }
 }
 
+/// Most streams one HTTP/2 connection may be asked to keep open at once.
+pub const MAX_STREAMS: u32 = 1024;
+
 /// ab's `-t` without `-n` caps the run at this many requests, as ab does.
 pub const AB_TIMELIMIT_REQUESTS: u64 = 50_000;
 
@@ -442,11 +445,17 @@ impl LoadConfig {
         if l.concurrency == 0 {
             return bad("concurrency must be at least 1".into());
         }
-        if l.version == HttpVersion::Http2 {
-            return bad("HTTP/2 is not supported by this build of the load generator".into());
+        if l.streams == 0 || l.streams > MAX_STREAMS {
+            return bad(format!(
+                "{} streams per connection is out of range: 1 to {MAX_STREAMS}",
+                l.streams
+            ));
         }
-        if l.streams != 1 {
-            return bad("more than one stream per connection needs HTTP/2".into());
+        if l.streams != 1 && l.version != HttpVersion::Http2 {
+            return bad("more than one stream per connection needs HTTP/2 (--h2)".into());
+        }
+        if l.version == HttpVersion::Http2 {
+            self.validate_h2()?;
         }
         if l.concurrency > 1_000_000 {
             return bad(format!(
@@ -515,6 +524,32 @@ impl LoadConfig {
             }
         }
         self.validate_request()
+    }
+
+    /// What HTTP/2 cannot be combined with.
+    fn validate_h2(&self) -> Result<(), ConfigError> {
+        let bad = |m: &str| Err(ConfigError::Option(m.to_string()));
+        if self.pipeline > 1 {
+            return bad("--pipeline is HTTP/1.1's; HTTP/2 runs requests side by side as streams (--streams N) instead");
+        }
+        if self.load.rate.is_some() {
+            return bad("--rate is not supported with HTTP/2 (--h2) yet: give a request count or a duration");
+        }
+        if self.proxy.is_some() {
+            return bad("-X: HTTP/2 goes straight to the server; benchctl does not send it through an HTTP proxy");
+        }
+        for (k, _) in &self.headers {
+            if crate::h2::CONNECTION_FIELDS
+                .iter()
+                .any(|f| k.eq_ignore_ascii_case(f))
+                || (k.eq_ignore_ascii_case("te"))
+            {
+                return Err(ConfigError::Option(format!(
+                    "header {k:?} describes an HTTP/1.1 connection, which HTTP/2 forbids in a request (RFC 9113, section 8.2.2)"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Checks everything the user gave that is written into the request: nothing may add a

@@ -84,6 +84,8 @@ const ALARM: Token = Token(u32::MAX as usize);
 
 const UNKNOWN: u64 = u64::MAX;
 
+mod h2;
+
 /// Why a load run could not produce a measurement.
 #[derive(Debug, Error)]
 pub enum LoadError {
@@ -93,6 +95,9 @@ pub enum LoadError {
         "{addr} refused every connection ({reason}); is the server running and listening there?"
     )]
     Unreachable { addr: SocketAddr, reason: String },
+    /// Connections were made, but the server would not speak HTTP/2 on any of them.
+    #[error("no HTTP/2 connection to {addr} could be made: {reason}")]
+    Http2 { addr: SocketAddr, reason: String },
     /// Connections were made, but not one TLS handshake succeeded.
     #[error("no TLS connection to {addr} could be made: {reason}")]
     Tls { addr: SocketAddr, reason: String },
@@ -145,8 +150,12 @@ struct Shared {
     first_connect_error: Mutex<Option<String>>,
     /// The first connect error was a failed TLS handshake.
     tls_failed: AtomicBool,
+    /// The first connect error was a server that does not speak HTTP/2.
+    h2_failed: AtomicBool,
     /// `https://`: what every connection's TLS is made from.
     tls: Option<crate::tls::Tls>,
+    /// HTTP/2: the request's header blocks.
+    h2: Option<crate::h2::Blocks>,
     /// Holds receive stamping on for the run; `None` without stamps (asked for or possible).
     stamps: Option<sock::StampKeeper>,
     /// This kernel drops body bytes nobody looks at without copying them
@@ -226,11 +235,18 @@ pub fn run_observed(
     crate::connect::check(addr, &cfg.socket).map_err(ConfigError::Option)?;
     let threads = cfg.threads.min(cfg.load.concurrency as usize).max(1);
     crate::limits::ensure_open_files(cfg.load.concurrency, threads)?;
+    let http2 = cfg.load.version == HttpVersion::Http2;
     let tls = if cfg.target.https {
-        Some(crate::tls::Tls::new(&cfg.target.host, &cfg.tls).map_err(ConfigError::Option)?)
+        let mut tls =
+            crate::tls::Tls::new(&cfg.target.host, &cfg.tls).map_err(ConfigError::Option)?;
+        if http2 {
+            tls.offer_h2();
+        }
+        Some(tls)
     } else {
         None
     };
+    let h2 = http2.then(|| crate::h2::Blocks::new(&crate::h2::request_fields(&cfg)));
     let request = build_request(&cfg).into_boxed_slice();
     let pipelined = if cfg.pipeline > 1 {
         request.repeat(cfg.pipeline as usize).into_boxed_slice()
@@ -255,7 +271,9 @@ pub fn run_observed(
         fds_exhausted: AtomicU64::new(0),
         first_connect_error: Mutex::new(None),
         tls_failed: AtomicBool::new(false),
+        h2_failed: AtomicBool::new(false),
         tls,
+        h2,
         stamps: if cfg.load.rx_stamps {
             sock::StampKeeper::start()
         } else {
@@ -268,7 +286,9 @@ pub fn run_observed(
     });
     let cfg = &sh.cfg;
     // Without stamps a nap would be measured as server time: the automatic policy then blocks.
+    // HTTP/2 connections are woken by their frames, as h2load's are.
     let coalesce = match cfg.load.coalesce {
+        _ if http2 => Coalesce::Off,
         Coalesce::Auto if sh.stamps.is_none() => Coalesce::Off,
         c => c,
     };
@@ -373,6 +393,9 @@ pub fn run_observed(
             .ok()
             .and_then(|e| e.clone())
             .unwrap_or_else(|| "connection failed".into());
+        if sh.h2_failed.load(Relaxed) {
+            return Err(LoadError::Http2 { addr, reason });
+        }
         if sh.tls_failed.load(Relaxed) {
             return Err(LoadError::Tls { addr, reason });
         }
@@ -411,10 +434,11 @@ pub fn run_observed(
         },
         settings: RunSettings {
             concurrency: cfg.load.concurrency,
-            keep_alive: cfg.load.keep_alive,
+            keep_alive: cfg.load.keep_alive || http2,
             rate: cfg.load.rate,
             threads,
             http11: cfg.load.version == HttpVersion::Http11,
+            streams: http2.then_some(cfg.load.streams),
             head: cfg.load.method.head_only(),
             rx_stamps: sh.stamps.is_some(),
             coalesce: coalesce.to_string(),
@@ -670,6 +694,18 @@ fn worker_thread(
             .unwrap_or_default();
         now.saturating_sub(start.elapsed()).as_micros() as u64
     };
+    if cfg.load.version == HttpVersion::Http2 {
+        rec.timeline = Some(Timeline::new(measure_start, cfg.interval));
+        return h2::run_worker(
+            sh.clone(),
+            conns,
+            poll,
+            rec,
+            start,
+            measure_start,
+            wall_start_us,
+        );
+    }
     let mut w = Worker {
         poll,
         conns: (0..conns)
@@ -1409,6 +1445,10 @@ fn note_connect_error(sh: &Shared, e: &io::Error) -> FailureKind {
             if first.is_none() {
                 *first = Some(e.to_string());
                 sh.tls_failed.store(tls, Relaxed);
+                let not_h2 = e
+                    .get_ref()
+                    .is_some_and(|i| i.downcast_ref::<crate::h2::NotHttp2>().is_some());
+                sh.h2_failed.store(not_h2, Relaxed);
             }
         }
     }

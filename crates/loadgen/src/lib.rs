@@ -15,6 +15,7 @@ pub mod config;
 pub mod connect;
 pub mod cpu;
 pub mod engine;
+pub mod h2;
 pub mod http;
 pub mod json;
 pub mod limits;

@@ -53,10 +53,19 @@ pub enum FailureKind {
     Timeout,
     /// The response could not be parsed as HTTP (ab's "Exceptions").
     Exception,
+    /// HTTP/2: the server reset the stream (RST_STREAM) before its response ended.
+    Reset,
+    /// HTTP/2: the server's GOAWAY said it would not process the stream (its id was above
+    /// the last one the GOAWAY named).
+    GoAway,
     /// The generator could not open a connection for want of its own resources: file
     /// descriptors (EMFILE, ENFILE), local ports (EADDRNOTAVAIL) or kernel memory (ENOBUFS).
     /// The server never saw these requests: never counted against it.
     Generator,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Failure counts by kind.
@@ -68,6 +77,12 @@ pub struct Failures {
     pub write: u64,
     pub timeout: u64,
     pub exception: u64,
+    /// HTTP/2 streams reset by the server (see [`FailureKind::Reset`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reset: u64,
+    /// HTTP/2 streams refused by a GOAWAY (see [`FailureKind::GoAway`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub goaway: u64,
     /// The generator's own failures (see [`FailureKind::Generator`]); not in [`total`](Self::total).
     #[serde(default)]
     pub generator: u64,
@@ -82,6 +97,8 @@ impl Failures {
             FailureKind::Write => self.write += 1,
             FailureKind::Timeout => self.timeout += 1,
             FailureKind::Exception => self.exception += 1,
+            FailureKind::Reset => self.reset += 1,
+            FailureKind::GoAway => self.goaway += 1,
             FailureKind::Generator => self.generator += 1,
         }
     }
@@ -93,6 +110,8 @@ impl Failures {
         self.write += other.write;
         self.timeout += other.timeout;
         self.exception += other.exception;
+        self.reset += other.reset;
+        self.goaway += other.goaway;
         self.generator += other.generator;
     }
 
@@ -104,7 +123,13 @@ impl Failures {
     /// ab's "Failed requests": every kind but write errors, which ab prints on a line of their
     /// own ("Write errors"), and the generator's own failures, which are not the server's.
     pub fn total(&self) -> u64 {
-        self.connect + self.receive + self.length + self.timeout + self.exception
+        self.connect
+            + self.receive
+            + self.length
+            + self.timeout
+            + self.exception
+            + self.reset
+            + self.goaway
     }
 }
 
@@ -543,6 +568,9 @@ pub struct RunSettings {
     pub rate: Option<f64>,
     pub threads: usize,
     pub http11: bool,
+    /// HTTP/2: the streams open at once on each connection (absent for HTTP/1.x).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<u32>,
     pub head: bool,
     /// Responses were timed by the kernel's receive stamps where the socket gave them (records
     /// made before stamps existed lack the field: their responses were timed when read).

@@ -234,6 +234,14 @@ impl Tls {
         })
     }
 
+    /// Offers HTTP/2 by ALPN ("h2" alone): a server that does not select it is told apart
+    /// after the handshake ([`TlsConn::alpn_h2`]).
+    pub fn offer_h2(&mut self) {
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        self.config = Arc::new(config);
+    }
+
     /// A new connection's TLS state, before its handshake.
     pub fn connect(&self) -> io::Result<Box<TlsConn>> {
         let conn = ClientConnection::new(self.config.clone(), self.name.clone())
@@ -379,6 +387,11 @@ impl TlsConn {
     /// end-of-stream event may already have been spent on that data).
     pub fn eof_pending(&self) -> bool {
         self.eof_pending
+    }
+
+    /// The server selected HTTP/2 by ALPN in the handshake.
+    pub fn alpn_h2(&self) -> bool {
+        self.conn.alpn_protocol() == Some(b"h2")
     }
 
     /// Writes pending records to the socket, all of them or until it would block.

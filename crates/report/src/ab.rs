@@ -54,6 +54,12 @@ pub struct FailureBreakdown {
     pub exceptions: u64,
     /// Not an ab kind: printed as `, Timeout: N` only when non-zero.
     pub timeout: u64,
+    /// HTTP/2 only, not ab kinds: streams the server reset, and streams a GOAWAY refused;
+    /// printed as `, Reset: N` and `, GOAWAY: N` only when non-zero.
+    #[serde(default)]
+    pub reset: u64,
+    #[serde(default)]
+    pub goaway: u64,
 }
 
 /// The four rate lines, printed by ab only when both the time taken and the request count are
@@ -349,6 +355,8 @@ fn header(h: &HeaderInput<'_>, opts: &AbOptions) -> AbSummary {
             length: h.failures.length,
             exceptions: h.failures.exception,
             timeout: h.failures.timeout,
+            reset: h.failures.reset,
+            goaway: h.failures.goaway,
         },
         write_errors: h.failures.write,
         generator_errors: h.failures.generator,

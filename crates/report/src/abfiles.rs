@@ -286,6 +286,7 @@ mod tests {
                 rate: None,
                 threads: 1,
                 http11: false,
+                streams: None,
                 head: false,
                 rx_stamps: true,
                 coalesce: "off".into(),

@@ -81,6 +81,7 @@ fn measurement(s: Setup) -> Measurement {
             rate: None,
             threads: 1,
             http11: false,
+            streams: None,
             head: false,
             rx_stamps: false,
             coalesce: "off".into(),
@@ -443,6 +444,8 @@ fn percentile_picks_at_boundaries_and_timeouts_in_breakdown() {
             timeout: 5,
             write: 0,
             generator: 0,
+            reset: 0,
+            goaway: 0,
         },
         ..Setup::default()
     });
@@ -576,4 +579,31 @@ fn layout_matches_a_reference_post() {
         )
         .replace("Write errors:           0\n", "");
     assert_text(&render_text(&s), &want);
+}
+
+#[test]
+fn http2_stream_failures_join_the_breakdown() {
+    let m = measurement(Setup {
+        timings: hundred_timings(),
+        concurrency: 10,
+        elapsed_us: 2_500_000,
+        completed: 100,
+        failures: Failures {
+            reset: 6,
+            goaway: 7,
+            ..Failures::default()
+        },
+        ..Setup::default()
+    });
+    let text = render(&m);
+    assert!(
+        text.contains("Failed requests:        13\n"),
+        "reset and refused streams are failed requests:\n{text}"
+    );
+    assert!(
+        text.contains(
+            "   (Connect: 0, Receive: 0, Length: 0, Exceptions: 0, Reset: 6, GOAWAY: 7)\n"
+        ),
+        "{text}"
+    );
 }

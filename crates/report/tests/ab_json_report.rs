@@ -46,6 +46,7 @@ fn measurement(keep_samples: bool, corrected: bool) -> Measurement {
             rate: corrected.then_some(1000.0),
             threads: 2,
             http11: false,
+            streams: None,
             head: false,
             rx_stamps: false,
             coalesce: "off".into(),
