@@ -265,28 +265,9 @@ async fn varnish_serves_http2_in_front_of_its_backend() {
     b.remove().await.unwrap();
 }
 
-/// A scenario with `http = "2"` in cleartext, run whole: every server that serves HTTP/2 is
-/// verified and measured over h2c with 4 streams per connection (Varnish in front of nginx,
-/// fetching in HTTP/1.1 from the plain port nginx opens beside its h2c-only one), Tornado is
-/// unavailable for serving none, and the record says h2c and its streams.
-///
-/// Needs the load generator's HTTP/2 client: until it speaks HTTP/2 the loads are refused.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_h2c_scenario_measures_every_server_that_serves_http2() {
-    if !common::daemon_or_skip("an_h2c_scenario").await {
-        return;
-    }
-    let _one = common::exclusive();
-    let (dir, path) = common::scenario(
-        r#"
-name = "h2c-tiny"
-http = "2"
-[load]
-requests = 400
-concurrency = 2
-streams = 4
-timeout = "10s"
-[[server]]
+/// The servers of both whole-scenario runs below (Varnish in front of nginx; Tornado, which
+/// serves no HTTP/2, optional) and the one page they serve.
+const EVERY_KIND_AND_A_PAGE: &str = r#"[[server]]
 name = "nginx"
 kind = "nginx"
 [[server]]
@@ -314,8 +295,29 @@ name = "page"
 path = "/page.html"
 generate = "html"
 size = 468
-"#,
-    );
+"#;
+
+/// A scenario with `http = "2"` in cleartext, run whole: every server that serves HTTP/2 is
+/// verified and measured over h2c with 4 streams per connection (Varnish in front of nginx,
+/// fetching in HTTP/1.1 from the plain port nginx opens beside its h2c-only one), Tornado is
+/// unavailable for serving none, and the record says h2c and its streams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_h2c_scenario_measures_every_server_that_serves_http2() {
+    if !common::daemon_or_skip("an_h2c_scenario").await {
+        return;
+    }
+    let _one = common::exclusive();
+    let (dir, path) = common::scenario(&format!(
+        r#"
+name = "h2c-tiny"
+http = "2"
+[load]
+requests = 400
+concurrency = 2
+streams = 4
+timeout = "10s"
+{EVERY_KIND_AND_A_PAGE}"#
+    ));
     let plan = common::plan_with(&path, &common::repo().join("docker"));
     assert!(plan.http2 && !plan.tls);
     let measured = ["nginx", "apache", "lighttpd", "caddy", "h2o", "varnish"];
@@ -336,15 +338,13 @@ size = 468
 /// over TLS is verified and measured over h2 by ALPN (Varnish through hitch, in front of
 /// nginx's plain port); Tornado (no HTTP/2) is unavailable with its reason, and the record says
 /// h2.
-///
-/// Needs the load generator's HTTP/2 client: until it speaks HTTP/2 the loads are refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_h2_scenario_over_tls_measures_every_server_that_serves_it() {
     if !common::daemon_or_skip("an_h2_scenario").await {
         return;
     }
     let _one = common::exclusive();
-    let (dir, path) = common::scenario(
+    let (dir, path) = common::scenario(&format!(
         r#"
 name = "h2-tiny"
 tls = true
@@ -353,36 +353,8 @@ http = "2"
 requests = 400
 concurrency = 4
 timeout = "10s"
-[[server]]
-name = "nginx"
-kind = "nginx"
-[[server]]
-name = "apache"
-kind = "apache"
-[[server]]
-name = "lighttpd"
-kind = "lighttpd"
-[[server]]
-name = "caddy"
-kind = "caddy"
-[[server]]
-name = "h2o"
-kind = "h2o"
-[[server]]
-name = "varnish"
-kind = "varnish"
-backend = "nginx"
-[[server]]
-name = "tornado"
-kind = "tornado"
-optional = true
-[[document]]
-name = "page"
-path = "/page.html"
-generate = "html"
-size = 468
-"#,
-    );
+{EVERY_KIND_AND_A_PAGE}"#
+    ));
     let plan = common::plan_with(&path, &common::repo().join("docker"));
     assert!(plan.http2 && plan.tls);
     let measured = ["nginx", "apache", "lighttpd", "caddy", "h2o", "varnish"];
