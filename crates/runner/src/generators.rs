@@ -16,7 +16,7 @@ use orchestrator::{ContainerGuard, ContainerSpec, Orchestrator};
 use report::GeneratorRecord;
 use scenario::Plan;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
@@ -100,17 +100,43 @@ fn image_context(binary: &Path, dir: &Path) -> Result<(), String> {
         let Some(path) = path.filter(|p| p.starts_with('/')) else {
             continue; // the vDSO, which the kernel provides
         };
-        copy(Path::new(path), &root.join(path.trim_start_matches('/')))?;
+        // Kept inside the image's root: an absolute path of plain names, nothing to climb out.
+        let path = Path::new(path);
+        if !path
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+        {
+            return Err(format!(
+                "ldd {} names the library {} by a path with `.` or `..` in it; give the binary's libraries by plain absolute paths",
+                binary.display(),
+                path.display()
+            ));
+        }
+        copy(path, &root.join(path.strip_prefix("/").unwrap_or(path)))?;
     }
     std::fs::write(
         dir.join("Dockerfile"),
-        "# benchctl's load generator: the binary that runs the benchmark, and its libraries.\n\
-         FROM scratch\n\
-         COPY rootfs/ /\n\
-         USER 65534:65534\n\
-         ENTRYPOINT [\"/benchctl\"]\n",
+        format!(
+            "# benchctl's load generator: the binary that runs the benchmark, and its libraries.\n\
+             FROM scratch\n\
+             COPY rootfs/ /\n\
+             USER {GENERATOR_USER}\n\
+             ENTRYPOINT [\"/benchctl\"]\n"
+        ),
     )
     .map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// The user a generator runs as (nobody): it needs no file of its own and no privilege.
+const GENERATOR_USER: &str = "65534:65534";
+
+/// A generator container's rights: its user, stated rather than left to the image, no
+/// capabilities, a read-only root.
+fn confinement() -> orchestrator::Confinement {
+    orchestrator::Confinement {
+        user: Some(GENERATOR_USER.to_string()),
+        ..orchestrator::Confinement::default()
+    }
 }
 
 /// Connects to every generator host (already connected in `engines`: this machine's engine,
@@ -225,6 +251,7 @@ async fn trial(
         run_id: run_id.to_string(),
         labels: vec![("benchctl.role".to_string(), "generator".to_string())],
         cmd: Some(vec!["--version".to_string()]),
+        confinement: confinement(),
         ..ContainerSpec::default()
     };
     let started = std::time::Instant::now();
@@ -494,6 +521,7 @@ pub(crate) async fn measure(
             run_id: run_id.to_string(),
             labels: vec![("benchctl.role".to_string(), "generator".to_string())],
             cmd: Some(args),
+            confinement: confinement(),
             ..ContainerSpec::default()
         };
         records.push(rec);

@@ -1568,60 +1568,49 @@ impl Ctx<'_> {
             url_path
         );
         let target = Target::parse(&url).map_err(|e| RunError::Step(format!("{url}: {e}")))?;
-        if let Some(gens) = self.generators.get() {
-            let sampler = if usage {
-                self.orch(l.index).sample_stats(guard).await.ok()
-            } else {
-                None
-            };
-            let measured = crate::generators::measure(
-                gens,
-                &url,
-                load,
-                &self.plan.cpus.loadgen,
-                self.run_id,
-                &self.opts.cancel,
-                self.observer,
-            )
-            .await?;
-            let usage = match sampler {
-                Some(s) => usage_of(s.finish().await),
-                None => None,
-            };
-            return Ok(measured.map(|(load, generators)| Measured {
-                load,
-                usage,
-                generators,
-            }));
-        }
-        let mut cfg = LoadConfig::new(target, load.clone());
-        cfg.cpus = Some(self.plan.cpus.loadgen.clone());
-        cfg.threads = self.plan.cpus.loadgen.len().max(1);
         let sampler = if usage {
             self.orch(l.index).sample_stats(guard).await.ok()
         } else {
             None
         };
-        let stop = self.opts.cancel.stop_flag().clone();
-        let observer = Arc::clone(self.observer_arc);
-        let planned = load.requests;
-        let m = tokio::task::spawn_blocking(move || {
-            loadgen::run_observed(cfg, &stop, &mut |n| observer.progress(n, planned))
-        })
-        .await
-        .map_err(|e| RunError::Step(format!("the load generator panicked: {e}")))?
-        .map_err(|e| RunError::Step(e.to_string()))?;
+        let measured = match self.generators.get() {
+            Some(gens) => {
+                crate::generators::measure(
+                    gens,
+                    &url,
+                    load,
+                    &self.plan.cpus.loadgen,
+                    self.run_id,
+                    &self.opts.cancel,
+                    self.observer,
+                )
+                .await?
+            }
+            None => {
+                let mut cfg = LoadConfig::new(target, load.clone());
+                cfg.cpus = Some(self.plan.cpus.loadgen.clone());
+                cfg.threads = self.plan.cpus.loadgen.len().max(1);
+                let stop = self.opts.cancel.stop_flag().clone();
+                let observer = Arc::clone(self.observer_arc);
+                let planned = load.requests;
+                let m = tokio::task::spawn_blocking(move || {
+                    loadgen::run_observed(cfg, &stop, &mut |n| observer.progress(n, planned))
+                })
+                .await
+                .map_err(|e| RunError::Step(format!("the load generator panicked: {e}")))?
+                .map_err(|e| RunError::Step(e.to_string()))?;
+                (m.stopped_early != Some(StopReason::Interrupted))
+                    .then(|| (LoadReport::from_measurement(&m), Vec::new()))
+            }
+        };
         let usage = match sampler {
             Some(s) => usage_of(s.finish().await),
             None => None,
         };
-        if m.stopped_early == Some(StopReason::Interrupted) {
-            return Ok(None);
-        }
-        Ok(Some(Measured {
-            load: LoadReport::from_measurement(&m),
+        Ok(measured.map(|(load, generators)| Measured {
+            load,
             usage,
-            generators: Vec::new(),
+            generators,
         }))
     }
 }
