@@ -688,6 +688,7 @@ fn worker_thread(
     if keep && cfg.keep_start_times {
         rec.starts = Some(Vec::new());
     }
+    rec.timeline = Some(Timeline::new(measure_start, cfg.interval));
     let wall_start_us = {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -695,7 +696,6 @@ fn worker_thread(
         now.saturating_sub(start.elapsed()).as_micros() as u64
     };
     if cfg.load.version == HttpVersion::Http2 {
-        rec.timeline = Some(Timeline::new(measure_start, cfg.interval));
         return h2::run_worker(
             sh.clone(),
             conns,
@@ -749,7 +749,6 @@ fn worker_thread(
         alarm,
         sh,
     };
-    w.rec.timeline = Some(Timeline::new(measure_start, w.sh.cfg.interval));
     if w.napper.enabled() {
         // Naps are tens of microseconds; the default 50 µs timer slack would double them.
         // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
@@ -1331,12 +1330,9 @@ impl Worker {
         let mut budget = TURN_BYTES;
         loop {
             let got = match c.tls.as_mut() {
-                // Over TLS the server's close_notify ends the stream as its FIN does: some
-                // servers (lighttpd) send it and then wait for the client to close first.
-                Some(t) => match t.recv(s.as_raw_fd(), &mut self.buf, false) {
-                    Recv::Data { .. } if t.eof_pending() => Recv::Eof,
-                    got => got,
-                },
+                // Read through the session: its close_notify ends the stream as a FIN does
+                // (some servers, lighttpd, send it and then wait for the client to close).
+                Some(t) => t.recv(s.as_raw_fd(), &mut self.buf, false),
                 None if self.discard => sock::discard(s.as_raw_fd(), budget, false),
                 None => sock::recv(s.as_raw_fd(), &mut self.buf, false),
             };

@@ -1,9 +1,8 @@
 //! HTTP/2 on the wire, reduced to what a client that only sends requests needs (RFC 9113):
 //! the connection preface, SETTINGS and their ACK, HEADERS with CONTINUATION, DATA,
 //! WINDOW_UPDATE, PING's answer, RST_STREAM and GOAWAY. Header blocks are HPACK (RFC 7541):
-//! requests' encoded with the `loona-hpack` crate, responses' decoded with `httlib-hpack`.
-//!
-//! Responses' header blocks are decoded with `httlib-hpack` (see [`decode_head`]).
+//! requests' encoded with the `loona-hpack` crate, responses' decoded with `httlib-hpack`
+//! (see [`decode_head`]).
 //!
 //! Every request of a run is the same, so its header block is encoded once per run: the
 //! first block a connection sends (which adds the request's fields to the server's dynamic

@@ -912,7 +912,7 @@ impl H2Worker {
             return self.fail_stream(idx, k, FailureKind::Exception, done);
         };
         if req.want_server {
-            let _ = sh.server.set(head.server.clone().unwrap_or_default());
+            let _ = sh.server.set(head.server.unwrap_or_default());
         }
         let ok = (200..300).contains(&head.status);
         let body = s.body_len;
