@@ -138,6 +138,10 @@ struct Shared {
     /// Requests to issue in all: `per_load`, raised by another `per_load` each time the
     /// measured part has not yet lasted the load's `min_duration` when they run out.
     limit: AtomicU64,
+    /// When `min_duration` was found reached and tickets stopped: the measured part lasts at
+    /// least until then, even where its last response was stamped by the kernel a little
+    /// before the worker read it and asked.
+    enough_at: OnceLock<Instant>,
     issued: AtomicU64,
     doc_len: AtomicU64,
     server: OnceLock<String>,
@@ -189,6 +193,7 @@ impl Shared {
             if n >= limit {
                 let measuring_since = self.measure_start.get().copied();
                 if measuring_since.is_some_and(|t| t.elapsed() >= min) {
+                    let _ = self.enough_at.get_or_init(Instant::now);
                     return false;
                 }
                 let _ = self
@@ -260,6 +265,7 @@ pub fn run_observed(
         pipelined,
         per_load: limit,
         limit: AtomicU64::new(limit),
+        enough_at: OnceLock::new(),
         issued: AtomicU64::new(0),
         doc_len: AtomicU64::new(UNKNOWN),
         server: OnceLock::new(),
@@ -403,7 +409,9 @@ pub fn run_observed(
     }
 
     // A stopped run covers the whole window up to the stop; a finished one ends with its last
-    // response, as ab's "Time taken for tests" does.
+    // response, as ab's "Time taken for tests" does, and a repeated one (`min_duration`) no
+    // sooner than when it was found long enough.
+    let last_done = last_done.map(|d| sh.enough_at.get().map_or(d, |&e| d.max(e)));
     let end = stopped_at.or(last_done).unwrap_or_else(Instant::now);
     let elapsed = end.saturating_duration_since(measure_start);
 
