@@ -16,6 +16,7 @@
 //! root, bounded processes and logs.
 
 mod bootstrap;
+mod cgroup;
 mod container;
 mod engine;
 mod error;

@@ -1,14 +1,19 @@
 //! CPU and memory a server used while the load ran, so reports can show CPU-seconds per 10k
 //! requests and peak memory next to requests per second.
 //!
-//! Docker's stats stream sends one sample about every second, so a short run would lose up to a
-//! second of CPU time at each end if only streamed samples counted. The sampler therefore takes
-//! a one-shot reading when it starts and another when it finishes, and the streamed samples in
-//! between catch the memory peak. CPU is the difference of `cpu_stats.cpu_usage.total_usage`
-//! (nanoseconds) between the first and last reading; memory is `memory_stats.usage` minus the
-//! page cache (`cache` on cgroup v1, `inactive_file` on v2), as `docker stats` shows it: a server
-//! that sendfile()s a 100 MB document would otherwise be charged for the file's cached pages.
+//! When the container's cgroup is on this machine ([`crate::cgroup`]), CPU is the difference of
+//! the kernel's counter read when the sampler starts and when it finishes: exact, and read at
+//! once. Otherwise (an engine on another machine) it comes from the API: Docker's stats stream
+//! sends one sample about every second, so a short run would lose up to a second of CPU time at
+//! each end if only streamed samples counted, and the sampler takes a one-shot reading when it
+//! starts and another when it finishes (each waits for the collector's next tick, up to a
+//! second). CPU is then the difference of `cpu_stats.cpu_usage.total_usage` (nanoseconds)
+//! between the first and last reading. Either way the streamed samples in between catch the
+//! memory peak; memory is the usage minus the page cache (`cache` on cgroup v1, `inactive_file`
+//! on v2), as `docker stats` shows it: a server that sendfile()s a 100 MB document would
+//! otherwise be charged for the file's cached pages.
 
+use crate::cgroup::Cgroup;
 use crate::container::ContainerGuard;
 use crate::error::{OrchestratorError, Result};
 use crate::Orchestrator;
@@ -27,6 +32,8 @@ pub struct ContainerUsage {
     pub peak_memory_bytes: u64,
     /// How many readings the figures come from.
     pub samples: u32,
+    /// CPU came from the container's cgroup on this machine, not from the API's samples.
+    pub from_cgroup: bool,
 }
 
 #[derive(Debug, Default)]
@@ -38,7 +45,7 @@ struct Accumulated {
 }
 
 impl Accumulated {
-    fn add(&mut self, s: &ContainerStatsResponse) {
+    fn add(&mut self, s: &ContainerStatsResponse, with_cpu: bool) {
         let cpu = s
             .cpu_stats
             .as_ref()
@@ -57,12 +64,22 @@ impl Accumulated {
         let Some(cpu) = cpu.filter(|c| *c > 0) else {
             return;
         };
-        self.first_cpu_ns.get_or_insert(cpu);
-        self.last_cpu_ns = Some(cpu);
-        if let Some(m) = memory {
+        if with_cpu {
+            self.add_cpu(cpu);
+        }
+        self.add_memory(memory);
+        self.samples += 1;
+    }
+
+    fn add_cpu(&mut self, ns: u64) {
+        self.first_cpu_ns.get_or_insert(ns);
+        self.last_cpu_ns = Some(ns);
+    }
+
+    fn add_memory(&mut self, bytes: Option<u64>) {
+        if let Some(m) = bytes {
             self.peak_memory = self.peak_memory.max(m);
         }
-        self.samples += 1;
     }
 
     fn usage(&self) -> ContainerUsage {
@@ -74,6 +91,7 @@ impl Accumulated {
             cpu_seconds: cpu_ns as f64 / 1e9,
             peak_memory_bytes: self.peak_memory,
             samples: self.samples,
+            from_cgroup: false,
         }
     }
 }
@@ -85,6 +103,8 @@ pub struct StatsSampler {
     id: String,
     acc: Arc<Mutex<Accumulated>>,
     task: tokio::task::JoinHandle<()>,
+    /// The container's cgroup here, when found: CPU comes from it.
+    cgroup: Option<Cgroup>,
 }
 
 async fn one_shot(docker: &Docker, id: &str) -> Option<ContainerStatsResponse> {
@@ -99,23 +119,36 @@ impl Orchestrator {
     /// Takes a first reading now and keeps sampling in the background.
     pub async fn sample_stats(&self, guard: &ContainerGuard) -> Result<StatsSampler> {
         let acc = Arc::new(Mutex::new(Accumulated::default()));
-        let first = one_shot(&self.docker, guard.id()).await.ok_or_else(|| {
+        let gone = || {
             OrchestratorError::Invalid(format!(
                 "no stats for container {}: is it still running?",
                 guard.name()
             ))
-        })?;
-        acc.lock().expect("stats lock").add(&first);
+        };
+        let cgroup = self.cgroup_of(guard).await;
+        match &cgroup {
+            Some(cg) => {
+                let mut a = acc.lock().expect("stats lock");
+                a.add_cpu(cg.cpu_ns().ok_or_else(gone)?);
+                a.add_memory(cg.memory_bytes());
+                a.samples += 1;
+            }
+            None => {
+                let first = one_shot(&self.docker, guard.id()).await.ok_or_else(gone)?;
+                acc.lock().expect("stats lock").add(&first, true);
+            }
+        }
 
         let docker = self.docker.clone();
         let id = guard.id().to_string();
         let task_acc = Arc::clone(&acc);
+        let with_cpu = cgroup.is_none();
         let task = tokio::spawn(async move {
             let options = StatsOptionsBuilder::default().stream(true).build();
             let mut stream = docker.stats(&id, Some(options));
             // The stream ends when the container stops; errors end it as well (nothing to retry).
             while let Some(Ok(sample)) = stream.next().await {
-                task_acc.lock().expect("stats lock").add(&sample);
+                task_acc.lock().expect("stats lock").add(&sample, with_cpu);
             }
         });
         Ok(StatsSampler {
@@ -123,7 +156,24 @@ impl Orchestrator {
             id: guard.id().to_string(),
             acc,
             task,
+            cgroup,
         })
+    }
+
+    /// The container's cgroup on this machine, found through its main process; `None` for a
+    /// container of another machine's engine or one whose cgroup is out of sight.
+    async fn cgroup_of(&self, guard: &ContainerGuard) -> Option<Cgroup> {
+        let info = self
+            .docker
+            .inspect_container(
+                guard.id(),
+                None::<bollard::query_parameters::InspectContainerOptions>,
+            )
+            .await
+            .ok()?;
+        let pid = u32::try_from(info.state?.pid?).ok()?;
+        let id = info.id?;
+        Cgroup::of(pid, &id)
     }
 }
 
@@ -132,10 +182,28 @@ impl StatsSampler {
     pub async fn finish(mut self) -> ContainerUsage {
         self.task.abort();
         let _ = (&mut self.task).await;
+        if let Some(cg) = &self.cgroup {
+            let mut acc = self.acc.lock().expect("stats lock");
+            // A container that stopped has no cgroup left: its CPU is then unknown, and the
+            // usage carries no reading.
+            let cpu = cg.cpu_ns();
+            if let Some(ns) = cpu {
+                acc.add_cpu(ns);
+                acc.add_memory(cg.memory_bytes());
+                acc.samples += 1;
+            }
+            let mut usage = acc.usage();
+            usage.from_cgroup = true;
+            if cpu.is_none() {
+                usage.cpu_seconds = 0.0;
+                usage.samples = 0;
+            }
+            return usage;
+        }
         let last = one_shot(&self.docker, &self.id).await;
         let mut acc = self.acc.lock().expect("stats lock");
         if let Some(last) = last {
-            acc.add(&last);
+            acc.add(&last, true);
         }
         acc.usage()
     }

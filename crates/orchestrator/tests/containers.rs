@@ -582,3 +582,71 @@ async fn a_cpu_share_caps_the_container_and_can_change_while_it_runs() {
     assert!(err.to_string().contains("out of range"), "{err}");
     guard.remove().await.unwrap();
 }
+
+/// A local container's CPU is read from its cgroup, and that figure agrees with the one the
+/// API's stats give over the same stretch of a steady spin.
+#[tokio::test]
+async fn cpu_comes_from_the_cgroup_and_agrees_with_the_api() {
+    use futures_util::StreamExt;
+    let Some(orch) = connect().await else { return };
+    test_base(&orch).await;
+    let spec = ContainerSpec {
+        name: "cgroup-spinner".to_string(),
+        image: TEST_BASE.to_string(),
+        port: free_port(),
+        run_id: run_id("cgroup"),
+        cpuset: Some("0".to_string()),
+        cpu_share: Some(0.3),
+        cmd: Some(vec![
+            "timeout".into(),
+            "60".into(),
+            "sh".into(),
+            "-c".into(),
+            "while :; do :; done".into(),
+        ]),
+        ..Default::default()
+    };
+    let guard = orch.start(&spec).await.unwrap();
+    // The API's reading: cumulative CPU ns, and when the collector took it (s since the epoch).
+    let api = || async {
+        let options = bollard::query_parameters::StatsOptionsBuilder::default()
+            .stream(false)
+            .one_shot(true)
+            .build();
+        let s = orch
+            .docker()
+            .stats(guard.id(), Some(options))
+            .next()
+            .await
+            .unwrap()
+            .unwrap();
+        let cpu = s.cpu_stats.unwrap().cpu_usage.unwrap().total_usage.unwrap();
+        let read = orchestrator::parse_rfc3339(&s.read.unwrap()).unwrap();
+        (cpu, read)
+    };
+    let (cpu0, read0) = api().await;
+    let sampler = orch.sample_stats(&guard).await.unwrap();
+    let t = Instant::now();
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    let usage = sampler.finish().await;
+    let elapsed = t.elapsed().as_secs_f64();
+    let (cpu1, read1) = api().await;
+    assert!(usage.from_cgroup, "{usage:?}");
+    assert!(usage.samples >= 2, "{usage:?}");
+    assert!(usage.peak_memory_bytes > 0, "{usage:?}");
+    let ours = usage.cpu_seconds / elapsed;
+    let theirs = (cpu1 - cpu0) as f64 / 1e9 / (read1 - read0);
+    eprintln!(
+        "cgroup: {ours:.3} cores over {elapsed:.3} s; API: {theirs:.3} cores over {:.3} s",
+        read1 - read0
+    );
+    assert!(
+        (ours / theirs - 1.0).abs() < 0.2,
+        "the cgroup's {ours:.3} cores and the API's {theirs:.3} disagree"
+    );
+    assert!(
+        ours > 0.15 && ours < 0.35,
+        "{ours:.3} cores at a share of 0.3"
+    );
+    guard.remove().await.unwrap();
+}
