@@ -2,8 +2,11 @@
 """Checks the A/B regression run on this machine: that it never cries wolf, and that it
 catches a real slowdown.
 
-1. Measures the scenario once (`benchctl run SCENARIO --runs 1`): the baseline record, which
-   names the images to measure again.
+1. Measures the scenario once (`benchctl run SCENARIO --runs 1 --headroom auto`): the baseline
+   record, which names the images to measure again and the CPU share each server gets on both
+   sides. Headroom caps a server whose load left the generator without headroom, so that every
+   row's gated metric is the server's requests/s at a share it fully uses, and a slowed
+   candidate's smaller share is a real slowdown.
 2. A/A: `--aa N` runs of `benchctl run SCENARIO --against BASELINE`, the same images on both
    sides. Expected: no run reports a regression (exit 1).
 3. A/B: `--ab N` runs of the same with `--slow-candidate SERVER=FACTOR` (default apache=0.9:
@@ -11,16 +14,20 @@ catches a real slowdown.
    is CPU-bound). Expected: caught (exit 1, that server's gated metric worse) in at least 9 of
    10 runs, each within its budget.
 
+The A/B runs are spread evenly among the A/A runs rather than run after them, so that both
+kinds see the same stretch of the machine's day.
+
 Each run's verdict is read back with `benchctl compare RECORD -f json`. A Markdown summary
 (counts, and per run: rounds, why it stopped, each gated metric's ratio, interval, MDE and
 verdict) goes to bench/results/ab-check-latest.md and to standard output; the records stay in
 the output folder (default: a new folder under $TMPDIR).
 
 Usage:  python3 bench/ab_check.py [--aa 20] [--ab 10] [--scenario scenarios/quick.toml]
-            [--slow apache=0.9] [--max-rounds 20] [--budget 10m] [--threshold 5%] [--out DIR]
+            [--slow apache=0.9] [--max-rounds 40] [--budget 10m] [--threshold 5%] [--out DIR]
         (build first: cargo build --release -p benchctl)
 
-Too long for CI: a run of quick.toml takes one to a few minutes (8 loads per round). Every
+Too long for CI: a run of quick.toml takes up to a few minutes (8 loads per round, about 4 s a
+round on a 2-core machine). Every
 request goes to the servers' containers on 127.0.0.1; every run is bounded by its rounds and
 budget. Python 3 standard library only.
 """
@@ -85,7 +92,7 @@ def main() -> int:
     ap.add_argument("--ab", type=int, default=10, help="A/B runs with a slowed server (default 10)")
     ap.add_argument("--scenario", default="scenarios/quick.toml")
     ap.add_argument("--slow", default="apache=0.9", help="SERVER=FACTOR for the A/B runs")
-    ap.add_argument("--max-rounds", default="20")
+    ap.add_argument("--max-rounds", default="40")
     ap.add_argument("--budget", default="10m")
     ap.add_argument("--threshold", default="5%")
     ap.add_argument("--benchctl", default=str(DEFAULT_BENCHCTL))
@@ -104,52 +111,68 @@ def main() -> int:
 
     baseline = out / "baseline.json"
     if not baseline.exists():
-        rc = run([a.benchctl, "run", a.scenario, "--runs", "1", "-o", str(baseline)], log)
+        rc = run(
+            [a.benchctl, "run", a.scenario, "--runs", "1", "--headroom", "auto",
+             "-o", str(baseline)],
+            log,
+        )
         if rc != 0:
             print(f"the baseline run failed (exit {rc}); see {log_path}", file=sys.stderr)
             return 2
 
+    # A/B runs spread evenly among the A/A runs: run k of the A/B kind goes after the
+    # A/A run whose share of the sequence it reaches.
+    order: list[tuple[str, int]] = []
+    done_ab = 0
+    for i in range(1, a.aa + 1):
+        order.append(("A/A", i))
+        while done_ab < a.ab and (done_ab + 1) * a.aa <= i * a.ab:
+            done_ab += 1
+            order.append(("A/B", done_ab))
+    order += [("A/B", j) for j in range(done_ab + 1, a.ab + 1)]
+
     rows = []
-    for kind, n in (("A/A", a.aa), ("A/B", a.ab)):
-        for i in range(1, n + 1):
-            record = out / f"{'aa' if kind == 'A/A' else 'ab'}-{i:02d}.json"
-            cmd = [
-                a.benchctl, "run", a.scenario, "--against", str(baseline),
-                "--runs", a.max_rounds, "--budget", a.budget, "--threshold", a.threshold,
-                "-o", str(record),
-            ]
-            if kind == "A/B":
-                cmd += ["--slow-candidate", a.slow]
-            started = time.monotonic()
-            rc = run(cmd, log)
-            seconds = time.monotonic() - started
-            crc, cmp = verdict(a.benchctl, record) if record.exists() else (None, {})
-            regressed = [
-                f"{g['server']}/{g['document']}"
-                for g in cmp.get("groups", [])
-                for m in g["metrics"]
-                if m["gated"] and m["verdict"] == "worse"
-            ]
-            caught = any(r.startswith(slowed + "/") for r in regressed)
-            row = {
-                "kind": kind,
-                "run": i,
-                "exit": rc,
-                "compare_exit": crc,
-                "seconds": round(seconds),
-                "rounds": cmp.get("rounds"),
-                "stop": cmp.get("stop"),
-                "regressed": regressed,
-                "caught": caught,
-                "gated": gated_cells(cmp),
-                "error": cmp.get("error"),
-            }
-            rows.append(row)
-            print(
-                f"{kind} {i}/{n}: exit {rc}, {row['rounds']} rounds ({row['stop']}), "
-                f"{seconds:.0f} s, regressions: {', '.join(regressed) or 'none'}",
-                file=sys.stderr,
-            )
+    counts = {"A/A": a.aa, "A/B": a.ab}
+    for kind, i in order:
+        n = counts[kind]
+        record = out / f"{'aa' if kind == 'A/A' else 'ab'}-{i:02d}.json"
+        cmd = [
+            a.benchctl, "run", a.scenario, "--against", str(baseline),
+            "--runs", a.max_rounds, "--budget", a.budget, "--threshold", a.threshold,
+            "-o", str(record),
+        ]
+        if kind == "A/B":
+            cmd += ["--slow-candidate", a.slow]
+        started = time.monotonic()
+        rc = run(cmd, log)
+        seconds = time.monotonic() - started
+        crc, cmp = verdict(a.benchctl, record) if record.exists() else (None, {})
+        regressed = [
+            f"{g['server']}/{g['document']}"
+            for g in cmp.get("groups", [])
+            for m in g["metrics"]
+            if m["gated"] and m["verdict"] == "worse"
+        ]
+        caught = any(r.startswith(slowed + "/") for r in regressed)
+        row = {
+            "kind": kind,
+            "run": i,
+            "exit": rc,
+            "compare_exit": crc,
+            "seconds": round(seconds),
+            "rounds": cmp.get("rounds"),
+            "stop": cmp.get("stop"),
+            "regressed": regressed,
+            "caught": caught,
+            "gated": gated_cells(cmp),
+            "error": cmp.get("error"),
+        }
+        rows.append(row)
+        print(
+            f"{kind} {i}/{n}: exit {rc}, {row['rounds']} rounds ({row['stop']}), "
+            f"{seconds:.0f} s, regressions: {', '.join(regressed) or 'none'}",
+            file=sys.stderr,
+        )
 
     aa = [r for r in rows if r["kind"] == "A/A"]
     ab = [r for r in rows if r["kind"] == "A/B"]

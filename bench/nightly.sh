@@ -19,7 +19,7 @@
 # summary, not a failure. One scenario failing does not stop the others.
 #
 # Options:
-#   --max-rounds N     most A/B rounds per scenario (default 20; at least 4)
+#   --max-rounds N     most A/B rounds per scenario (default 40; at least 4)
 #   --budget D         time the rounds of one scenario may take (default 20m)
 #   --runs-alone N     repetitions of a scenario that has no baseline yet (default 3)
 #   --threshold T      the change that counts (default 5%)
@@ -48,7 +48,7 @@ bad_usage() {
 }
 
 runs=3
-max_rounds=20
+max_rounds=40
 budget=20m
 threshold=5%
 results=results

@@ -418,17 +418,18 @@ impl Observer for Printer {
                 undecided,
                 gated,
                 looked,
+                next_look,
             } => {
+                let next = next_look.map_or(String::new(), |n| format!("; next look after round {n}"));
                 if !*looked {
-                    eprintln!(
-                        "A/B        round {round}/{rounds}: first look after round {}",
-                        report::paired::MIN_ROUNDS
-                    );
+                    if let Some(n) = next_look {
+                        eprintln!("A/B        round {round}/{rounds}: next look after round {n}");
+                    }
                 } else if *undecided == 0 {
                     eprintln!("A/B        round {round}/{rounds}: all {gated} gated metric(s) judged");
                 } else {
                     eprintln!(
-                        "A/B        round {round}/{rounds}: {undecided} of {gated} gated metric(s) not judged yet"
+                        "A/B        round {round}/{rounds}: {undecided} of {gated} gated metric(s) not judged yet{next}"
                     );
                 }
             }

@@ -31,7 +31,7 @@ pub use compare::{compare, Comparison, Verdict, DEFAULT_THRESHOLD};
 pub use error::ReportError;
 pub use paired::{compare_record, PairedComparison, PairedVerdict};
 pub use record::{
-    AbStop, AgainstRecord, EngineRecord, GeneratorRecord, HostFacts, LoadRecord, Protocol,
+    AbStop, AgainstRecord, EngineRecord, GeneratorRecord, HostFacts, LoadRecord, Looks, Protocol,
     RecordFile, RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage,
     SCHEMA_VERSION,
 };

@@ -82,6 +82,10 @@ pub struct AgainstRecord {
     pub min_rounds: u32,
     /// The most rounds the run may take.
     pub max_rounds: u32,
+    /// After which rounds the stopping rule looked (records without it looked after every
+    /// round).
+    #[serde(default, skip_serializing_if = "Looks::is_every_round")]
+    pub looks: Looks,
     /// How many gated metrics `alpha` is split over (one per server and document).
     pub gates: u32,
     /// The time the rounds may take, seconds, from the first load.
@@ -98,6 +102,24 @@ pub struct AgainstRecord {
     /// Why the rounds ended; absent while they go on (or when the run failed or was stopped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<AbStop>,
+}
+
+/// When an A/B run's stopping rule looks at the comparison (see [`crate::paired::look_rounds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Looks {
+    /// After every round from `min_rounds` to `max_rounds`.
+    #[default]
+    EveryRound,
+    /// After round `min_rounds`, then whenever the rounds have grown by half again, and after
+    /// `max_rounds`; plus a last look wherever the time budget ends the rounds.
+    Growing,
+}
+
+impl Looks {
+    pub fn is_every_round(&self) -> bool {
+        *self == Looks::EveryRound
+    }
 }
 
 /// A candidate server given `factor` times the baseline side's CPU share.

@@ -99,9 +99,11 @@ pub enum Event<'a> {
         /// Gated metrics not judged yet.
         undecided: usize,
         gated: usize,
-        /// False before the first look ([`report::paired::MIN_ROUNDS`]): the verdicts are not
-        /// acted on yet.
+        /// The stopping rule looked after this round ([`report::paired::look_rounds`]);
+        /// otherwise the verdicts are not acted on.
         looked: bool,
+        /// The round after which it looks next, if any.
+        next_look: Option<u32>,
     },
     /// A capacity search begins on one server and document.
     CapacityStarting {

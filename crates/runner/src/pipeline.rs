@@ -418,6 +418,7 @@ pub async fn run(
             alpha: report::paired::ALPHA,
             min_rounds: report::paired::MIN_ROUNDS,
             max_rounds: ab.against.max_rounds,
+            looks: report::Looks::Growing,
             gates: ab.gates,
             budget_s: ab.against.budget.as_secs_f64(),
             slowed: ab
@@ -936,17 +937,26 @@ impl Ctx<'_> {
                 }
             }
             last_round = round_started.elapsed();
-            if self.ab.is_some() {
+            if let Some(ab) = self.ab {
                 let Some(cmp) = report::paired::compare_record(record) else {
                     break;
                 };
-                let settled = round + 1 >= report::paired::MIN_ROUNDS && cmp.settled();
+                // The stopping rule acts only at its scheduled looks: the level of each
+                // interval was set for those.
+                let at = report::paired::look_rounds(
+                    report::paired::MIN_ROUNDS,
+                    ab.against.max_rounds,
+                    report::Looks::Growing,
+                );
+                let looked = at.contains(&(round + 1));
+                let settled = looked && cmp.settled();
                 self.observer.event(&Event::AbLook {
                     round: round + 1,
                     rounds: self.runs,
                     undecided: cmp.undecided(),
                     gated: cmp.groups.iter().filter(|g| g.gated().is_some()).count(),
-                    looked: round + 1 >= report::paired::MIN_ROUNDS,
+                    looked,
+                    next_look: at.into_iter().find(|&r| r > round + 1),
                 });
                 if settled {
                     stop = Some(AbStop::Decided);
