@@ -56,7 +56,7 @@ pub struct RunArgs {
     /// A/B in one sitting: measure the images of this stored run (the baseline) beside the
     /// current docker/ folders' (the candidate), round by round in ABBA order, until the paired
     /// comparison is decided or the budget is spent; exit 1 on a significant change beyond the
-    /// threshold. --runs is then the most rounds (default 20).
+    /// threshold. --runs is then the most rounds (default 40).
     #[arg(long, value_name = "BASELINE.json")]
     against: Option<PathBuf>,
     /// With --against: the change that counts, e.g. 5% or 0.05 (default 5%).
@@ -71,6 +71,11 @@ pub struct RunArgs {
     /// (repeatable).
     #[arg(long = "slow-candidate", requires = "against", value_name = "SERVER=FACTOR", value_parser = server_factor)]
     slow_candidate: Vec<(String, f64)>,
+    /// With --against: keep one container per server and side for the whole run, instead of
+    /// fresh containers every round (faster rounds, but a container's own luck then favours
+    /// one side all run long, which the interval cannot see).
+    #[arg(long = "keep-containers", requires = "against")]
+    keep_containers: bool,
 }
 
 fn budget(text: &str) -> Result<std::time::Duration, String> {
@@ -138,6 +143,7 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
                 against.budget = b;
             }
             against.slowed = a.slow_candidate.clone();
+            against.fresh = !a.keep_containers;
             Some(against)
         }
     };
@@ -412,6 +418,21 @@ impl Observer for Printer {
                 report::capacity::rate_text(&record.result),
                 record.result.text()
             ),
+            Event::AbFresh {
+                round,
+                containers,
+                not_removed,
+                seconds,
+            } => {
+                eprintln!(
+                    "A/B        round {round}: {containers} fresh container(s) in {seconds:.1} s"
+                );
+                if *not_removed > 0 {
+                    eprintln!(
+                        "  warning: {not_removed} container(s) of the last round were not removed; benchctl gc removes them once this run is over"
+                    );
+                }
+            }
             Event::AbLook {
                 round,
                 rounds,

@@ -300,6 +300,10 @@ pub struct PairedComparison {
     /// Each interval's level: alpha / (looks · gates).
     pub interval_alpha: f64,
     pub looks: u32,
+    /// The rounds after which the stopping rule looked ([`look_rounds`]).
+    pub look_rounds: Vec<u32>,
+    /// Each round ran on fresh containers of both sides.
+    pub fresh_containers: bool,
     pub gates: u32,
     pub min_rounds: u32,
     pub max_rounds: u32,
@@ -432,6 +436,8 @@ pub fn compare_record(record: &RunRecord) -> Option<PairedComparison> {
         alpha: ab.alpha,
         interval_alpha: alpha_i,
         looks: looks(ab.min_rounds, ab.max_rounds, ab.looks),
+        look_rounds: look_rounds(ab.min_rounds, ab.max_rounds, ab.looks),
+        fresh_containers: ab.fresh_containers,
         gates: ab.gates,
         min_rounds: ab.min_rounds,
         max_rounds: ab.max_rounds,

@@ -86,6 +86,10 @@ pub struct AgainstRecord {
     /// round).
     #[serde(default, skip_serializing_if = "Looks::is_every_round")]
     pub looks: Looks,
+    /// Each round ran on fresh containers of both sides (records without it kept one
+    /// container per side all run long).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fresh_containers: bool,
     /// How many gated metrics `alpha` is split over (one per server and document).
     pub gates: u32,
     /// The time the rounds may take, seconds, from the first load.

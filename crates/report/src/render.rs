@@ -1402,12 +1402,31 @@ fn paired_context(cmp: &PairedComparison) -> PairedContext {
         };
         format!("{text}%")
     };
-    let method = vec![
-        "Both sides measured in this sitting, each server and document back to back in ABBA order; round i gives the ratio candidate/baseline, and the estimate is their geometric mean.".to_string(),
+    let rounds_list = cmp
+        .look_rounds
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let looks = if cmp.looks as usize > cmp.look_rounds.len() {
         format!(
-            "Interval: Student's t-interval on the mean log ratio at {} each, so that all {} looks x {} gated metric{} hold together at {} (Bonferroni).",
+            "{} looks (after rounds {rounds_list}, and where a budget stops the rounds)",
+            cmp.looks
+        )
+    } else {
+        format!("{} looks (after rounds {rounds_list})", cmp.looks)
+    };
+    let fresh = if cmp.fresh_containers {
+        ", each round on fresh containers of both sides"
+    } else {
+        ", one container per server and side all run long"
+    };
+    let method = vec![
+        format!("Both sides measured in this sitting, each server and document back to back in ABBA order{fresh}; round i gives the ratio candidate/baseline, and the estimate is their geometric mean."),
+        format!(
+            "Interval: Student's t-interval on the mean log ratio at {} each, so that all {} x {} gated metric{} hold together at {} (Bonferroni).",
             confidence(cmp.interval_alpha),
-            cmp.looks,
+            looks,
             cmp.gates,
             if cmp.gates == 1 { "" } else { "s" },
             confidence(cmp.alpha)

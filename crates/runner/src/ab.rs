@@ -33,6 +33,10 @@ pub struct Against {
     /// Candidate servers given this fraction of the baseline side's CPU share (a known
     /// slowdown, to check that a run catches one): server name, factor in (0, 1].
     pub slowed: Vec<(String, f64)>,
+    /// Every round on fresh containers of both sides (the default): a container's own luck
+    /// (where its memory landed, how its workers were spawned) then varies from round to
+    /// round, where the paired interval sees it, instead of favouring one side all run long.
+    pub fresh: bool,
 }
 
 impl Against {
@@ -45,6 +49,7 @@ impl Against {
             max_rounds: report::paired::DEFAULT_MAX_ROUNDS,
             budget: DEFAULT_BUDGET,
             slowed: Vec::new(),
+            fresh: true,
         }
     }
 }

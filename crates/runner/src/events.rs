@@ -90,6 +90,16 @@ pub enum Event<'a> {
         /// On the baseline side of an A/B run.
         baseline: bool,
     },
+    /// An A/B run put both sides on fresh containers before a round.
+    AbFresh {
+        /// 1-based: the round about to start.
+        round: u32,
+        /// Containers started.
+        containers: usize,
+        /// Containers of the last round the engine did not remove (`benchctl gc` does).
+        not_removed: usize,
+        seconds: f64,
+    },
     /// An A/B run looked at its paired comparison after a round.
     AbLook {
         /// 1-based: rounds done.

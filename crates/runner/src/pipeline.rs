@@ -419,6 +419,7 @@ pub async fn run(
             min_rounds: report::paired::MIN_ROUNDS,
             max_rounds: ab.against.max_rounds,
             looks: report::Looks::Growing,
+            fresh_containers: ab.against.fresh,
             gates: ab.gates,
             budget_s: ab.against.budget.as_secs_f64(),
             slowed: ab
@@ -688,6 +689,17 @@ struct Live {
     plain: Option<SocketAddr>,
     /// On the baseline side of an A/B run.
     baseline: bool,
+    /// The image it runs: a fresh container for the next round runs the same one.
+    image: BuiltImage,
+}
+
+/// One side of an A/B run on fresh containers (`Ctx::renew`).
+struct Renewed {
+    started: usize,
+    /// Containers of the last round the engine did not remove.
+    not_removed: usize,
+    /// Servers that could not start again, with why.
+    lost: Vec<(usize, String)>,
 }
 
 /// What became of one load.
@@ -836,6 +848,30 @@ impl Ctx<'_> {
                 }
             }
             let round_started = Instant::now();
+            if let Some(ab) = self.ab.filter(|ab| ab.against.fresh && round > 0) {
+                // Every round on fresh containers of both sides: what differs from one
+                // container to the next of the same image (where its memory landed, how its
+                // workers were spawned) then varies from round to round, where the interval
+                // sees it, instead of favouring one side for the whole run.
+                let t = Instant::now();
+                let (mut started, mut not_removed) = (0, 0);
+                for baseline in [false, true] {
+                    let side = if baseline { &mut base_live } else { &mut live };
+                    let r = self.renew(side, &expected, ab).await;
+                    started += r.started;
+                    not_removed += r.not_removed;
+                    if !r.lost.is_empty() {
+                        self.report_deaths(record, results, r.lost, baseline);
+                    }
+                }
+                applied.clear();
+                self.observer.event(&Event::AbFresh {
+                    round: round + 1,
+                    containers: started,
+                    not_removed,
+                    seconds: t.elapsed().as_secs_f64(),
+                });
+            }
             for l in &live {
                 let server = &plan.servers[l.index];
                 if !only.is_empty() && !only.contains(&server.name) {
@@ -994,6 +1030,55 @@ impl Ctx<'_> {
         Ok(())
     }
 
+    /// Replaces every container of one side of an A/B run by a fresh one of the same image, in
+    /// dependency order (a cache's backend first, so the cache is told its new address): how
+    /// many started, and the servers that could not start again, with why.
+    async fn renew(&self, side: &mut Vec<Live>, expected: &[ExpectedDoc], ab: &AbPlan) -> Renewed {
+        let old: Vec<Live> = std::mem::take(side);
+        let mut keep = Vec::with_capacity(old.len());
+        let mut removals = Vec::with_capacity(old.len());
+        for l in old {
+            removals.push(l.guard.remove());
+            keep.push((l.index, l.baseline, l.image));
+        }
+        // Removed all at once: a force removal is a kill and a wait, most of it the engine's.
+        // One that fails stays labelled for `benchctl gc`.
+        let not_removed = futures_util::future::join_all(removals)
+            .await
+            .iter()
+            .filter(|r| r.is_err())
+            .count();
+        let mut lost = Vec::new();
+        for (index, baseline, image) in keep {
+            let base_image = if baseline {
+                ab.images.get(&index)
+            } else {
+                None
+            };
+            match self
+                .bring_up(index, expected, side, base_image, Some(&image))
+                .await
+            {
+                Ok(up) => side.push(Live {
+                    index,
+                    guard: up.guard,
+                    plain: up.plain,
+                    baseline,
+                    image,
+                }),
+                Err(NotStarted { reason, .. }) => lost.push((
+                    index,
+                    format!("a fresh container for the next round: {reason}"),
+                )),
+            }
+        }
+        Renewed {
+            started: side.len(),
+            not_removed,
+            lost,
+        }
+    }
+
     /// A server's name as progress lines print it: the baseline side of an A/B run is marked.
     fn shown(&self, i: usize, baseline: bool) -> String {
         let name = &self.plan.servers[i].name;
@@ -1014,13 +1099,14 @@ impl Ctx<'_> {
         baseline: Option<&BaselineImage>,
     ) -> ServerRecord {
         let spec = &self.plan.servers[i];
-        let mut srec = match self.bring_up(i, expected, live, baseline).await {
+        let mut srec = match self.bring_up(i, expected, live, baseline, None).await {
             Ok(up) => {
                 live.push(Live {
                     index: i,
                     guard: up.guard,
                     plain: up.plain,
                     baseline: baseline.is_some(),
+                    image: up.image.clone(),
                 });
                 server_record(
                     spec,
@@ -1267,6 +1353,7 @@ impl Ctx<'_> {
         expected: &[ExpectedDoc],
         live: &[Live],
         baseline: Option<&BaselineImage>,
+        again: Option<&BuiltImage>,
     ) -> Result<Started, NotStarted> {
         let spec = &self.plan.servers[i];
         let kind = spec.kind.as_str();
@@ -1304,8 +1391,11 @@ impl Ctx<'_> {
             },
             None => spec.image.clone(),
         };
-        let built = match &image {
-            ImageSource::Build { context } => {
+        let built = match (again, &image) {
+            // A fresh container of an image this run already started: nothing to build or
+            // check again.
+            (Some(b), _) => b.clone(),
+            (None, ImageSource::Build { context }) => {
                 self.observer.event(&Event::Building {
                     server: &spec.name,
                     context,
@@ -1327,7 +1417,7 @@ impl Ctx<'_> {
                     }
                 }
             }
-            ImageSource::Prebuilt { image } => self
+            (None, ImageSource::Prebuilt { image }) => self
                 .prebuilt(i, image, manifest.is_some())
                 .await
                 .map_err(|reason| NotStarted {
@@ -1335,12 +1425,14 @@ impl Ctx<'_> {
                     reason,
                 })?,
         };
-        self.observer.event(&Event::Built {
-            server: &shown,
-            tag: &built.tag,
-            built: built.built,
-            seconds: built.seconds,
-        });
+        if again.is_none() {
+            self.observer.event(&Event::Built {
+                server: &shown,
+                tag: &built.tag,
+                built: built.built,
+                seconds: built.seconds,
+            });
+        }
         let unavailable = |reason: String| NotStarted {
             image: Some(built.clone()),
             reason,
@@ -1448,12 +1540,14 @@ impl Ctx<'_> {
             VersionHeader::Via => verified.via.clone().or(verified.server_header.clone()),
             VersionHeader::Server => verified.server_header.clone(),
         };
-        self.observer.event(&Event::Ready {
-            server: &shown,
-            answering_s: ready.as_secs_f64(),
-            verified_s: total.as_secs_f64(),
-            version: version.as_deref(),
-        });
+        if again.is_none() {
+            self.observer.event(&Event::Ready {
+                server: &shown,
+                answering_s: ready.as_secs_f64(),
+                verified_s: total.as_secs_f64(),
+                version: version.as_deref(),
+            });
+        }
         Ok(Started {
             guard,
             plain,

@@ -90,6 +90,18 @@ async fn an_ab_run_pairs_the_baselines_image_with_the_candidates_in_abba_order()
     let b = "done nginx [baseline] /";
     let c = "done nginx /";
     assert_eq!(done, [b, c, c, b, b, c, c, b], "{done:?}");
+    // Rounds 2 to 4 each on two fresh containers, one per side.
+    let fresh: Vec<String> = rec
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with("ab fresh "))
+        .collect();
+    assert_eq!(
+        fresh,
+        ["ab fresh 2 2", "ab fresh 3 2", "ab fresh 4 2"],
+        "{fresh:?}"
+    );
+    assert!(ab.fresh_containers);
     let cmp = report::compare_record(&record).unwrap();
     assert_eq!(cmp.groups.len(), 1);
     assert_eq!(cmp.groups[0].rounds, 4);

@@ -240,6 +240,7 @@ pub fn ab_record(rounds: u32, slow: Option<Slowdown>, noise: &[f64]) -> RunRecor
         min_rounds: report::paired::MIN_ROUNDS,
         max_rounds: report::paired::DEFAULT_MAX_ROUNDS,
         looks: report::Looks::Growing,
+        fresh_containers: true,
         gates: 4,
         budget_s: 1200.0,
         slowed: Vec::new(),

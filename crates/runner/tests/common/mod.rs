@@ -138,6 +138,9 @@ impl Observer for Recorder {
             Event::CapacityDone { record } => {
                 format!("capacity done {} {}", record.server, record.url_path)
             }
+            Event::AbFresh {
+                round, containers, ..
+            } => format!("ab fresh {round} {containers}"),
             Event::AbLook {
                 round, undecided, ..
             } => format!("ab look {round} {undecided}"),
