@@ -17,6 +17,14 @@ catches a real slowdown.
 The A/B runs are spread evenly among the A/A runs rather than run after them, so that both
 kinds see the same stretch of the machine's day.
 
+Every load of quick.toml opens a connection per request, about 16,000 a round, and each one
+keeps an entry in the kernel's connection tracking table (nf_conntrack, loaded wherever Docker
+manages iptables) for two minutes after it closes. At 262,144 entries, a common default, that
+caps a machine at about 2,000 new connections a second, and benchctl then waits before each
+load for room (a load started into a full table has its connections dropped). Run as root, the
+check raises `net.netfilter.nf_conntrack_max` to `--conntrack-max` (default 1,048,576; 0 leaves
+it alone) for the whole machine and says so; the summary records the value it ran with.
+
 Each run's verdict is read back with `benchctl compare RECORD -f json`. A Markdown summary
 (counts, and per run: rounds, why it stopped, each gated metric's ratio, interval, MDE and
 verdict) goes to bench/results/ab-check-latest.md and to standard output; the records stay in
@@ -96,6 +104,10 @@ def main() -> int:
     ap.add_argument("--budget", default="10m")
     ap.add_argument("--threshold", default="5%")
     ap.add_argument("--benchctl", default=str(DEFAULT_BENCHCTL))
+    ap.add_argument(
+        "--conntrack-max", type=int, default=1 << 20,
+        help="raise net.netfilter.nf_conntrack_max to this when lower (root; 0: leave it)",
+    )
     ap.add_argument("--out", help="folder for the records (default: a new one in $TMPDIR)")
     a = ap.parse_args()
     if a.aa < 0 or a.ab < 0 or a.aa + a.ab == 0:
@@ -108,6 +120,19 @@ def main() -> int:
     log_path = out / "ab-check.log"
     log = open(log_path, "a", encoding="utf-8")
     print(f"records and log in {out}", file=sys.stderr)
+
+    conntrack = Path("/proc/sys/net/netfilter/nf_conntrack_max")
+    if a.conntrack_max > 0 and conntrack.exists():
+        now = int(conntrack.read_text().strip())
+        if now < a.conntrack_max:
+            try:
+                conntrack.write_text(f"{a.conntrack_max}\n")
+                print(f"raised net.netfilter.nf_conntrack_max from {now} to {a.conntrack_max} "
+                      "(for the whole machine, until reboot)", file=sys.stderr)
+            except OSError as e:
+                print(f"net.netfilter.nf_conntrack_max stays {now} ({e}): loads will wait for "
+                      "room in the table, and rounds take longer", file=sys.stderr)
+    conntrack_max = int(conntrack.read_text().strip()) if conntrack.exists() else None
 
     baseline = out / "baseline.json"
     if not baseline.exists():
@@ -183,7 +208,8 @@ def main() -> int:
         f"# A/B regression check, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
         "",
         f"Commit `{commit}`, scenario `{a.scenario}`, threshold {a.threshold}, at most "
-        f"{a.max_rounds} rounds and {a.budget} per run; A/B runs slowed `{a.slow}`.",
+        f"{a.max_rounds} rounds and {a.budget} per run; A/B runs slowed `{a.slow}`; "
+        f"nf_conntrack_max {conntrack_max if conntrack_max is not None else 'absent'}.",
         "",
         f"- A/A (same images both sides): {sum(1 for r in aa if r['regressed'])} of {len(aa)} "
         "runs reported a regression.",

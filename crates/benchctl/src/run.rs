@@ -418,6 +418,9 @@ impl Observer for Printer {
                 report::capacity::rate_text(&record.result),
                 record.result.text()
             ),
+            Event::ConntrackWait { count, max, need } => eprintln!(
+                "           waiting for room in the kernel's connection tracking table ({count} of {max} entries in use, {need} wanted; entries expire 2 minutes after their connection closes; at most 130 s)"
+            ),
             Event::AbFresh {
                 round,
                 containers,

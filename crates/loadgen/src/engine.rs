@@ -427,6 +427,12 @@ pub fn run_observed(
             connections: exhausted,
         });
     }
+    if let Some(t) = crate::limits::Conntrack::read().filter(|t| t.full()) {
+        notes.push(Note::ConntrackFull {
+            count: t.count,
+            max: t.max,
+        });
+    }
     if let Some(note) = read_delay_note(&rec) {
         notes.push(note);
     }

@@ -83,6 +83,44 @@ pub fn ensure_open_files(concurrency: u32, threads: usize) -> Result<(), ConfigE
     )))
 }
 
+/// The kernel's connection tracking table (netfilter's `nf_conntrack`, loaded wherever Docker
+/// manages iptables): entries in use and the most it holds. Every connection, loopback ones
+/// included, takes an entry that lasts until two minutes after the connection closed
+/// (`nf_conntrack_tcp_timeout_time_wait`); when the table is full the kernel drops the packets
+/// of new connections, which a load then sees as connect timeouts that are this host's, not the
+/// server's. `None` where the table does not exist (the module is not loaded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conntrack {
+    pub count: u64,
+    pub max: u64,
+}
+
+impl Conntrack {
+    /// The table's state now.
+    pub fn read() -> Option<Conntrack> {
+        let read = |name: &str| -> Option<u64> {
+            std::fs::read_to_string(format!("/proc/sys/net/netfilter/{name}"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        };
+        let max = read("nf_conntrack_max")?;
+        let count = read("nf_conntrack_count")?;
+        (max > 0).then_some(Conntrack { count, max })
+    }
+
+    /// The table is full, or too nearly so to take a burst of new connections: above 99%.
+    pub fn full(&self) -> bool {
+        self.count.saturating_mul(100) >= self.max.saturating_mul(99)
+    }
+
+    /// Whether `new` more entries fit below 95% of the table.
+    pub fn has_room_for(&self, new: u64) -> bool {
+        self.count.saturating_add(new).saturating_mul(100) <= self.max.saturating_mul(95)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,5 +154,17 @@ mod tests {
     fn the_budget_counts_connections_threads_and_what_is_open() {
         assert_eq!(budget(1000, 2, 5), 1000 + 8 + 5 + 16);
         assert!(needed_open_files(0, 0) >= 16 + 3);
+    }
+
+    #[test]
+    fn a_full_table_and_room_in_it() {
+        let t = |count, max| Conntrack { count, max };
+        assert!(t(262_142, 262_144).full());
+        assert!(t(259_523, 262_144).full());
+        assert!(!t(259_000, 262_144).full());
+        assert!(t(0, 1000).has_room_for(950));
+        assert!(!t(0, 1000).has_room_for(951));
+        assert!(!t(900, 1000).has_room_for(100));
+        assert!(!t(u64::MAX, 1000).has_room_for(1));
     }
 }

@@ -333,6 +333,10 @@ pub enum Note {
     /// Connections failed with EADDRNOTAVAIL: the local port range was used up (sockets in
     /// TIME_WAIT), a limit of this host, not of the server.
     PortsExhausted { connections: u64 },
+    /// The kernel's connection tracking table was full when the load ended
+    /// ([`crate::limits::Conntrack`]): it drops new connections then, so connect failures and
+    /// timeouts are this host's, not the server's.
+    ConntrackFull { count: u64, max: u64 },
     /// Connections could not be opened because this process or the system ran out of file
     /// descriptors (EMFILE, ENFILE): the generator's limit, not the server's.
     OutOfFileDescriptors { connections: u64, limit: u64 },

@@ -12,6 +12,13 @@ pub fn describe(note: &Note) -> String {
              exhausted (sockets in TIME_WAIT), a limit of this host, not of the server; use \
              keep-alive (-k), fewer requests, or wait between runs"
         ),
+        Note::ConntrackFull { count, max } => format!(
+            "the kernel's connection tracking table was full when the load ended ({count} of \
+             {max} entries): the kernel drops new connections then, so connect failures and \
+             timeouts are this host's, not the server's. Each connection keeps its entry for two \
+             minutes after it closes; raise net.netfilter.nf_conntrack_max, use keep-alive \
+             (-k), or leave time between loads"
+        ),
         Note::OutOfFileDescriptors { connections, limit } => format!(
             "{connections} connections could not be opened because the load generator ran out \
              of file descriptors (its open-files limit is {limit}): a limit of the generator, not \

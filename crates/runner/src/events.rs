@@ -90,6 +90,14 @@ pub enum Event<'a> {
         /// On the baseline side of an A/B run.
         baseline: bool,
     },
+    /// A load waits for room in the kernel's connection tracking table (at most 130 s).
+    ConntrackWait {
+        /// Entries in use and the table's size.
+        count: u64,
+        max: u64,
+        /// Connections the load may open.
+        need: u64,
+    },
     /// An A/B run put both sides on fresh containers before a round.
     AbFresh {
         /// 1-based: the round about to start.

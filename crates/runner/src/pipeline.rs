@@ -702,6 +702,10 @@ struct Renewed {
     lost: Vec<(usize, String)>,
 }
 
+/// The longest a load waits for room in the kernel's connection tracking table: its entries
+/// of closed connections expire after 120 s.
+const CONNTRACK_WAIT: Duration = Duration::from_secs(130);
+
 /// What became of one load.
 enum Turn {
     Measured {
@@ -1657,6 +1661,41 @@ impl Ctx<'_> {
 
     /// One load against one document, with the server's resource use when `usage` (Docker's
     /// statistics cost a second or so per load); `None` when the run was stopped during it.
+    /// Waits, at most [`CONNTRACK_WAIT`], until the kernel's connection tracking table has room
+    /// for the connections a load here opens: a load started into a full table has its new
+    /// connections dropped by the kernel, and would blame the server for the timeouts. Back to
+    /// back loads of a connection per request fill it (each entry outlives its connection by
+    /// two minutes), and fresh entries expire at the rate they were made.
+    async fn conntrack_room(&self, load: &LoadSpec) {
+        let Some(t) = loadgen::limits::Conntrack::read() else {
+            return;
+        };
+        let opened = if load.keep_alive || load.version == loadgen::HttpVersion::Http2 {
+            u64::from(load.concurrency)
+        } else {
+            load.requests.unwrap_or(u64::MAX)
+        };
+        let need = opened.min(t.max / 2);
+        if t.has_room_for(need) {
+            return;
+        }
+        self.observer.event(&Event::ConntrackWait {
+            count: t.count,
+            max: t.max,
+            need,
+        });
+        let deadline = Instant::now() + CONNTRACK_WAIT;
+        while Instant::now() < deadline {
+            tokio::select! {
+                _ = self.opts.cancel.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+            if loadgen::limits::Conntrack::read().is_none_or(|t| t.has_room_for(need)) {
+                return;
+            }
+        }
+    }
+
     async fn measure(
         &self,
         l: &Live,
@@ -1672,6 +1711,9 @@ impl Ctx<'_> {
             url_path
         );
         let target = Target::parse(&url).map_err(|e| RunError::Step(format!("{url}: {e}")))?;
+        if self.generators.get().is_none() {
+            self.conntrack_room(load).await;
+        }
         let sampler = if usage {
             self.orch(l.index).sample_stats(guard).await.ok()
         } else {

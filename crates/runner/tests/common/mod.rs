@@ -141,6 +141,7 @@ impl Observer for Recorder {
             Event::AbFresh {
                 round, containers, ..
             } => format!("ab fresh {round} {containers}"),
+            Event::ConntrackWait { count, max, .. } => format!("conntrack wait {count}/{max}"),
             Event::AbLook {
                 round, undecided, ..
             } => format!("ab look {round} {undecided}"),
