@@ -615,26 +615,33 @@ impl Orchestrator {
             .map_err(|e| OrchestratorError::docker("update (CPU share)", e))
     }
 
-    /// How a container stands: `None` while it runs, else the code it exited with (`-1` when
-    /// the engine gives none).
-    pub async fn exit_code(&self, guard: &ContainerGuard) -> Result<Option<i64>> {
-        let info = self
-            .docker
+    /// The engine's view of a container.
+    pub(crate) async fn inspect(
+        &self,
+        guard: &ContainerGuard,
+    ) -> std::result::Result<bollard::models::ContainerInspectResponse, bollard::errors::Error>
+    {
+        self.docker
             .inspect_container(
                 guard.id(),
                 None::<bollard::query_parameters::InspectContainerOptions>,
             )
             .await
-            .map_err(|e| {
-                OrchestratorError::docker(
-                    format!(
-                        "inspect container {} on {}",
-                        guard.name(),
-                        self.endpoint.url()
-                    ),
-                    e,
-                )
-            })?;
+    }
+
+    /// How a container stands: `None` while it runs, else the code it exited with (`-1` when
+    /// the engine gives none).
+    pub async fn exit_code(&self, guard: &ContainerGuard) -> Result<Option<i64>> {
+        let info = self.inspect(guard).await.map_err(|e| {
+            OrchestratorError::docker(
+                format!(
+                    "inspect container {} on {}",
+                    guard.name(),
+                    self.endpoint.url()
+                ),
+                e,
+            )
+        })?;
         let state = info.state.unwrap_or_default();
         if state.running.unwrap_or(false) {
             return Ok(None);

@@ -229,13 +229,7 @@ impl Orchestrator {
 
     /// `Err(Exited)` with the log tail if the container is no longer running.
     pub async fn fail_if_exited(&self, guard: &ContainerGuard) -> Result<()> {
-        let info = self
-            .docker
-            .inspect_container(
-                guard.id(),
-                None::<bollard::query_parameters::InspectContainerOptions>,
-            )
-            .await;
+        let info = self.inspect(guard).await;
         let (state, limit) = match info {
             Ok(info) => (
                 info.state,

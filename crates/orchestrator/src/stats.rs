@@ -163,14 +163,7 @@ impl Orchestrator {
     /// The container's cgroup on this machine, found through its main process; `None` for a
     /// container of another machine's engine or one whose cgroup is out of sight.
     async fn cgroup_of(&self, guard: &ContainerGuard) -> Option<Cgroup> {
-        let info = self
-            .docker
-            .inspect_container(
-                guard.id(),
-                None::<bollard::query_parameters::InspectContainerOptions>,
-            )
-            .await
-            .ok()?;
+        let info = self.inspect(guard).await.ok()?;
         let pid = u32::try_from(info.state?.pid?).ok()?;
         let id = info.id?;
         Cgroup::of(pid, &id)

@@ -501,19 +501,16 @@ async fn an_oom_killed_server_is_reported_as_such() {
     guard.remove().await.unwrap();
 }
 
-/// A CPU share caps the container's CPU time from the start, and changes while it runs.
-#[tokio::test]
-async fn a_cpu_share_caps_the_container_and_can_change_while_it_runs() {
-    let Some(orch) = connect().await else { return };
-    test_base(&orch).await;
-    let spec = ContainerSpec {
-        name: "spinner".to_string(),
+/// A container that spins on CPU 0 at `share` of a core, for at most a minute whatever happens
+/// to the test.
+fn spinner(name: &str, run: &str, share: f64) -> ContainerSpec {
+    ContainerSpec {
+        name: name.to_string(),
         image: TEST_BASE.to_string(),
         port: free_port(),
-        run_id: run_id("share"),
+        run_id: run_id(run),
         cpuset: Some("0".to_string()),
-        cpu_share: Some(0.2),
-        // Spins for at most a minute, whatever happens to the test.
+        cpu_share: Some(share),
         cmd: Some(vec![
             "timeout".into(),
             "60".into(),
@@ -522,7 +519,15 @@ async fn a_cpu_share_caps_the_container_and_can_change_while_it_runs() {
             "while :; do :; done".into(),
         ]),
         ..Default::default()
-    };
+    }
+}
+
+/// A CPU share caps the container's CPU time from the start, and changes while it runs.
+#[tokio::test]
+async fn a_cpu_share_caps_the_container_and_can_change_while_it_runs() {
+    let Some(orch) = connect().await else { return };
+    test_base(&orch).await;
+    let spec = spinner("spinner", "share", 0.2);
     let guard = orch.start(&spec).await.unwrap();
     // (period, quota) µs, as the kernel enforces them.
     let limit = |orch: orchestrator::Orchestrator, id: String| async move {
@@ -590,22 +595,7 @@ async fn cpu_comes_from_the_cgroup_and_agrees_with_the_api() {
     use futures_util::StreamExt;
     let Some(orch) = connect().await else { return };
     test_base(&orch).await;
-    let spec = ContainerSpec {
-        name: "cgroup-spinner".to_string(),
-        image: TEST_BASE.to_string(),
-        port: free_port(),
-        run_id: run_id("cgroup"),
-        cpuset: Some("0".to_string()),
-        cpu_share: Some(0.3),
-        cmd: Some(vec![
-            "timeout".into(),
-            "60".into(),
-            "sh".into(),
-            "-c".into(),
-            "while :; do :; done".into(),
-        ]),
-        ..Default::default()
-    };
+    let spec = spinner("cgroup-spinner", "cgroup", 0.3);
     let guard = orch.start(&spec).await.unwrap();
     // The API's reading: cumulative CPU ns, and when the collector took it (s since the epoch).
     let api = || async {
