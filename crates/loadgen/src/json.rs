@@ -417,44 +417,93 @@ fn merge_optional<'a>(
     Ok(Some(TimerReport::new(moments_of(&h), &h, None)))
 }
 
-fn merge_timelines(parts: &[&TimelineReport]) -> Result<TimelineReport, MergeError> {
-    let first = parts[0];
-    let len = parts.iter().map(|t| t.intervals.len()).max().unwrap_or(0);
-    let mut intervals = Vec::with_capacity(len);
-    for p in parts {
-        if (p.interval_s - first.interval_s).abs() > 1e-9 {
-            return Err(MergeError::Interval(first.interval_s, p.interval_s));
-        }
+/// Adds intervals: counts and bytes summed, failures merged, histograms added; the span runs
+/// from the first one's start over all their lengths.
+fn add_intervals(
+    what: &str,
+    here: &[&crate::timeline::IntervalReport],
+    duration_s: f64,
+) -> Result<crate::timeline::IntervalReport, MergeError> {
+    let mut failures = Failures::default();
+    for iv in here {
+        failures.merge(&iv.failures);
     }
+    let encode =
+        |h: Option<Histogram<u64>>| h.filter(|h| !h.is_empty()).map(|h| encode_histogram(&h));
+    Ok(crate::timeline::IntervalReport {
+        start_s: here[0].start_s,
+        duration_s,
+        completed: here.iter().map(|iv| iv.completed).sum(),
+        failures,
+        total_bytes: here.iter().map(|iv| iv.total_bytes).sum(),
+        total: encode(add_histograms(
+            what,
+            here.iter().filter_map(|iv| iv.total.as_deref()),
+        )?),
+        corrected: encode(add_histograms(
+            what,
+            here.iter().filter_map(|iv| iv.corrected.as_deref()),
+        )?),
+    })
+}
+
+/// `t` counted in intervals `factor` times as long: each run of `factor` intervals becomes one,
+/// as a timeline coarsens itself when a load outlasts its interval count.
+fn coarsen_report(t: &TimelineReport, factor: usize) -> Result<TimelineReport, MergeError> {
+    if factor <= 1 {
+        return Ok(t.clone());
+    }
+    let intervals = t
+        .intervals
+        .chunks(factor)
+        .enumerate()
+        .map(|(i, run)| {
+            let here: Vec<&crate::timeline::IntervalReport> = run.iter().collect();
+            let duration_s = run.iter().map(|iv| iv.duration_s).sum();
+            add_intervals(&format!("timeline interval {i}"), &here, duration_s)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(TimelineReport {
+        interval_s: t.interval_s * factor as f64,
+        intervals,
+    })
+}
+
+/// Timelines of parts that started at the same instant, added interval by interval. A part that
+/// ran long enough to have coarsened its intervals (they double past a count) sets the length:
+/// the others are coarsened to it first. Lengths that are not a power-of-two multiple of each
+/// other (parts run with different `--interval`s) cannot be aligned.
+fn merge_timelines(parts: &[&TimelineReport]) -> Result<TimelineReport, MergeError> {
+    let coarsest = parts.iter().map(|t| t.interval_s).fold(0.0, f64::max);
+    let aligned = parts
+        .iter()
+        .map(|t| {
+            let ratio = coarsest / t.interval_s;
+            let factor = ratio.round();
+            let power_of_two = factor >= 1.0
+                && (ratio - factor).abs() < 1e-6 * factor
+                && (factor as u64).is_power_of_two();
+            if !power_of_two {
+                return Err(MergeError::Interval(t.interval_s, coarsest));
+            }
+            coarsen_report(t, factor as usize)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let len = aligned.iter().map(|t| t.intervals.len()).max().unwrap_or(0);
+    let mut intervals = Vec::with_capacity(len);
     for i in 0..len {
         // The parts started at the same instant: interval i of each covers the same span.
         let here: Vec<&crate::timeline::IntervalReport> =
-            parts.iter().filter_map(|t| t.intervals.get(i)).collect();
-        let mut failures = Failures::default();
-        for iv in &here {
-            failures.merge(&iv.failures);
-        }
-        let what = format!("timeline interval {i}");
-        let encode =
-            |h: Option<Histogram<u64>>| h.filter(|h| !h.is_empty()).map(|h| encode_histogram(&h));
-        intervals.push(crate::timeline::IntervalReport {
-            start_s: here[0].start_s,
-            duration_s: here.iter().map(|iv| iv.duration_s).fold(0.0, f64::max),
-            completed: here.iter().map(|iv| iv.completed).sum(),
-            failures,
-            total_bytes: here.iter().map(|iv| iv.total_bytes).sum(),
-            total: encode(add_histograms(
-                &what,
-                here.iter().filter_map(|iv| iv.total.as_deref()),
-            )?),
-            corrected: encode(add_histograms(
-                &what,
-                here.iter().filter_map(|iv| iv.corrected.as_deref()),
-            )?),
-        });
+            aligned.iter().filter_map(|t| t.intervals.get(i)).collect();
+        let duration_s = here.iter().map(|iv| iv.duration_s).fold(0.0, f64::max);
+        intervals.push(add_intervals(
+            &format!("timeline interval {i}"),
+            &here,
+            duration_s,
+        )?);
     }
     Ok(TimelineReport {
-        interval_s: first.interval_s,
+        interval_s: coarsest,
         intervals,
     })
 }

@@ -137,3 +137,58 @@ fn histograms_of_another_precision_are_refused_not_rebinned() {
     }
     assert!(matches!(LoadReport::merge(&[]), Err(MergeError::Empty)));
 }
+
+/// A part whose timeline counts in longer intervals (a generator that ran long enough to
+/// coarsen its timeline, which doubles its interval past 600 of them) sets the merged length:
+/// the other parts' intervals are added in runs to it, and nothing is lost. Lengths that are not
+/// a power-of-two multiple apart cannot be aligned.
+#[test]
+fn timelines_of_different_interval_lengths_merge_at_the_coarser() {
+    let server = TestServer::start();
+    let a = one_load(&server, 400, 2, Some(2000.0));
+    let mut cfg = config(&server.url("/"), 400, 2);
+    cfg.load.rate = Some(2000.0);
+    cfg.interval = Duration::from_millis(400);
+    let m = run_within(HANG, cfg).expect("the load runs");
+    let b = LoadReport::from_measurement(&m);
+    assert_eq!(b.timeline.as_ref().unwrap().interval_s, 0.4);
+
+    let merged = LoadReport::merge(&[a.clone(), b.clone()]).expect("merges");
+    let tl = merged.timeline.as_ref().unwrap();
+    assert_eq!(tl.interval_s, 0.4);
+    let completed: u64 = tl.intervals.iter().map(|i| i.completed).sum();
+    assert_eq!(completed, 800);
+    let in_histograms: u64 = tl
+        .intervals
+        .iter()
+        .filter_map(|i| i.total.as_deref())
+        .map(|h| decode_histogram(h).unwrap().len())
+        .sum();
+    assert_eq!(in_histograms, 800);
+    // a's first four 100 ms intervals make the merged first one, with b's first.
+    let a_tl = a.timeline.as_ref().unwrap();
+    let b_tl = b.timeline.as_ref().unwrap();
+    let a_first: u64 = a_tl.intervals.iter().take(4).map(|i| i.completed).sum();
+    assert_eq!(
+        tl.intervals[0].completed,
+        a_first + b_tl.intervals[0].completed
+    );
+    // Either order gives the same timeline.
+    assert_eq!(
+        LoadReport::merge(&[b.clone(), a.clone()])
+            .unwrap()
+            .timeline
+            .unwrap()
+            .intervals
+            .iter()
+            .map(|i| i.completed)
+            .collect::<Vec<_>>(),
+        tl.intervals.iter().map(|i| i.completed).collect::<Vec<_>>()
+    );
+
+    let mut cfg = config(&server.url("/"), 100, 1);
+    cfg.interval = Duration::from_millis(300);
+    let c = LoadReport::from_measurement(&run_within(HANG, cfg).expect("the load runs"));
+    let err = LoadReport::merge(&[a, c]).unwrap_err();
+    assert!(matches!(err, MergeError::Interval(..)), "{err}");
+}
