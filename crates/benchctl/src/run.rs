@@ -76,6 +76,15 @@ pub struct RunArgs {
     /// one side all run long, which the interval cannot see).
     #[arg(long = "keep-containers", requires = "against")]
     keep_containers: bool,
+    /// With --against: another benchctl binary (e.g. the last good build) sends the baseline
+    /// side's loads, this one the candidate's: an A/B run of a change in the load generator
+    /// itself. With the same images on both sides, only the generators differ.
+    #[arg(
+        long = "baseline-generator",
+        requires = "against",
+        value_name = "BENCHCTL"
+    )]
+    baseline_generator: Option<PathBuf>,
 }
 
 fn budget(text: &str) -> Result<std::time::Duration, String> {
@@ -144,6 +153,7 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
             }
             against.slowed = a.slow_candidate.clone();
             against.fresh = !a.keep_containers;
+            against.generator = a.baseline_generator.clone();
             Some(against)
         }
     };

@@ -1076,3 +1076,98 @@ fn modern_static_measures_every_server() {
     }
     assert_no_container(&f);
 }
+
+const SMALL_NGINX: &str = r#"
+name = "small"
+runs = 1
+
+[load]
+requests = 500
+concurrency = 10
+
+[[server]]
+name = "nginx"
+kind = "nginx"
+
+[[document]]
+name = "hello"
+path = "/"
+generate = "hello"
+"#;
+
+/// An A/B run of the load generator itself: another benchctl binary (here the same build, as
+/// the last good one would be) sends the baseline side's loads, this one the candidate's, and
+/// the record says which sent what. A binary that is not benchctl is refused before anything
+/// starts.
+#[test]
+fn another_benchctl_binary_sends_the_baseline_sides_loads() {
+    if !daemon_or_skip("another_benchctl_binary_sends_the_baseline_sides_loads") {
+        return;
+    }
+    let _lock = exclusive();
+    let (_dir, path) = scenario(SMALL_NGINX);
+    let docker_dir = docker_dir_arg();
+    let mut base = Run::start(&path, &["--docker-dir", &docker_dir]);
+    let f = base.finish(Duration::from_secs(5 * 60));
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    let base_record = base.out.to_str().unwrap().to_string();
+
+    let binary = env!("CARGO_BIN_EXE_benchctl");
+    let mut ab = Run::start(
+        &path,
+        &[
+            "--docker-dir",
+            &docker_dir,
+            "--against",
+            &base_record,
+            "--baseline-generator",
+            binary,
+            "--runs",
+            "4",
+            "--budget",
+            "3m",
+        ],
+    );
+    let f = ab.finish(Duration::from_secs(6 * 60));
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    let record = ab.record(&f);
+    let against = &record["against"];
+    let named = against["baseline_generator"].as_str().expect("named");
+    assert!(named.starts_with(binary), "{named}");
+    assert!(named.contains("(benchctl "), "{named}");
+    let base_loads = against["loads"].as_array().unwrap();
+    assert_eq!(base_loads.len(), 4, "{against:#}");
+    for l in base_loads.iter().chain(loads_of(&record, "nginx")) {
+        assert_eq!(l["load"]["complete"], 500, "{l:#}");
+        assert_eq!(l["load"]["failed"], 0, "{l:#}");
+    }
+    assert!(
+        f.stdout.contains("sent by ")
+            && f.stdout.contains("the candidate's by this run's benchctl"),
+        "{}",
+        f.describe()
+    );
+    assert_no_container(&f);
+
+    // Not a benchctl: refused before any work, no record written.
+    let mut bad = Run::start(
+        &path,
+        &[
+            "--docker-dir",
+            &docker_dir,
+            "--against",
+            &base_record,
+            "--baseline-generator",
+            "/bin/true",
+        ],
+    );
+    let f = bad.finish(Duration::from_secs(60));
+    assert_eq!(f.code, Some(2), "{}", f.describe());
+    assert!(
+        f.stderr.contains("--baseline-generator /bin/true:"),
+        "{}",
+        f.describe()
+    );
+    assert!(!bad.out.exists());
+    assert_no_container(&f);
+}

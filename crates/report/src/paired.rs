@@ -304,6 +304,8 @@ pub struct PairedComparison {
     pub look_rounds: Vec<u32>,
     /// Each round ran on fresh containers of both sides.
     pub fresh_containers: bool,
+    /// The other binary that sent the baseline side's loads, when one did.
+    pub baseline_generator: Option<String>,
     pub gates: u32,
     pub min_rounds: u32,
     pub max_rounds: u32,
@@ -438,6 +440,7 @@ pub fn compare_record(record: &RunRecord) -> Option<PairedComparison> {
         looks: looks(ab.min_rounds, ab.max_rounds, ab.looks),
         look_rounds: look_rounds(ab.min_rounds, ab.max_rounds, ab.looks),
         fresh_containers: ab.fresh_containers,
+        baseline_generator: ab.baseline_generator.clone(),
         gates: ab.gates,
         min_rounds: ab.min_rounds,
         max_rounds: ab.max_rounds,

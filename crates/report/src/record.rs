@@ -90,6 +90,10 @@ pub struct AgainstRecord {
     /// container per side all run long).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fresh_containers: bool,
+    /// The other benchctl binary that sent the baseline side's loads ("PATH (benchctl
+    /// VERSION)"); absent when this run's own binary sent both sides'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_generator: Option<String>,
     /// How many gated metrics `alpha` is split over (one per server and document).
     pub gates: u32,
     /// The time the rounds may take, seconds, from the first load.

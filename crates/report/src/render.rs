@@ -1421,8 +1421,14 @@ fn paired_context(cmp: &PairedComparison) -> PairedContext {
     } else {
         ", one container per server and side all run long"
     };
+    let generator = match &cmp.baseline_generator {
+        Some(g) => format!(
+            " The baseline side's loads were sent by {g}, the candidate's by this run's benchctl."
+        ),
+        None => String::new(),
+    };
     let method = vec![
-        format!("Both sides measured in this sitting, each server and document back to back in ABBA order{fresh}; round i gives the ratio candidate/baseline, and the estimate is their geometric mean."),
+        format!("Both sides measured in this sitting, each server and document back to back in ABBA order{fresh}; round i gives the ratio candidate/baseline, and the estimate is their geometric mean.{generator}"),
         format!(
             "Interval: Student's t-interval on the mean log ratio at {} each, so that all {} x {} gated metric{} hold together at {} (Bonferroni).",
             confidence(cmp.interval_alpha),

@@ -8,9 +8,9 @@ use crate::pipeline::{RunError, RunOptions};
 use crate::Headroom;
 use orchestrator::Orchestrator;
 use report::{RunRecord, ServerStatus};
-use scenario::Plan;
+use scenario::{LoadSpec, Plan};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The time the rounds of an A/B run may take unless told otherwise.
@@ -37,6 +37,9 @@ pub struct Against {
     /// (where its memory landed, how its workers were spawned) then varies from round to
     /// round, where the paired interval sees it, instead of favouring one side all run long.
     pub fresh: bool,
+    /// Another benchctl binary that sends the baseline side's loads (`benchctl load --json`),
+    /// to judge a change in the load generator itself; `None`: this one sends both sides'.
+    pub generator: Option<PathBuf>,
 }
 
 impl Against {
@@ -50,6 +53,7 @@ impl Against {
             budget: DEFAULT_BUDGET,
             slowed: Vec::new(),
             fresh: true,
+            generator: None,
         }
     }
 }
@@ -66,6 +70,16 @@ pub(crate) struct AbPlan {
     /// Gated metrics the family-wise alpha is split over: one per measured server and
     /// document.
     pub gates: u32,
+    /// The binary that sends the baseline side's loads, when not this one.
+    pub generator: Option<BaselineGenerator>,
+}
+
+/// Another benchctl binary, checked before anything starts.
+#[derive(Debug, Clone)]
+pub(crate) struct BaselineGenerator {
+    pub path: PathBuf,
+    /// What it says of itself (`benchctl --version`).
+    pub version: String,
 }
 
 #[derive(Debug, Clone)]
@@ -191,12 +205,116 @@ pub(crate) fn prepare(plan: &Plan, opts: &RunOptions, a: &Against) -> Result<AbP
         }
         slowed.insert(i, *factor);
     }
+    let generator = match &a.generator {
+        Some(p) => Some(baseline_generator(p, plan)?),
+        None => None,
+    };
     Ok(AbPlan {
         against: a.clone(),
         images,
         slowed,
         gates: gates.max(1),
+        generator,
     })
+}
+
+/// `path` is a benchctl binary that can send the baseline side's loads of `plan`.
+fn baseline_generator(path: &Path, plan: &Plan) -> Result<BaselineGenerator, RunError> {
+    let bad = |m: String| {
+        Err(RunError::Invalid(format!(
+            "--baseline-generator {}: {m}",
+            path.display()
+        )))
+    };
+    if plan.http2 {
+        return bad("HTTP/2 loads are sent by this binary's own client only; an A/B run of the load generator over HTTP/2 is not supported yet".into());
+    }
+    if !plan.generators.is_empty() {
+        return bad("the scenario's loads are sent by [load] generators on other hosts, which run this binary; remove [load] generators to compare two generators here".into());
+    }
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => return bad(format!("cannot be read: {e}")),
+    };
+    use std::os::unix::fs::PermissionsExt as _;
+    if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
+        return bad("is not an executable file".into());
+    }
+    let out = std::process::Command::new(path)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output();
+    let version = match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        Ok(o) => {
+            return bad(format!(
+                "`--version` exited with {}: is it a benchctl binary?",
+                o.status
+            ))
+        }
+        Err(e) => return bad(format!("cannot be run: {e}")),
+    };
+    if !version.starts_with("benchctl ") {
+        return bad(format!("says it is {version:?}, not benchctl"));
+    }
+    Ok(BaselineGenerator {
+        path: path.to_path_buf(),
+        version,
+    })
+}
+
+/// One load sent by another benchctl binary (`benchctl load --json`) on this machine, pinned
+/// to the generator's CPUs: its report, or why there is none. `None` when the run was
+/// cancelled meanwhile (the child is killed; a partial load is not kept).
+pub(crate) async fn measure_with(
+    g: &BaselineGenerator,
+    load: &LoadSpec,
+    cpus: &[usize],
+    url: &str,
+    cancel: &crate::Cancel,
+) -> Result<Option<loadgen::json::LoadReport>, RunError> {
+    let args = crate::generators::load_args(
+        load,
+        load.requests,
+        load.concurrency,
+        load.rate,
+        cpus,
+        None,
+        url,
+    )?;
+    let child = tokio::process::Command::new(&g.path)
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| RunError::Step(format!("{} could not be started: {e}", g.path.display())))?;
+    let out = tokio::select! {
+        out = child.wait_with_output() => out,
+        _ = cancel.cancelled() => return Ok(None),
+    };
+    let out = out.map_err(|e| RunError::Step(format!("{}: {e}", g.path.display())))?;
+    // A load that ran into the generator's own limits exits 1 with its measurement.
+    match serde_json::from_slice::<loadgen::json::LoadReport>(&out.stdout) {
+        Ok(r) => Ok(Some(r)),
+        Err(e) => {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let last: Vec<&str> = err.lines().rev().take(5).collect();
+            let last: Vec<&str> = last.into_iter().rev().collect();
+            Err(RunError::Step(format!(
+                "the baseline generator {} ({}) exited with {} without a measurement this binary can read ({e}){}",
+                g.path.display(),
+                g.version,
+                out.status,
+                if last.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", last.join(" / "))
+                }
+            )))
+        }
+    }
 }
 
 /// Every baseline image is on this machine: a missing one is named, with how to get it back.

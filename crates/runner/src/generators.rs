@@ -354,14 +354,15 @@ pub fn share(total: u64, n: usize, i: usize) -> u64 {
     total / n + u64::from((i as u64) < total % n)
 }
 
-/// `benchctl load`'s arguments for one generator's share of `load`.
-fn load_args(
+/// `benchctl load`'s arguments for one generator's share of `load`, started at `start_at`
+/// (seconds since the epoch) when given.
+pub(crate) fn load_args(
     load: &LoadSpec,
     requests: Option<u64>,
     concurrency: u32,
     rate: Option<f64>,
     cpus: &[usize],
-    start_at: f64,
+    start_at: Option<f64>,
     url: &str,
 ) -> Result<Vec<String>, RunError> {
     let us = |d: Duration| format!("{}us", d.as_micros());
@@ -413,11 +414,10 @@ fn load_args(
             cpus.len().to_string(),
         ]);
     }
-    a.extend([
-        "--start-at".into(),
-        format!("{start_at:.6}"),
-        url.to_string(),
-    ]);
+    if let Some(t) = start_at {
+        a.extend(["--start-at".into(), format!("{t:.6}")]);
+    }
+    a.push(url.to_string());
     Ok(a)
 }
 
@@ -504,7 +504,7 @@ pub(crate) async fn measure(
             rec.concurrency,
             rec.rate,
             cpus,
-            start_at + g.clock_offset_s,
+            Some(start_at + g.clock_offset_s),
             url,
         )?;
         let spec = ContainerSpec {
@@ -702,7 +702,7 @@ mod tests {
             5,
             Some(200.0),
             &[0],
-            1.5,
+            Some(1.5),
             "http://10.0.0.5:8080/",
         )
         .unwrap();
@@ -718,6 +718,6 @@ mod tests {
             assert!(text.contains(want), "{want:?} in {text}");
         }
         load.version = HttpVersion::Http2;
-        assert!(load_args(&load, None, 5, None, &[0], 1.5, "http://x/").is_err());
+        assert!(load_args(&load, None, 5, None, &[0], Some(1.5), "http://x/").is_err());
     }
 }

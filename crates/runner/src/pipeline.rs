@@ -420,6 +420,10 @@ pub async fn run(
             max_rounds: ab.against.max_rounds,
             looks: report::Looks::Growing,
             fresh_containers: ab.against.fresh,
+            baseline_generator: ab
+                .generator
+                .as_ref()
+                .map(|g| format!("{} ({})", g.path.display(), g.version)),
             gates: ab.gates,
             budget_s: ab.against.budget.as_secs_f64(),
             slowed: ab
@@ -1719,8 +1723,17 @@ impl Ctx<'_> {
         } else {
             None
         };
-        let measured = match self.generators.get() {
-            Some(gens) => {
+        let baseline_generator = self
+            .ab
+            .and_then(|ab| ab.generator.as_ref())
+            .filter(|_| l.baseline);
+        let measured = match (baseline_generator, self.generators.get()) {
+            (Some(g), _) => {
+                crate::ab::measure_with(g, load, &self.plan.cpus.loadgen, &url, &self.opts.cancel)
+                    .await?
+                    .map(|r| (r, Vec::new()))
+            }
+            (None, Some(gens)) => {
                 crate::generators::measure(
                     gens,
                     &url,
@@ -1732,7 +1745,7 @@ impl Ctx<'_> {
                 )
                 .await?
             }
-            None => {
+            (None, None) => {
                 let mut cfg = LoadConfig::new(target, load.clone());
                 cfg.cpus = Some(self.plan.cpus.loadgen.clone());
                 cfg.threads = self.plan.cpus.loadgen.len().max(1);

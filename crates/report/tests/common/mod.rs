@@ -241,6 +241,7 @@ pub fn ab_record(rounds: u32, slow: Option<Slowdown>, noise: &[f64]) -> RunRecor
         max_rounds: report::paired::DEFAULT_MAX_ROUNDS,
         looks: report::Looks::Growing,
         fresh_containers: true,
+        baseline_generator: None,
         gates: 4,
         budget_s: 1200.0,
         slowed: Vec::new(),
