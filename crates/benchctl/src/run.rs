@@ -66,9 +66,9 @@ pub struct RunArgs {
     /// it), e.g. 20m.
     #[arg(long, requires = "against", value_name = "DURATION", value_parser = budget)]
     budget: Option<std::time::Duration>,
-    /// With --against: give the candidate's SERVER FACTOR times the baseline side's CPU share,
-    /// e.g. apache=0.9: a known slowdown, to check that a regression run catches it
-    /// (repeatable).
+    /// With --against: cap the candidate's SERVER at FACTOR times the CPU the baseline record's
+    /// loads of it used (at most its share), e.g. apache=0.9: a known slowdown of about 10%
+    /// where it is CPU-bound, to check that a regression run catches it (repeatable).
     #[arg(long = "slow-candidate", requires = "against", value_name = "SERVER=FACTOR", value_parser = server_factor)]
     slow_candidate: Vec<(String, f64)>,
     /// With --against: keep one container per server and side for the whole run, instead of

@@ -130,7 +130,8 @@ impl Looks {
     }
 }
 
-/// A candidate server given `factor` times the baseline side's CPU share.
+/// A candidate server capped at `factor` times the CPU the baseline record's loads of it used (at
+/// most its share).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Slowed {

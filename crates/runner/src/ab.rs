@@ -30,8 +30,9 @@ pub struct Against {
     /// The time the rounds may take, from the first load; no round starts that the last one
     /// says would end beyond it.
     pub budget: Duration,
-    /// Candidate servers given this fraction of the baseline side's CPU share (a known
-    /// slowdown, to check that a run catches one): server name, factor in (0, 1].
+    /// Candidate servers given this fraction of the CPU the baseline record's loads of them
+    /// used (at most their share): a known slowdown, to check that a run catches one; server
+    /// name, factor in (0, 1].
     pub slowed: Vec<(String, f64)>,
     /// Every round on fresh containers of both sides (the default): a container's own luck
     /// (where its memory landed, how its workers were spawned) then varies from round to
@@ -101,6 +102,31 @@ impl AbPlan {
             .filter(|l| l.server == server && l.document == document)
             .max_by_key(|l| l.round)
             .map_or(plan.cpus.server_share, |l| l.server_share)
+    }
+}
+
+impl AbPlan {
+    /// The cores `server` used serving `document` in the baseline record's last load of it,
+    /// at most its share (or its cpuset's cores): what a slowed candidate gets a fraction of.
+    /// A share is a ceiling, and a server held back by something else (its generator, its own
+    /// waits) did not use all of it, so a fraction of the share alone would cut less than it
+    /// says.
+    pub fn used(&self, plan: &Plan, server: &str, document: &str) -> f64 {
+        let ceiling = self
+            .share(plan, server, document)
+            .unwrap_or(plan.cpus.servers.len() as f64);
+        self.against
+            .record
+            .loads
+            .iter()
+            .filter(|l| l.server == server && l.document == document)
+            .max_by_key(|l| l.round)
+            .and_then(|l| {
+                let u = l.server_usage.as_ref()?;
+                (l.load.elapsed_s > 0.0).then(|| u.cpu_s / l.load.elapsed_s)
+            })
+            .filter(|c| *c > 0.0)
+            .map_or(ceiling, |c| c.min(ceiling))
     }
 }
 

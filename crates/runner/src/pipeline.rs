@@ -706,6 +706,9 @@ struct Renewed {
     lost: Vec<(usize, String)>,
 }
 
+/// The warm-up of a fresh container's first load in a round of an A/B run.
+const FRESH_WARMUP: Duration = Duration::from_millis(250);
+
 /// The longest a load waits for room in the kernel's connection tracking table: its entries
 /// of closed connections expire after 120 s.
 const CONNTRACK_WAIT: Duration = Duration::from_secs(130);
@@ -939,13 +942,25 @@ impl Ctx<'_> {
                     }
                     let base_share = ab.share(plan, &server.name, &spec.name);
                     let cand_share = match ab.slowed.get(&l.index) {
-                        Some(f) => Some(f * base_share.unwrap_or(plan.cpus.servers.len() as f64)),
+                        Some(f) => Some(f * ab.used(plan, &server.name, &spec.name)),
                         None => base_share,
                     };
                     let order = if round % 2 == 0 {
                         [true, false]
                     } else {
                         [false, true]
+                    };
+                    // A fresh container's first load of the round starts warm: its first
+                    // requests (workers spawned, pages touched) vary from one container to the
+                    // next and would add their noise to the round.
+                    let warmed;
+                    let spec = if ab.against.fresh && std::ptr::eq(spec, &plan.documents[0]) {
+                        let mut s = spec.clone();
+                        s.load.warmup = s.load.warmup.max(FRESH_WARMUP);
+                        warmed = s;
+                        &warmed
+                    } else {
+                        spec
                     };
                     let mut died = false;
                     for baseline in order {
@@ -1718,50 +1733,64 @@ impl Ctx<'_> {
         if self.generators.get().is_none() {
             self.conntrack_room(load).await;
         }
-        let sampler = if usage {
+        // The server's CPU counts from where the load's measured part begins: after its
+        // warm-up, which the load's requests leave out as well.
+        let sampler = async {
+            if !usage {
+                return None;
+            }
+            if !load.warmup.is_zero() {
+                tokio::time::sleep(load.warmup).await;
+            }
             self.orch(l.index).sample_stats(guard).await.ok()
-        } else {
-            None
         };
         let baseline_generator = self
             .ab
             .and_then(|ab| ab.generator.as_ref())
             .filter(|_| l.baseline);
-        let measured = match (baseline_generator, self.generators.get()) {
-            (Some(g), _) => {
-                crate::ab::measure_with(g, load, &self.plan.cpus.loadgen, &url, &self.opts.cancel)
-                    .await?
-                    .map(|r| (r, Vec::new()))
-            }
-            (None, Some(gens)) => {
-                crate::generators::measure(
-                    gens,
-                    &url,
+        let measured = async {
+            Ok::<_, RunError>(match (baseline_generator, self.generators.get()) {
+                (Some(g), _) => crate::ab::measure_with(
+                    g,
                     load,
                     &self.plan.cpus.loadgen,
-                    self.run_id,
+                    &url,
                     &self.opts.cancel,
-                    self.observer,
                 )
                 .await?
-            }
-            (None, None) => {
-                let mut cfg = LoadConfig::new(target, load.clone());
-                cfg.cpus = Some(self.plan.cpus.loadgen.clone());
-                cfg.threads = self.plan.cpus.loadgen.len().max(1);
-                let stop = self.opts.cancel.stop_flag().clone();
-                let observer = Arc::clone(self.observer_arc);
-                let planned = load.requests;
-                let m = tokio::task::spawn_blocking(move || {
-                    loadgen::run_observed(cfg, &stop, &mut |n| observer.progress(n, planned))
-                })
-                .await
-                .map_err(|e| RunError::Step(format!("the load generator panicked: {e}")))?
-                .map_err(|e| RunError::Step(e.to_string()))?;
-                (m.stopped_early != Some(StopReason::Interrupted))
-                    .then(|| (LoadReport::from_measurement(&m), Vec::new()))
-            }
+                .map(|r| (r, Vec::new())),
+                (None, Some(gens)) => {
+                    crate::generators::measure(
+                        gens,
+                        &url,
+                        load,
+                        &self.plan.cpus.loadgen,
+                        self.run_id,
+                        &self.opts.cancel,
+                        self.observer,
+                    )
+                    .await?
+                }
+                (None, None) => {
+                    let mut cfg = LoadConfig::new(target, load.clone());
+                    cfg.cpus = Some(self.plan.cpus.loadgen.clone());
+                    cfg.threads = self.plan.cpus.loadgen.len().max(1);
+                    let stop = self.opts.cancel.stop_flag().clone();
+                    let observer = Arc::clone(self.observer_arc);
+                    let planned = load.requests;
+                    let m = tokio::task::spawn_blocking(move || {
+                        loadgen::run_observed(cfg, &stop, &mut |n| observer.progress(n, planned))
+                    })
+                    .await
+                    .map_err(|e| RunError::Step(format!("the load generator panicked: {e}")))?
+                    .map_err(|e| RunError::Step(e.to_string()))?;
+                    (m.stopped_early != Some(StopReason::Interrupted))
+                        .then(|| (LoadReport::from_measurement(&m), Vec::new()))
+                }
+            })
         };
+        let (sampler, measured) = tokio::join!(sampler, measured);
+        let measured: Option<(LoadReport, Vec<GeneratorRecord>)> = measured?;
         let usage = match sampler {
             Some(s) => usage_of(s.finish().await),
             None => None,
