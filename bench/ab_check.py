@@ -10,8 +10,8 @@ catches a real slowdown.
 2. A/A: `--aa N` runs of `benchctl run SCENARIO --against BASELINE`, the same images on both
    sides. Expected: no run reports a regression (exit 1).
 3. A/B: `--ab N` runs of the same with `--slow-candidate SERVER=FACTOR` (default apache=0.9:
-   the candidate's apache gets 0.9 of the baseline side's CPU, about 10% slower where apache
-   is CPU-bound). Expected: caught (exit 1, that server's gated metric worse) in at least 9 of
+   the candidate's apache is capped at 0.9 of the CPU its baseline loads used, about 10%
+   slower where apache is CPU-bound). Expected: caught (exit 1, that server's gated metric worse) in at least 9 of
    10 runs, each within its budget.
 
 The A/B runs are spread evenly among the A/A runs rather than run after them, so that both
