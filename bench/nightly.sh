@@ -11,8 +11,9 @@
 #   target/release/benchctl run SCENARIO --against results/baseline/<name>.json \
 #       --runs MAX --budget B --threshold T -o results/nightly/<date>/<name>.json
 #   benchctl compare results/nightly/<date>/<name>.json --format markdown
-# The run measures the baseline's images (kept by tag, see --promote) beside today's, round by
-# round in ABBA order, until every gated metric is judged or the budget is spent; the paired
+# The run measures the baseline's images (kept by tag, see --promote) beside today's, their
+# loads sent by the last good night's benchctl (--baseline-generator, when one was kept) and
+# today's by today's, round by round in ABBA order, until every gated metric is judged or the budget is spent; the paired
 # comparison, with each ratio's interval and minimum detectable effect, goes into
 # results/nightly/<date>/summary.md. results/nightly/latest points at the night's folder.
 # A scenario without a baseline is measured with --runs-alone repetitions and noted in the
@@ -25,7 +26,8 @@
 #   --threshold T      the change that counts (default 5%)
 #   --results DIR      where nightly/ and baseline/ live (default results)
 #   --promote          after the night, make its complete records the baselines (and keep
-#                      their images under benchctl-baseline/<kind>:<scenario> tags)
+#                      their images under benchctl-baseline/<kind>:<scenario> tags, and the
+#                      night's benchctl binary as results/baseline/.generator/benchctl)
 #   --promote-from D   run nothing: promote the complete records of the night folder D
 #   -h, --help         this text
 #
@@ -127,7 +129,25 @@ promote_night() {
         keep_images "$rec" "$name"
         n=$((n + 1))
     done
+    if [[ $n -gt 0 ]]; then
+        keep_generator
+    fi
     say "$n baseline(s) promoted; commit them with a message saying why"
+}
+
+# Keeps the benchctl binary of a promoted night: later nights send their baseline side's loads
+# with it (--baseline-generator), so a change in the load generator is judged A/B as well. It
+# stays out of git (.gitignore), beside the baselines it measured.
+keep_generator() {
+    local dir="$results/baseline/.generator"
+    if [[ -z ${benchctl:-} ]]; then
+        say "the kept generator stays as it was: --promote-from cannot tell which binary ran that night"
+        return
+    fi
+    mkdir -p "$dir"
+    cp "$benchctl" "$dir/benchctl.tmp"
+    mv "$dir/benchctl.tmp" "$dir/benchctl"
+    say "kept $("$dir/benchctl" --version) as $dir/benchctl"
 }
 
 # Tags the images a promoted record measured as benchctl-baseline/<kind>:<scenario>, so that a
@@ -224,8 +244,12 @@ for scenario in "${scenarios[@]}"; do
     say "== $name: A/B against $baseline (at most $max_rounds rounds, $budget)"
     # Progress and tables go to the log as they come; the last lines are kept for the summary.
     set +e
+    generator=()
+    if [[ -x $results/baseline/.generator/benchctl ]]; then
+        generator=(--baseline-generator "$results/baseline/.generator/benchctl")
+    fi
     "$benchctl" run "$scenario" --against "$baseline" --runs "$max_rounds" --budget "$budget" \
-        --threshold "$threshold" -o "$current" 2>&1 | tee "$details.err" >&2
+        --threshold "$threshold" "${generator[@]}" -o "$current" 2>&1 | tee "$details.err" >&2
     rc=${PIPESTATUS[0]}
     set -e
     if [[ ! -f $current ]]; then
