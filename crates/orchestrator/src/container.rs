@@ -707,6 +707,15 @@ impl Orchestrator {
         remove_labelled(&self.docker, &format!("{LABEL_RUN}={run_id}"), |_| true).await
     }
 
+    /// Force-removes the containers of run `run_id` whose label `key` is `value` (a run's load
+    /// generators on one engine, say); returns how many there were.
+    pub async fn remove_run_where(&self, run_id: &str, key: &str, value: &str) -> Result<usize> {
+        remove_labelled(&self.docker, &format!("{LABEL_RUN}={run_id}"), |labels| {
+            labels.and_then(|l| l.get(key)).is_some_and(|v| v == value)
+        })
+        .await
+    }
+
     /// Force-removes every container labelled `benchctl=1`, whatever its run, live runs'
     /// included: `benchctl gc --force`.
     pub async fn gc_all(&self) -> Result<usize> {

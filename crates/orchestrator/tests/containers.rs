@@ -267,6 +267,19 @@ async fn remove_run_removes_only_that_run() {
     assert!(!exists(&orch, &a1).await && !exists(&orch, &a2).await);
     assert!(exists(&orch, b1.id()).await);
     assert_eq!(orch.remove_run(&a).await.unwrap(), 0);
+
+    // Of one run, only those with a given label.
+    let mut marked = sleeper(&b);
+    marked.labels = vec![("benchctl.role".to_string(), "generator".to_string())];
+    let m = orch.start(&marked).await.unwrap().leak();
+    assert_eq!(
+        orch.remove_run_where(&b, "benchctl.role", "generator")
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(!exists(&orch, &m).await);
+    assert!(exists(&orch, b1.id()).await);
     b1.remove().await.unwrap();
 }
 

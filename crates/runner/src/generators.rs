@@ -35,6 +35,9 @@ const TRIAL_BOUND: Duration = Duration::from_secs(120);
 /// How long one request to a generator's engine may take during a load before its host counts
 /// as lost.
 const ENGINE_BOUND: Duration = Duration::from_secs(10);
+/// The label that marks a run's generator containers (beside the run's own labels).
+const GENERATOR_ROLE: (&str, &str) = ("benchctl.role", "generator");
+
 /// How often a running generator is looked at.
 const POLL: Duration = Duration::from_millis(250);
 /// Beyond a time-bounded load's own length, how long its generators may take to finish.
@@ -249,7 +252,7 @@ async fn trial(
         image: image.to_string(),
         address: Some(host.address),
         run_id: run_id.to_string(),
-        labels: vec![("benchctl.role".to_string(), "generator".to_string())],
+        labels: vec![(GENERATOR_ROLE.0.to_string(), GENERATOR_ROLE.1.to_string())],
         cmd: Some(vec!["--version".to_string()]),
         confinement: confinement(),
         ..ContainerSpec::default()
@@ -519,7 +522,7 @@ pub(crate) async fn measure(
                     .join(",")
             }),
             run_id: run_id.to_string(),
-            labels: vec![("benchctl.role".to_string(), "generator".to_string())],
+            labels: vec![(GENERATOR_ROLE.0.to_string(), GENERATOR_ROLE.1.to_string())],
             cmd: Some(args),
             confinement: confinement(),
             ..ContainerSpec::default()
@@ -588,6 +591,14 @@ async fn run_one(
         Err(_) => {
             let why = format!("its engine did not start the container within {ENGINE_BOUND:?}");
             *g.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.clone());
+            // The engine may have made the container before the wait ran out, with no guard to
+            // remove it: this run's generator containers there go, if the engine lets them.
+            let _ = tokio::time::timeout(
+                ENGINE_BOUND,
+                g.orch
+                    .remove_run_where(&spec.run_id, GENERATOR_ROLE.0, GENERATOR_ROLE.1),
+            )
+            .await;
             return Part::Failed(why);
         }
     };
