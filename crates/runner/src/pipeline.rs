@@ -1689,10 +1689,12 @@ impl Ctx<'_> {
         let Some(t) = loadgen::limits::Conntrack::read() else {
             return;
         };
+        // A load bounded by time alone opens an unknown number: room for a twentieth of the
+        // table is asked, as for a burst.
         let opened = if load.keep_alive || load.version == loadgen::HttpVersion::Http2 {
             u64::from(load.concurrency)
         } else {
-            load.requests.unwrap_or(u64::MAX)
+            load.requests.unwrap_or(t.max / 20)
         };
         let need = opened.min(t.max / 2);
         if t.has_room_for(need) {
