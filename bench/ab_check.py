@@ -121,6 +121,10 @@ def main() -> int:
     log = open(log_path, "a", encoding="utf-8")
     print(f"records and log in {out}", file=sys.stderr)
 
+    # The commit the runs measure: read before they start, as the checkout may move meanwhile.
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
+    ).stdout.strip()
     conntrack = Path("/proc/sys/net/netfilter/nf_conntrack_max")
     if a.conntrack_max > 0 and conntrack.exists():
         now = int(conntrack.read_text().strip())
@@ -201,9 +205,6 @@ def main() -> int:
 
     aa = [r for r in rows if r["kind"] == "A/A"]
     ab = [r for r in rows if r["kind"] == "A/B"]
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
-    ).stdout.strip()
     lines = [
         f"# A/B regression check, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
         "",
