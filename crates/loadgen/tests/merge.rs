@@ -25,6 +25,19 @@ fn one_load(server: &TestServer, n: u64, c: u32, rate: Option<f64>) -> LoadRepor
     LoadReport::from_measurement(&m)
 }
 
+/// A timeline's intervals count `complete` responses, in their counters and their histograms.
+fn assert_timeline_counts(tl: &loadgen::timeline::TimelineReport, complete: u64) {
+    let completed: u64 = tl.intervals.iter().map(|i| i.completed).sum();
+    assert_eq!(completed, complete);
+    let in_histograms: u64 = tl
+        .intervals
+        .iter()
+        .filter_map(|i| i.total.as_deref())
+        .map(|h| decode_histogram(h).unwrap().len())
+        .sum();
+    assert_eq!(in_histograms, complete);
+}
+
 fn counts(h: &Histogram<u64>) -> Vec<(u64, u64)> {
     h.iter_recorded()
         .map(|v| (v.value_iterated_to(), v.count_at_value()))
@@ -88,16 +101,7 @@ fn two_generators_reports_merge_without_losing_a_count() {
     );
 
     // The timelines add up interval by interval to the merged totals.
-    let tl = m.timeline.as_ref().expect("a timeline");
-    let completed: u64 = tl.intervals.iter().map(|i| i.completed).sum();
-    assert_eq!(completed, m.complete);
-    let in_histograms: u64 = tl
-        .intervals
-        .iter()
-        .filter_map(|i| i.total.as_deref())
-        .map(|h| decode_histogram(h).unwrap().len())
-        .sum();
-    assert_eq!(in_histograms, m.complete);
+    assert_timeline_counts(m.timeline.as_ref().expect("a timeline"), m.complete);
 
     // Merging is a sum: the same report twice doubles every count and keeps the percentiles.
     let twice = LoadReport::merge(&[a.clone(), a.clone()]).unwrap();
@@ -156,15 +160,7 @@ fn timelines_of_different_interval_lengths_merge_at_the_coarser() {
     let merged = LoadReport::merge(&[a.clone(), b.clone()]).expect("merges");
     let tl = merged.timeline.as_ref().unwrap();
     assert_eq!(tl.interval_s, 0.4);
-    let completed: u64 = tl.intervals.iter().map(|i| i.completed).sum();
-    assert_eq!(completed, 800);
-    let in_histograms: u64 = tl
-        .intervals
-        .iter()
-        .filter_map(|i| i.total.as_deref())
-        .map(|h| decode_histogram(h).unwrap().len())
-        .sum();
-    assert_eq!(in_histograms, 800);
+    assert_timeline_counts(tl, 800);
     // a's first four 100 ms intervals make the merged first one, with b's first.
     let a_tl = a.timeline.as_ref().unwrap();
     let b_tl = b.timeline.as_ref().unwrap();

@@ -322,25 +322,16 @@ pub(crate) async fn measure_with(
     };
     let out = out.map_err(|e| RunError::Step(format!("{}: {e}", g.path.display())))?;
     // A load that ran into the generator's own limits exits 1 with its measurement.
-    match serde_json::from_slice::<loadgen::json::LoadReport>(&out.stdout) {
-        Ok(r) => Ok(Some(r)),
-        Err(e) => {
-            let err = String::from_utf8_lossy(&out.stderr);
-            let last: Vec<&str> = err.lines().rev().take(5).collect();
-            let last: Vec<&str> = last.into_iter().rev().collect();
-            Err(RunError::Step(format!(
-                "the baseline generator {} ({}) exited with {} without a measurement this binary can read ({e}){}",
+    crate::generators::report_of(&out.stdout, &out.stderr)
+        .map(Some)
+        .map_err(|why| {
+            RunError::Step(format!(
+                "the baseline generator {} ({}) exited with {} without a measurement this binary can read {why}",
                 g.path.display(),
                 g.version,
-                out.status,
-                if last.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", last.join(" / "))
-                }
-            )))
-        }
-    }
+                out.status
+            ))
+        })
 }
 
 /// Every baseline image is on this machine: a missing one is named, with how to get it back.

@@ -646,22 +646,30 @@ async fn run_one(
     };
     // A load whose generator ran out of its own resources exits 1 with its measurement: the
     // measurement is kept, and its notes say so.
-    match serde_json::from_slice::<LoadReport>(&out) {
+    match report_of(&out, &err) {
         Ok(r) => Part::Measured(Box::new(r)),
-        Err(e) => {
-            let err = String::from_utf8_lossy(&err);
-            let last: Vec<&str> = err.lines().rev().take(5).collect();
-            let last: Vec<&str> = last.into_iter().rev().collect();
-            Part::Failed(format!(
-                "exited with status {code} without a measurement ({e}){}",
-                if last.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", last.join(" / "))
-                }
-            ))
-        }
+        Err(why) => Part::Failed(format!(
+            "exited with status {code} without a measurement {why}"
+        )),
     }
+}
+
+/// The measurement a `benchctl load --json` wrote to `out`, or why there is none: the parse
+/// error and the last lines of what it wrote to `err`.
+pub(crate) fn report_of(out: &[u8], err: &[u8]) -> Result<LoadReport, String> {
+    serde_json::from_slice::<LoadReport>(out).map_err(|e| {
+        let err = String::from_utf8_lossy(err);
+        let last: Vec<&str> = err.lines().rev().take(5).collect();
+        let last: Vec<&str> = last.into_iter().rev().collect();
+        format!(
+            "({e}){}",
+            if last.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", last.join(" / "))
+            }
+        )
+    })
 }
 
 /// A generator whose engine stopped answering: marked lost (later loads go without it), its
