@@ -1678,8 +1678,6 @@ impl Ctx<'_> {
         Some((kept, file))
     }
 
-    /// One load against one document, with the server's resource use when `usage` (Docker's
-    /// statistics cost a second or so per load); `None` when the run was stopped during it.
     /// Waits, at most [`CONNTRACK_WAIT`], until the kernel's connection tracking table has room
     /// for the connections a load here opens: a load started into a full table has its new
     /// connections dropped by the kernel, and would blame the server for the timeouts. Back to
@@ -1717,6 +1715,8 @@ impl Ctx<'_> {
         }
     }
 
+    /// One load against one document, with the server's resource use when `usage`; `None`
+    /// when the run was stopped during it.
     async fn measure(
         &self,
         l: &Live,
