@@ -7,6 +7,10 @@ turn, round by round, in two modes:
 
   keep-alive   -c 100, each tool for --seconds
   close        -c 300, a new connection per request (ab's default, HTTP/1.0)
+  pipeline     -c 100, HTTP/1.1 keep-alive with 16 requests written back to back on each
+               connection (benchctl --pipeline 16; wrk with a script that sends 16 requests per
+               write, as wrk's pipeline example and TFB's plaintext test do); ab and oha cannot
+               pipeline and sit this mode out
 
 With --h2, the one mode is HTTP/2 (nginx's http2 listener): benchctl (`--h2 --streams`) against
 h2load (Debian's nghttp2-client) at the same connections and streams, -c 10 -m 10, each for
@@ -25,14 +29,15 @@ read and the client woken by every one, as ab and wrk are), which shows what its
 and coalesced wake-ups change.
 
 The modes run one after the other, each mode's rounds back to back, every tool once per round
-in an order rotated from round to round; in keep-alive mode benchctl also runs before each other
+in an order rotated from round to round; in keep-alive, pipelined and HTTP/2 modes benchctl also runs before each other
 tool, so that every run can be compared with the benchctl runs right before and after it.
 
 Per run it records the tool's own requests/s and the client's CPU time (user + sys from the
 child's rusage), and prints per mode the median over rounds with ratios to benchctl: of the
 medians, and paired (each run against its neighbouring benchctl runs). A Markdown
-and a JSON copy go to bench/results/peers-latest.{md,json}, and the Markdown is kept as well
-under bench/results/history/ with its date and commit.
+and a JSON copy go to bench/results/peers-latest.{md,json} (with --modes naming only some modes,
+peers-MODE-...-latest, so that a partial run does not replace the whole report), and the
+Markdown is kept as well under bench/results/history/ with its date and commit.
 
 Usage:  python3 bench/peers.py [--rounds 3] [--seconds 5] [--tools benchctl,wrk,ab,oha] [--tls] [--h2]
         (build first: cargo build --release -p benchctl; `just bench` does both)
@@ -71,8 +76,28 @@ BODY = b"Hello, World!"  # 13 bytes, as in the posts being reproduced
 TOOLS = ("benchctl", "benchctl-woken", "wrk", "ab", "oha", "h2load")
 # What runs when --tools is not given (h2load only with --h2).
 DEFAULT_TOOLS = ("benchctl", "benchctl-woken", "wrk", "ab", "oha")
-MODES = ("keep-alive", "close")
-CONCURRENCY = {"keep-alive": 100, "close": 300, "h2": 10}
+MODES = ("keep-alive", "close", "pipeline")
+CONCURRENCY = {"keep-alive": 100, "close": 300, "pipeline": 100, "h2": 10}
+# Pipelined mode: requests written back to back on each connection (benchctl --pipeline, the
+# argument of wrk's script).
+PIPELINE_DEPTH = 16
+# Modes where the server is the bottleneck and benchctl runs between every two other runs.
+BRACKETED_MODES = ("keep-alive", "pipeline", "h2")
+# wrk's pipelining is a Lua script: `init` builds DEPTH copies of wrk's own request (method,
+# path, headers as wrk sends them) and `request` hands wrk the whole batch for every write;
+# wrk counts the responses, one per request.
+WRK_PIPELINE_LUA = """local depth = 16
+local batch = nil
+
+function init(args)
+  depth = tonumber(args[1]) or depth
+  batch = string.rep(wrk.format(), depth)
+end
+
+function request()
+  return batch
+end
+"""
 # HTTP/2: streams open at once on each connection (benchctl --streams, h2load -m).
 H2_STREAMS = 10
 H2_TOOLS = ("benchctl", "h2load")
@@ -349,6 +374,8 @@ class Tool:
 
     name = ""
     binary = ""
+    # Whether the tool can pipeline HTTP/1.1 requests (the pipeline mode).
+    pipelines = False
 
     def __init__(self, path: str):
         self.path = path
@@ -369,6 +396,7 @@ class Tool:
 class Benchctl(Tool):
     name = "benchctl"
     h2 = False
+    pipelines = True
 
     def command(self, mode, url, cfg, round_no):
         c = CONCURRENCY[mode]
@@ -377,6 +405,8 @@ class Benchctl(Tool):
             cmd += ["--h2", "--streams", str(H2_STREAMS), "--duration", f"{cfg.seconds}s"]
         elif mode == "keep-alive":
             cmd += ["-k", "--duration", f"{cfg.seconds}s"]
+        elif mode == "pipeline":
+            cmd += ["-k", "--http1.1", "--pipeline", str(PIPELINE_DEPTH), "--duration", f"{cfg.seconds}s"]
         else:
             cmd += ["-n", str(cfg.close_requests)]
         if cfg.client_cpu is not None:
@@ -422,12 +452,24 @@ class BenchctlWoken(Benchctl):
 
 class Wrk(Tool):
     name = "wrk"
+    pipelines = True
+    # Where the pipeline script is written for the run (set by main).
+    script_dir: Path | None = None
+
+    def pipeline_script(self) -> str:
+        assert self.script_dir is not None, "the pipeline script's directory is set before any run"
+        path = self.script_dir / "pipeline.lua"
+        if not path.exists():
+            path.write_text(WRK_PIPELINE_LUA)
+        return str(path)
 
     def command(self, mode, url, cfg, round_no):
         c = CONCURRENCY[mode]
         cmd = [self.path, "-t1", f"-c{c}", f"-d{cfg.seconds}s"]
         if mode == "close":
             cmd += ["-H", "Connection: close"]
+        if mode == "pipeline":
+            return cmd + ["-s", self.pipeline_script(), url, "--", str(PIPELINE_DEPTH)]
         return cmd + [url]
 
     def smoke_command(self, url):
@@ -658,7 +700,7 @@ def round_order(order: list[str], mode: str, rnd: int) -> list[str]:
     keep-alive mode, where the server is the bottleneck and the machine's drift from one run to
     the next is as large as the differences measured, benchctl also runs before each other tool,
     so that every other run has a benchctl run right before and right after it."""
-    if mode not in ("keep-alive", "h2") or "benchctl" not in order:
+    if mode not in BRACKETED_MODES or "benchctl" not in order:
         return rotated(order, rnd)
     others = rotated([t for t in order if t != "benchctl"], rnd)
     return [x for t in others for x in ("benchctl", t)] or ["benchctl"]
@@ -726,8 +768,17 @@ def median_or_none(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def summarise(results: list[RunResult], tools: list[str], skipped: dict[str, str], modes: list[str]) -> dict:
+def summarise(
+    results: list[RunResult],
+    tools: list[str],
+    skipped: dict[str, str],
+    modes: list[str],
+    mode_skips: dict[tuple[str, str], str] | None = None,
+) -> dict:
+    """Per mode, a row per tool. `skipped` names tools that ran in no mode; `mode_skips`, keyed
+    by (mode, tool), those that sat one mode out and why."""
     out: dict = {}
+    mode_skips = mode_skips or {}
     for mode in modes:
         rows = []
         for name in tools:
@@ -739,7 +790,7 @@ def summarise(results: list[RunResult], tools: list[str], skipped: dict[str, str
             rows.append(
                 {
                     "tool": name,
-                    "skipped": skipped.get(name),
+                    "skipped": skipped.get(name) or mode_skips.get((mode, name)),
                     "runs": len(runs),
                     "ok_runs": len(good),
                     "rps_median": median_or_none(rates),
@@ -860,6 +911,8 @@ def mode_title(mode: str, cfg: Config) -> str:
         return f"HTTP/2, -c {c} connections x {H2_STREAMS} streams, {cfg.seconds} s per run"
     if mode == "keep-alive":
         return f"keep-alive, -c {c}, {cfg.seconds} s per run (ab: -n sized to ~{cfg.seconds} s)"
+    if mode == "pipeline":
+        return f"pipelined HTTP/1.1, -c {c} connections x {PIPELINE_DEPTH} requests deep, {cfg.seconds} s per run"
     return (
         f"new connection per request, -c {c}, -n {cfg.close_requests:,} (benchctl, ab) / "
         f"{cfg.seconds} s (wrk with Connection: close, oha --disable-keepalive)"
@@ -910,7 +963,7 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         "was waiting on the server: the rate is then the server's ceiling, not the client's, and "
         "CPU-s/100k req is the fairer comparison of the clients",
         "- vs benchctl: ratio of the medians; paired: the median over a tool's runs of each run's "
-        "ratio to the benchctl runs right before and after it (in keep-alive mode benchctl runs "
+        "ratio to the benchctl runs right before and after it (in keep-alive, pipelined and HTTP/2 modes benchctl runs "
         "between every two other runs), which cancels the machine's drift from run to run. "
         "Above 1 the tool was faster (req/s) or used more CPU per request (CPU)",
         "",
@@ -1070,6 +1123,14 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, on_term)
 
     host = host_facts()
+    # Tools that cannot take part in a mode sit it out, with the reason in its table.
+    mode_skips = {
+        ("pipeline", name): "cannot pipeline HTTP/1.1 requests" for name, tool in tools.items() if not tool.pipelines
+    }
+    script_dir = Path(tempfile.mkdtemp(prefix="benchctl-peers-scripts-"))
+    for tool in tools.values():
+        if isinstance(tool, Wrk):
+            tool.script_dir = script_dir
     for name, tool in tools.items():
         if isinstance(tool, Benchctl):
             tool.h2 = args.h2
@@ -1090,8 +1151,11 @@ def main(argv: list[str]) -> int:
         order = [t for t in args.tools if t in tools]
         plans = {}
         for mode in args.modes:
-            plan = [(rnd, name) for rnd in range(cfg.rounds) for name in round_order(order, mode, rnd)]
-            if mode in ("keep-alive", "h2") and "benchctl" in order and plan[-1][1] != "benchctl":
+            in_mode = [t for t in order if (mode, t) not in mode_skips]
+            plan = [(rnd, name) for rnd in range(cfg.rounds) for name in round_order(in_mode, mode, rnd)]
+            if not plan:
+                continue
+            if mode in BRACKETED_MODES and "benchctl" in in_mode and plan[-1][1] != "benchctl":
                 # The last run gets a benchctl run after it too.
                 plan.append((cfg.rounds - 1, "benchctl"))
             plans[mode] = plan
@@ -1101,7 +1165,7 @@ def main(argv: list[str]) -> int:
         # are then seconds apart, not minutes (a close-mode round waits for TIME_WAIT to drain),
         # which on a shared machine is the difference between a ratio and noise.
         for mode in args.modes:
-            for rnd, name in plans[mode]:
+            for rnd, name in plans.get(mode, []):
                 if mode == "close" and args.time_wait_limit > 0:
                     wait_for_time_wait(nginx.port, args.time_wait_limit)
                 else:
@@ -1110,7 +1174,7 @@ def main(argv: list[str]) -> int:
                 r = run_one(tools[name], mode, url, cfg, rnd + 1)
                 results.append(r)
                 if r.ok:
-                    if mode != "close":
+                    if mode in ("keep-alive", "h2"):
                         cfg.rates_seen.setdefault(name, []).append(r.requests_per_second)
                     log(
                         f"[{done}/{total}] round {rnd + 1} {mode:10} {name:14} "
@@ -1126,9 +1190,10 @@ def main(argv: list[str]) -> int:
         return 130
     finally:
         nginx.stop()
+        shutil.rmtree(script_dir, ignore_errors=True)
 
     # Keep the table in the order asked for, skipped tools included.
-    summary = summarise(results, args.tools, skipped, args.modes)
+    summary = summarise(results, args.tools, skipped, args.modes, mode_skips)
     print(render_text(summary, cfg))
 
     if not args.no_write:
@@ -1162,6 +1227,9 @@ def main(argv: list[str]) -> int:
             stem = "peers-h2-tls" if args.tls else "peers-h2c"
         else:
             stem = "peers-tls" if args.tls else "peers"
+            if args.modes != list(MODES):
+                # A run of some modes only does not replace the report of them all.
+                stem += "-" + "-".join(args.modes)
         md = out_dir / f"{stem}-latest.md"
         js = out_dir / f"{stem}-latest.json"
         write_atomic(md, render_markdown(summary, cfg, meta))
