@@ -112,6 +112,18 @@ impl Napper {
         }
     }
 
+    /// What a worker does before a poll that may wait up to `timeout`: `None`, block in the
+    /// poller for it; otherwise look without waiting (a zero timeout), after sleeping a nap
+    /// first when the last look found nothing (`caught_up`; then `Some(true)`). A worker that
+    /// naps never blocks in the poller, so that no response has to wake it.
+    pub fn before_poll(&self, caught_up: bool, timeout: Duration) -> Option<bool> {
+        let nap = self.nap().filter(|_| !timeout.is_zero())?;
+        if caught_up {
+            std::thread::sleep(nap.min(timeout));
+        }
+        Some(caught_up)
+    }
+
     /// Whether this worker may nap at all.
     pub fn enabled(&self) -> bool {
         self.mode != Coalesce::Off

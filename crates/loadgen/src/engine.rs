@@ -292,9 +292,7 @@ pub fn run_observed(
     });
     let cfg = &sh.cfg;
     // Without stamps a nap would be measured as server time: the automatic policy then blocks.
-    // HTTP/2 connections are woken by their frames, as h2load's are.
     let coalesce = match cfg.load.coalesce {
-        _ if http2 => Coalesce::Off,
         Coalesce::Auto if sh.stamps.is_none() => Coalesce::Off,
         c => c,
     };
@@ -715,9 +713,8 @@ fn worker_thread(
             conns,
             poll,
             rec,
-            start,
-            measure_start,
-            wall_start_us,
+            Napper::new(coalesce),
+            (start, measure_start, wall_start_us),
         );
     }
     let mut w = Worker {
@@ -763,15 +760,20 @@ fn worker_thread(
         alarm,
         sh,
     };
-    if w.napper.enabled() {
-        // Naps are tens of microseconds; the default 50 µs timer slack would double them.
-        // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, NAP_TIMER_SLACK_NS, 0, 0, 0) };
-    }
+    tighten_timer_slack(&w.napper);
     w.run();
     w.count_unfinished();
     w.tally.publish(&w.sh);
     (w.rec, w.tally.last_done)
+}
+
+/// Naps are tens of microseconds; the default 50 µs timer slack would double them. Sets this
+/// thread's slack when its worker may nap.
+fn tighten_timer_slack(napper: &Napper) {
+    if napper.enabled() {
+        // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, NAP_TIMER_SLACK_NS, 0, 0, 0) };
+    }
 }
 
 impl Worker {
@@ -800,13 +802,8 @@ impl Worker {
                 wake = now;
             }
             let mut timeout = wake.saturating_duration_since(now);
-            if let Some(nap) = self.napper.nap().filter(|_| !timeout.is_zero()) {
-                // Never block in the poller, so that no response has to wake this thread: look
-                // without waiting, and once there was nothing, sleep before looking again.
-                if caught_up {
-                    std::thread::sleep(nap.min(timeout));
-                    self.rec.naps += 1;
-                }
+            if let Some(napped) = self.napper.before_poll(caught_up, timeout) {
+                self.rec.naps += u64::from(napped);
                 timeout = Duration::ZERO;
             } else if !timeout.is_zero() {
                 let send_time = self.timers.peek().map(|&Reverse((t, _))| t) == Some(wake);
