@@ -145,6 +145,8 @@ struct Shared {
     issued: AtomicU64,
     doc_len: AtomicU64,
     server: OnceLock<String>,
+    /// Over TLS: what the handshake of the connection that set `server` settled on.
+    tls_session: OnceLock<crate::stats::TlsSession>,
     completed: AtomicU64,
     stop: AtomicBool,
     connected_once: AtomicBool,
@@ -171,6 +173,19 @@ struct Shared {
 }
 
 impl Shared {
+    /// Keeps what a connection's TLS handshake settled on, once per run, for the report.
+    fn note_tls(&self, conn: Option<&crate::tls::TlsConn>) {
+        if self.tls_session.get().is_some() {
+            return;
+        }
+        let (Some(conn), Some(tls)) = (conn, self.tls.as_ref()) else {
+            return;
+        };
+        if let Some(session) = conn.session(tls.sni()) {
+            let _ = self.tls_session.set(session);
+        }
+    }
+
     fn trigger_stop(&self) {
         self.stop.store(true, Relaxed);
     }
@@ -269,6 +284,7 @@ pub fn run_observed(
         issued: AtomicU64::new(0),
         doc_len: AtomicU64::new(UNKNOWN),
         server: OnceLock::new(),
+        tls_session: OnceLock::new(),
         completed: AtomicU64::new(0),
         stop: AtomicBool::new(false),
         connected_once: AtomicBool::new(false),
@@ -443,6 +459,7 @@ pub fn run_observed(
             port: cfg.target.port,
             path: cfg.target.path.clone(),
             document_length: if doc_len == UNKNOWN { 0 } else { doc_len },
+            tls: sh.tls_session.get().cloned(),
         },
         settings: RunSettings {
             concurrency: cfg.load.concurrency,
@@ -1246,6 +1263,7 @@ impl Worker {
         let req = c.req;
         if req.want_server {
             let _ = sh.server.set(c.parser.server.take().unwrap_or_default());
+            sh.note_tls(c.tls.as_deref());
         }
         let status = c.parser.head.status;
         let ok = (200..300).contains(&status);

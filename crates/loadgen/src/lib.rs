@@ -31,4 +31,5 @@ pub use config::{Coalesce, ConfigError, HttpVersion, LoadConfig, LoadSpec, Metho
 pub use engine::{run, run_observed, run_until, LoadError, StopFlag};
 pub use stats::{
     FailureKind, Failures, Measurement, Note, Sample, ServerInfo, StopReason, Timer, Timers,
+    TlsSession,
 };

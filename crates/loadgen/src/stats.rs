@@ -561,6 +561,28 @@ pub struct ServerInfo {
     pub path: String,
     /// Body length of the first good response (ab's "Document Length").
     pub document_length: u64,
+    /// Over TLS: what the first connection's handshake settled on (ab's "SSL/TLS Protocol"
+    /// lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSession>,
+}
+
+/// What a TLS handshake settled on, as ab reports it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsSession {
+    /// "TLSv1.2" or "TLSv1.3".
+    pub protocol: String,
+    /// The cipher suite by its OpenSSL name ("ECDHE-ECDSA-AES256-GCM-SHA384").
+    pub cipher: String,
+    /// The suite's symmetric key length, bits.
+    pub cipher_bits: u32,
+    /// The key exchange's group as OpenSSL names the server's temporary key ("X25519",
+    /// "ECDH P-256"), and its size in bits (253 for X25519, as OpenSSL counts it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_exchange: Option<(String, u32)>,
+    /// The name sent by SNI; none when the host is an address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
 }
 
 /// The settings a run used, as reports need them.

@@ -16,6 +16,7 @@
 //! state (some tens of KiB).
 
 use crate::sock::{self, Recv, Stamp};
+use crate::stats::TlsSession;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{ring as provider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
@@ -242,6 +243,14 @@ impl Tls {
         self.config = Arc::new(config);
     }
 
+    /// The name sent by SNI: the host when it is a name, none for an address.
+    pub fn sni(&self) -> Option<&str> {
+        match &self.name {
+            ServerName::DnsName(n) => Some(n.as_ref()),
+            _ => None,
+        }
+    }
+
     /// A new connection's TLS state, before its handshake.
     pub fn connect(&self) -> io::Result<Box<TlsConn>> {
         let conn = ClientConnection::new(self.config.clone(), self.name.clone())
@@ -392,6 +401,56 @@ impl TlsConn {
     /// The server selected HTTP/2 by ALPN in the handshake.
     pub fn alpn_h2(&self) -> bool {
         self.conn.alpn_protocol() == Some(b"h2")
+    }
+
+    /// What the handshake settled on, as ab prints it; `None` before it is complete.
+    /// `server_name` is the name sent by SNI (none for an address).
+    pub fn session(&self, server_name: Option<&str>) -> Option<TlsSession> {
+        if self.conn.is_handshaking() {
+            return None;
+        }
+        let suite = self.conn.negotiated_cipher_suite()?;
+        let protocol = match self.conn.protocol_version()? {
+            rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3",
+            rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2",
+            other => {
+                return Some(TlsSession {
+                    protocol: format!("{other:?}"),
+                    cipher: format!("{:?}", suite.suite()),
+                    ..TlsSession::default()
+                })
+            }
+        };
+        let cipher = suites()
+            .iter()
+            .find(|(_, _, s)| s.suite() == suite.suite())
+            .map_or_else(
+                || format!("{:?}", suite.suite()),
+                |(ossl, _, _)| ossl.to_string(),
+            );
+        // The suite's name carries its key length: AES_128, AES_256, CHACHA20 (256).
+        let cipher_bits = if cipher.contains("AES128") || cipher.contains("AES_128") {
+            128
+        } else {
+            256
+        };
+        let key_exchange = self
+            .conn
+            .negotiated_key_exchange_group()
+            .map(|g| match g.name() {
+                rustls::NamedGroup::X25519 => ("X25519".to_string(), 253),
+                rustls::NamedGroup::secp256r1 => ("ECDH P-256".to_string(), 256),
+                rustls::NamedGroup::secp384r1 => ("ECDH P-384".to_string(), 384),
+                rustls::NamedGroup::secp521r1 => ("ECDH P-521".to_string(), 521),
+                other => (format!("{other:?}"), 0),
+            });
+        Some(TlsSession {
+            protocol: protocol.to_string(),
+            cipher,
+            cipher_bits,
+            key_exchange,
+            server_name: server_name.map(str::to_string),
+        })
     }
 
     /// Writes pending records to the socket, all of them or until it would block.

@@ -171,13 +171,29 @@ fn protocol_and_cipher_suite_are_what_is_negotiated() {
     let s = TlsServer::start(Cert::Good);
     let mut cfg = https(&s.url("/"), 6, 1);
     cfg.tls.protocol = Some("TLS1.2".into());
-    run_ok(cfg);
+    let m = run_ok(cfg);
     assert_eq!(s.tls12(), 6);
+    // Reported as ab reports it; an address as the host sends no SNI.
+    let t = m.server.tls.expect("a TLS run reports its session");
+    assert_eq!(t.protocol, "TLSv1.2");
+    assert!(t.cipher.starts_with("ECDHE-ECDSA-"), "{t:?}");
+    assert!(t.key_exchange.is_some(), "{t:?}");
+    assert_eq!(t.server_name, None);
     // The test certificate's key is ECDSA: an RSA suite alone leaves nothing in common.
     let mut cfg = https(&s.url("/"), 6, 1);
     cfg.tls.ciphers = Some("ECDHE-ECDSA-AES128-GCM-SHA256".into());
-    run_ok(cfg);
+    let m = run_ok(cfg);
     assert_eq!(s.tls12(), 12, "a TLS 1.2 suite alone means TLS 1.2");
+    let t = m.server.tls.unwrap();
+    assert_eq!(
+        (t.cipher.as_str(), t.cipher_bits),
+        ("ECDHE-ECDSA-AES128-GCM-SHA256", 128)
+    );
+    let mut cfg = https(&s.url("/"), 6, 1);
+    cfg.tls.protocol = Some("TLS1.3".into());
+    let t = run_ok(cfg).server.tls.unwrap();
+    assert_eq!(t.protocol, "TLSv1.3");
+    assert!(t.cipher.starts_with("TLS_"), "{t:?}");
     let mut cfg = https(&s.url("/"), 6, 1);
     cfg.tls.ciphers = Some("ECDHE-RSA-AES128-GCM-SHA256".into());
     assert!(matches!(run_within(HANG, cfg), Err(LoadError::Tls { .. })));

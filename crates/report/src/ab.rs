@@ -135,6 +135,16 @@ pub struct AbSummary {
     pub server_software: String,
     pub server_hostname: String,
     pub server_port: u16,
+    /// Over TLS, ab's "SSL/TLS Protocol" line: version, cipher suite (OpenSSL's name), and its
+    /// key length twice ("TLSv1.3,TLS_AES_256_GCM_SHA384,256,256").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssl_protocol: Option<String>,
+    /// Over TLS, ab's "Server Temp Key" line ("X25519 253 bits").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_temp_key: Option<String>,
+    /// Over TLS, ab's "TLS Server Name" line: the name sent by SNI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_server_name: Option<String>,
     /// Not an ab line: how the load reached the server when not in plain HTTP/1.x ("HTTP/2 by
     /// ALPN (h2), 8 streams per connection"), printed after the port; absent for HTTP/1.x in
     /// cleartext, so that ab's own output is unchanged.
@@ -341,6 +351,19 @@ fn header(h: &HeaderInput<'_>, opts: &AbOptions) -> AbSummary {
         server_software: h.server.software.clone(),
         server_hostname: h.server.hostname.clone(),
         server_port: h.server.port,
+        ssl_protocol: h.server.tls.as_ref().map(|t| {
+            format!(
+                "{},{},{},{}",
+                t.protocol, t.cipher, t.cipher_bits, t.cipher_bits
+            )
+        }),
+        server_temp_key: h
+            .server
+            .tls
+            .as_ref()
+            .and_then(|t| t.key_exchange.as_ref())
+            .map(|(group, bits)| format!("{group} {bits} bits")),
+        tls_server_name: h.server.tls.as_ref().and_then(|t| t.server_name.clone()),
         protocol: None,
         document_path: h.server.path.clone(),
         document_length: h.server.document_length,

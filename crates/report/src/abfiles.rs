@@ -279,6 +279,7 @@ mod tests {
                 port: 8080,
                 path: "/".into(),
                 document_length: 13,
+                tls: None,
             },
             settings: RunSettings {
                 concurrency: 2,

@@ -74,6 +74,7 @@ fn measurement(s: Setup) -> Measurement {
             port: 8080,
             path: "/".into(),
             document_length: s.document_length,
+            tls: None,
         },
         settings: RunSettings {
             concurrency: s.concurrency,
@@ -481,6 +482,40 @@ Total transferred:      0 bytes
 HTML transferred:       0 bytes
 ";
     assert_text(&render(&m), want);
+}
+
+#[test]
+fn tls_lines_follow_the_port_as_ab_prints_them() {
+    // ab 2.3 against nginx 1.22 over TLS, its header as printed (SNI sent: a host name).
+    let mut m = measurement(Setup {
+        elapsed_us: 3_000_000,
+        failures: Failures {
+            connect: 7,
+            ..Failures::default()
+        },
+        ..Setup::default()
+    });
+    m.server.tls = Some(loadgen::TlsSession {
+        protocol: "TLSv1.2".into(),
+        cipher: "ECDHE-ECDSA-AES256-GCM-SHA384".into(),
+        cipher_bits: 256,
+        key_exchange: Some(("X25519".into(), 253)),
+        server_name: Some("localhost".into()),
+    });
+    let want = r"
+
+Server Software:        nginx/1.22.1
+Server Hostname:        127.0.0.1
+Server Port:            8080
+SSL/TLS Protocol:       TLSv1.2,ECDHE-ECDSA-AES256-GCM-SHA384,256,256
+Server Temp Key:        X25519 253 bits
+TLS Server Name:        localhost
+
+Document Path:          /
+Document Length:        13 bytes
+";
+    let got = render(&m);
+    assert_text(&got[..got.find("\nConcurrency Level").unwrap()], want);
 }
 
 /// The nginx run of the first reference post (ab 2.3, `-n 10000 -c 300`), as printed there.

@@ -39,6 +39,7 @@ fn measurement(keep_samples: bool, corrected: bool) -> Measurement {
             port: 8080,
             path: "/".into(),
             document_length: 512,
+            tls: None,
         },
         settings: RunSettings {
             concurrency: 10,

@@ -932,6 +932,7 @@ impl H2Worker {
         };
         if req.want_server {
             let _ = sh.server.set(head.server.unwrap_or_default());
+            sh.note_tls(c.tls.as_deref());
         }
         let ok = (200..300).contains(&head.status);
         let body = s.body_len;

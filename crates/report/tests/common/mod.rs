@@ -58,6 +58,7 @@ pub fn load_report(spec: &LoadSpec) -> LoadReport {
             port: 8080,
             path: spec.path.to_string(),
             document_length: spec.doc_len,
+            tls: None,
         },
         settings: RunSettings {
             concurrency: 10,
@@ -386,6 +387,7 @@ pub fn load_over_time(software: &str, per_second: &[(u32, u32)]) -> LoadReport {
             port: 8080,
             path: "/hello.html".to_string(),
             document_length: 13,
+            tls: None,
         },
         settings: RunSettings {
             concurrency: 10,
