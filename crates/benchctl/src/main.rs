@@ -64,6 +64,9 @@ fn main() -> ExitCode {
         Command::Gc(args) => block_on(cmds::gc(args)),
         Command::Hosts(args) => block_on(hosts::main(args)),
     };
+    // Engines reached over ssh: their tunnels end with the process anyway; this also removes
+    // their sockets' folders.
+    orchestrator::ssh::close_all();
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -1,8 +1,8 @@
 //! `benchctl hosts check` and `benchctl gc --host` through the built binary, against engines
 //! the test makes in network namespaces ([`testhosts`]): each engine's line has its version,
 //! API version, CPUs, memory and clock offset; an engine that does not answer fails the check
-//! (exit 1) with its name and URL while the others are still reported; plain TCP is repeated as
-//! a warning; a mistake in `[[host]]` is a positioned error (exit 2) before anything connects.
+//! (exit 1) with its name and URL while the others are still reported; an engine over ssh (an
+//! sshd the test starts in a namespace) is checked alike; plain TCP is repeated as a warning; a mistake in `[[host]]` is a positioned error (exit 2) before anything connects.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -51,10 +51,11 @@ fn scenario(dir: &Path, hosts: &str) -> String {
 
 #[test]
 fn hosts_check_reports_each_engine_and_fails_naming_the_one_that_does_not_answer() {
-    let Some(hosts) = hosts_or_skip(2) else {
+    let Some(mut hosts) = hosts_or_skip(2) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
+    let ssh = hosts.start_sshd(1).unwrap_or_else(|e| panic!("{e}"));
     let [h0, h1] = [&hosts.hosts()[0], &hosts.hosts()[1]];
     let good = format!(
         "[[host]]\nname = \"srv1\"\nurl = \"{}\"\ninsecure = true\n\
@@ -83,6 +84,34 @@ fn hosts_check_reports_each_engine_and_fails_naming_the_one_that_does_not_answer
     }
     // Only the servers' engines: no server runs on this machine's, so it is not checked.
     assert!(!out.contains("local"), "{out}");
+
+    // The same engine over ssh: reported alike, with no warning, and no ssh left running.
+    let over_ssh = format!(
+        "{good}[[host]]\nname = \"tunnel\"\nurl = \"{}\"\nssh_config = \"{}\"\n",
+        ssh.url,
+        ssh.config.display()
+    );
+    let o = benchctl(&["hosts", "check", &scenario(dir.path(), &over_ssh)]);
+    let (out, err) = text(&o);
+    eprintln!("{out}{err}");
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let line = out.lines().find(|l| l.starts_with("tunnel")).expect(&out);
+    assert!(
+        line.contains(&ssh.url) && line.contains("engine "),
+        "{line}"
+    );
+    assert!(!err.contains("host tunnel"), "{err}");
+    let tunnels = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                let c = String::from_utf8_lossy(&c);
+                c.contains("benchctl-ssh-") && c.contains(&h1.address.to_string())
+            })
+        })
+        .count();
+    assert_eq!(tunnels, 0, "no ssh tunnel outlives benchctl");
 
     // A third host at an address nobody has.
     let silent = format!("tcp://{}:2375", hosts.silent_address());

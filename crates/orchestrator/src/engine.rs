@@ -1,8 +1,9 @@
 //! Which Docker engine an [`Orchestrator`] talks to, and what that engine says about itself.
 //!
 //! The local engine (`DOCKER_HOST` or the local socket) is the default. Others are named by an
-//! [`Endpoint`]: a unix socket (possibly one forwarded from another machine), or TCP, either
-//! with TLS client certificates or, only when the caller says so, plain. Whoever can reach an
+//! [`Endpoint`]: a unix socket (possibly one forwarded from another machine), SSH (a socket
+//! forwarded by the system's ssh, [`crate::ssh`]), or TCP, either with TLS client certificates
+//! or, only when the caller says so, plain. Whoever can reach an
 //! engine's API can run any container on that machine, root and host network included: plain TCP
 //! hands that to anyone on the network, so the scenario layer asks for `insecure = true` before
 //! it builds such an endpoint.
@@ -12,9 +13,10 @@
 //! is off must fail in seconds with its name, not hang a run for bollard's two minutes.
 
 use crate::error::{OrchestratorError, Result};
+use crate::ssh::SshTarget;
 use bollard::Docker;
 use std::net::{IpAddr, Ipv4Addr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How long connecting to an engine and negotiating its API version may take.
@@ -37,6 +39,8 @@ pub enum Endpoint {
         port: u16,
         tls: Option<PathBuf>,
     },
+    /// The engine's socket on another machine, forwarded here by ssh.
+    Ssh(SshTarget),
 }
 
 impl Endpoint {
@@ -47,6 +51,7 @@ impl Endpoint {
                 .unwrap_or_else(|_| "unix:///var/run/docker.sock".to_string()),
             Endpoint::Unix { path } => format!("unix://{}", path.display()),
             Endpoint::Tcp { host, port, .. } => format!("tcp://{host}:{port}"),
+            Endpoint::Ssh(t) => t.url(),
         }
     }
 
@@ -56,18 +61,29 @@ impl Endpoint {
         matches!(self, Endpoint::Local)
     }
 
-    /// A client for the endpoint, not yet negotiated.
-    pub(crate) fn client(&self) -> Result<Docker> {
+    /// A client for the endpoint, not yet negotiated; `forwarded` is the local end of an ssh
+    /// endpoint's tunnel.
+    pub(crate) fn client(&self, forwarded: Option<&Path>) -> Result<Docker> {
         let unreachable = |source| OrchestratorError::Unreachable { source };
         let version = bollard::API_DEFAULT_VERSION;
-        match self {
-            Endpoint::Local => Docker::connect_with_defaults().map_err(unreachable),
-            Endpoint::Unix { path } => Docker::connect_with_unix(
+        let unix = |path: &Path| {
+            Docker::connect_with_unix(
                 &format!("unix://{}", path.display()),
                 REQUEST_TIMEOUT_S,
                 version,
             )
-            .map_err(unreachable),
+            .map_err(unreachable)
+        };
+        match self {
+            Endpoint::Local => Docker::connect_with_defaults().map_err(unreachable),
+            Endpoint::Unix { path } => unix(path),
+            Endpoint::Ssh(t) => match forwarded {
+                Some(path) => unix(path),
+                None => Err(OrchestratorError::Ssh {
+                    url: t.url(),
+                    why: "no tunnel".into(),
+                }),
+            },
             Endpoint::Tcp {
                 host,
                 port,
@@ -106,7 +122,24 @@ impl Endpoint {
 
     /// A negotiated, proven connection, within [`CONNECT_BOUND`].
     pub(crate) async fn connect(&self) -> Result<Docker> {
-        let docker = self.client().map_err(|e| self.name_in(e))?;
+        let forwarded = match self {
+            Endpoint::Ssh(t) => {
+                let t = t.clone();
+                let made = tokio::task::spawn_blocking(move || {
+                    crate::ssh::local_socket(&t, CONNECT_BOUND)
+                })
+                .await
+                .map_err(|e| OrchestratorError::Ssh {
+                    url: self.url(),
+                    why: format!("the tunnel's task failed: {e}"),
+                })??;
+                Some(made)
+            }
+            _ => None,
+        };
+        let docker = self
+            .client(forwarded.as_deref())
+            .map_err(|e| self.name_in(e))?;
         let attempt = async {
             let docker = docker
                 .negotiate_version()
@@ -158,6 +191,7 @@ impl Endpoint {
         match self {
             Endpoint::Local | Endpoint::Unix { .. } => Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
             Endpoint::Tcp { host, .. } => host.trim_matches(['[', ']']).parse().ok(),
+            Endpoint::Ssh(t) => t.host().trim_matches(['[', ']']).parse().ok(),
         }
     }
 }

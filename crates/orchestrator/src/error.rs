@@ -26,6 +26,10 @@ pub enum OrchestratorError {
         source: bollard::errors::Error,
     },
 
+    /// The ssh tunnel to an engine on another machine could not be made.
+    #[error("cannot reach the Docker engine at {url} over ssh: {why}")]
+    Ssh { url: String, why: String },
+
     /// An engine did not answer in time (a machine that is off, or a firewall that drops).
     #[error("the Docker engine at {url} did not answer within {waited:?}; check that the machine is up and that nothing between drops the connection")]
     NoAnswer { url: String, waited: Duration },

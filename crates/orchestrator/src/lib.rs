@@ -24,6 +24,7 @@ mod image;
 mod logtail;
 pub mod owner;
 mod probe;
+pub mod ssh;
 mod stats;
 
 use bollard::Docker;
@@ -42,6 +43,7 @@ pub use image::{
 };
 pub use owner::Owner;
 pub use probe::{ExpectedDoc, Scheme, Verified};
+pub use ssh::SshTarget;
 pub use stats::{ContainerUsage, StatsSampler};
 
 /// Label every benchctl container carries; `gc` removes whatever has it.

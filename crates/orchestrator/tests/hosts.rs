@@ -1,5 +1,6 @@
 //! Engines other than the local one, made by the test as network namespaces with their own
-//! dockerd ([`testhosts`]): the orchestrator connects to them over TCP with the API version
+//! dockerd ([`testhosts`]): the orchestrator connects to them over TCP (or ssh, to an sshd
+//! the test starts in the namespace) with the API version
 //! negotiated, reads their facts, fails in bounded time and with the engine's URL when one does
 //! not answer, and runs a server there: an image built on that engine, the documents uploaded
 //! through the API (no bind mount of a local path), reached and verified at that host's
@@ -132,11 +133,109 @@ async fn a_server_on_another_engine_is_built_there_serves_uploaded_documents_and
     let remote = Orchestrator::connect_to(&tcp(h.address.into(), testhosts::ENGINE_PORT))
         .await
         .unwrap();
+    a_server_there(&local, &remote, h).await;
+}
 
-    // The namespace has no way out to Debian's mirrors: its base image comes from here.
-    let base = busybox_image(&local).await;
+/// Processes of this test's own ssh tunnels (their sockets' folders carry this process's id).
+fn own_tunnels() -> usize {
+    let mark = format!("benchctl-ssh-{}-", std::process::id());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&mark))
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn an_engine_over_ssh_runs_a_server_as_over_tcp_and_a_wrong_key_fails_with_sshs_reason() {
+    let Some(local) = connect().await else { return };
+    let Some(mut hosts) = hosts_or_skip(1) else {
+        return;
+    };
+    let access = hosts.start_sshd(0).unwrap_or_else(|e| panic!("{e}"));
+    let h = &hosts.hosts()[0];
+    let rest = access.url.strip_prefix("ssh://").unwrap();
+    let (destination, socket) = rest.split_at(rest.find('/').unwrap());
+    let target = orchestrator::SshTarget {
+        destination: destination.to_string(),
+        port: None,
+        socket: socket.into(),
+        config: Some(access.config.clone()),
+    };
+    let endpoint = Endpoint::Ssh(target.clone());
+    assert_eq!(endpoint.url(), access.url);
+    assert_eq!(endpoint.default_address(), Some(IpAddr::V4(h.address)));
     let t = Instant::now();
-    local.copy_image_to(&remote, &base.tag).await.unwrap();
+    let remote = Orchestrator::connect_to(&endpoint)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("over ssh in {:.2} s", t.elapsed().as_secs_f64());
+    let facts = remote.facts().await.unwrap();
+    assert!(facts.cpus >= 1, "{facts:?}");
+    assert_eq!(own_tunnels(), 1, "one tunnel for the engine");
+    a_server_there(&local, &remote, h).await;
+    assert_eq!(own_tunnels(), 1, "every connection used the same tunnel");
+
+    // A tunnel whose ssh died (a lost network) is made again by the next connection.
+    orchestrator::ssh::close_all();
+    assert_eq!(own_tunnels(), 0);
+    let again = Orchestrator::connect_to(&endpoint).await.unwrap();
+    again.facts().await.unwrap();
+    assert_eq!(own_tunnels(), 1);
+
+    // A key the host does not know: ssh's own reason, at once, and no tunnel left.
+    let wrong = tempfile::tempdir().unwrap();
+    let key = wrong.path().join("key");
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&key)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let config = std::fs::read_to_string(&access.config).unwrap();
+    let config = config
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("IdentityFile") {
+                format!("  IdentityFile {}", key.display())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(wrong.path().join("config"), config).unwrap();
+    let refused = Endpoint::Ssh(orchestrator::SshTarget {
+        config: Some(wrong.path().join("config")),
+        ..target
+    });
+    let t = Instant::now();
+    let e = Orchestrator::connect_to(&refused)
+        .await
+        .expect_err("the host does not know that key");
+    let text = e.to_string();
+    eprintln!("after {:?}: {text}", t.elapsed());
+    assert!(text.contains(&access.url), "{text}");
+    assert!(text.contains("Permission denied"), "{text}");
+    assert!(
+        t.elapsed() < orchestrator::CONNECT_BOUND,
+        "{:?}",
+        t.elapsed()
+    );
+    orchestrator::ssh::close_all();
+    assert_eq!(own_tunnels(), 0);
+}
+
+/// A server on `remote` (host `h`'s engine): its image built there, documents uploaded,
+/// verified at that host's address, sampled, swept and removed three ways.
+async fn a_server_there(local: &Orchestrator, remote: &Orchestrator, h: &testhosts::TestHost) {
+    // The namespace has no way out to Debian's mirrors: its base image comes from here.
+    let base = busybox_image(local).await;
+    let t = Instant::now();
+    local.copy_image_to(remote, &base.tag).await.unwrap();
     eprintln!(
         "copied {} to {} in {:.1} s",
         base.tag,
@@ -223,12 +322,12 @@ async fn a_server_on_another_engine_is_built_there_serves_uploaded_documents_and
 
     // This machine's sweep of stale containers leaves a live run's alone there too.
     assert_eq!(remote.gc_stale().await.unwrap(), 0);
-    assert_eq!(labelled(&remote).await.len(), 1);
+    assert_eq!(labelled(remote).await.len(), 1);
 
     // Dropped: the guard reaches its own engine to remove it.
     let id = guard.id().to_string();
     drop(guard);
-    assert!(labelled(&remote).await.is_empty(), "{id} is still there");
+    assert!(labelled(remote).await.is_empty(), "{id} is still there");
 
     // And in order, with a second one.
     let guard = remote.start(&spec).await.unwrap();
@@ -237,7 +336,7 @@ async fn a_server_on_another_engine_is_built_there_serves_uploaded_documents_and
         .await
         .unwrap();
     guard.remove().await.unwrap();
-    assert!(labelled(&remote).await.is_empty());
+    assert!(labelled(remote).await.is_empty());
     // A run's sweep from another thread reaches every engine named.
     let leaked = remote.start(&spec).await.unwrap().leak();
     let removed = orchestrator::remove_run_blocking_on(
@@ -247,7 +346,7 @@ async fn a_server_on_another_engine_is_built_there_serves_uploaded_documents_and
     )
     .unwrap();
     assert_eq!(removed, 1, "{leaked}");
-    assert!(labelled(&remote).await.is_empty());
+    assert!(labelled(remote).await.is_empty());
 }
 
 #[tokio::test]

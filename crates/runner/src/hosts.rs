@@ -17,6 +17,17 @@ pub fn endpoint(host: &HostSpec) -> Endpoint {
             port: *port,
             tls: tls_dir.clone(),
         },
+        HostUrl::Ssh {
+            destination,
+            port,
+            socket,
+            config,
+        } => Endpoint::Ssh(orchestrator::SshTarget {
+            destination: destination.clone(),
+            port: *port,
+            socket: socket.clone(),
+            config: config.clone(),
+        }),
     }
 }
 

@@ -105,6 +105,16 @@ pub enum HostUrl {
         port: u16,
         tls_dir: Option<PathBuf>,
     },
+    /// `ssh://[USER@]HOST[:PORT][/SOCKET]`: the engine's socket on that machine (default
+    /// `/var/run/docker.sock`), forwarded by the system's ssh, with `config` (resolved against
+    /// the scenario's folder) instead of the user's ssh config when given.
+    Ssh {
+        /// `HOST` or `USER@HOST`.
+        destination: String,
+        port: Option<u16>,
+        socket: PathBuf,
+        config: Option<PathBuf>,
+    },
 }
 
 impl HostUrl {
@@ -122,6 +132,24 @@ impl fmt::Display for HostUrl {
                 write!(f, "tcp://[{host}]:{port}")
             }
             HostUrl::Tcp { host, port, .. } => write!(f, "tcp://{host}:{port}"),
+            HostUrl::Ssh {
+                destination,
+                port,
+                socket,
+                ..
+            } => {
+                let (user, host) = match destination.rsplit_once('@') {
+                    Some((u, h)) => (format!("{u}@"), h),
+                    None => (String::new(), destination.as_str()),
+                };
+                let host = if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host.to_string()
+                };
+                let port = port.map(|p| format!(":{p}")).unwrap_or_default();
+                write!(f, "ssh://{user}{host}{port}{}", socket.display())
+            }
         }
     }
 }

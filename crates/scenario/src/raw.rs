@@ -53,8 +53,11 @@ pub(crate) struct RawScenario {
 pub(crate) struct RawHost {
     /// Unique id, `[a-z0-9-]+`; servers name it in their `host` key.
     pub name: Spanned<String>,
-    /// `unix:///path` or `tcp://HOST[:PORT]` (`ssh://` is refused with a way round it).
+    /// `unix:///path`, `tcp://HOST[:PORT]` or `ssh://[USER@]HOST[:PORT][/SOCKET]`.
     pub url: Spanned<String>,
+    /// For `ssh://`: an ssh config file (relative to the scenario file) used instead of the
+    /// user's own (ssh's `-F`).
+    pub ssh_config: Option<Spanned<String>>,
     /// For `tcp://`: a folder (relative to the scenario file) holding `ca.pem`, `cert.pem` and
     /// `key.pem`.
     pub tls_dir: Option<Spanned<String>>,
@@ -233,7 +236,14 @@ pub(crate) mod keys {
         "http",
         "host",
     ];
-    pub const HOST: &[&str] = &["name", "url", "tls_dir", "insecure", "address"];
+    pub const HOST: &[&str] = &[
+        "name",
+        "url",
+        "ssh_config",
+        "tls_dir",
+        "insecure",
+        "address",
+    ];
     pub const CPUS: &[&str] = &["servers", "loadgen", "server_share"];
     pub const LOAD: &[&str] = &[
         "requests",

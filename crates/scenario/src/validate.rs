@@ -297,6 +297,14 @@ fn check_host(d: &mut Diagnostics, h: &RawHost, base_dir: &Path) -> Option<HostS
             ),
         );
     };
+    if let Some(c) = &h.ssh_config {
+        if !url_text.starts_with("ssh://") {
+            d.error(
+                c.span(),
+                format!("ssh_config applies to ssh:// engines only, and host `{name}` is {url_text} (remove it)"),
+            );
+        }
+    }
     let url = if let Some(path) = url_text.strip_prefix("unix://") {
         if let Some(t) = &h.tls_dir {
             only_tcp(d, "tls_dir", t.span());
@@ -374,16 +382,74 @@ fn check_host(d: &mut Diagnostics, h: &RawHost, base_dir: &Path) -> Option<HostS
             port,
             tls_dir,
         }
-    } else if let Some(target) = url_text.strip_prefix("ssh://") {
-        d.error(
-            url_span,
-            format!("ssh:// engines are not supported yet (forward the engine's socket over ssh instead: `ssh -nNT -L /tmp/{name}.sock:/var/run/docker.sock {}` and write url = \"unix:///tmp/{name}.sock\" with address = \"<its IP>\")", target),
-        );
-        return None;
+    } else if let Some(rest) = url_text.strip_prefix("ssh://") {
+        if let Some(t) = &h.tls_dir {
+            only_tcp(d, "tls_dir", t.span());
+        }
+        if let Some(i) = &h.insecure {
+            only_tcp(d, "insecure", i.span());
+        }
+        let (authority, socket) = match rest.find('/') {
+            Some(i) => (&rest[..i], PathBuf::from(&rest[i..])),
+            None => (rest, PathBuf::from("/var/run/docker.sock")),
+        };
+        let (user, host_port) = match authority.rsplit_once('@') {
+            Some((u, hp)) => (Some(u), hp),
+            None => (None, authority),
+        };
+        let user_ok = user.is_none_or(|u| {
+            !u.is_empty()
+                && !u.starts_with('-')
+                && u.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        });
+        let Some((host, port)) = split_host_port(host_port).filter(|(h, _)| !h.starts_with('-'))
+        else {
+            d.error(
+                url_span.clone(),
+                format!("`{url_text}` is not ssh://[USER@]HOST[:PORT][/SOCKET] (an IPv6 address goes in brackets: ssh://bench@[fd00::5])"),
+            );
+            return None;
+        };
+        if !user_ok {
+            d.error(
+                url_span.clone(),
+                format!("`{url_text}`: the user name may hold letters, digits, -, _ and . only"),
+            );
+            return None;
+        }
+        let config = h.ssh_config.as_ref().and_then(|c| {
+            let file = base_dir.join(c.get_ref());
+            if file.is_file() {
+                Some(file)
+            } else {
+                d.error(
+                    c.span(),
+                    format!(
+                        "ssh_config `{}` ({}) is not a file",
+                        c.get_ref(),
+                        file.display()
+                    ),
+                );
+                None
+            }
+        });
+        if h.ssh_config.is_some() && config.is_none() {
+            return None;
+        }
+        HostUrl::Ssh {
+            destination: match user {
+                Some(u) => format!("{u}@{host}"),
+                None => host,
+            },
+            port,
+            socket,
+            config,
+        }
     } else {
         d.error(
             url_span,
-            format!("`{url_text}` is not a Docker engine URL (write unix:///var/run/docker.sock, tcp://HOST:2376 with tls_dir, or tcp://HOST:2375 with insecure = true)"),
+            format!("`{url_text}` is not a Docker engine URL (write unix:///var/run/docker.sock, ssh://USER@HOST, tcp://HOST:2376 with tls_dir, or tcp://HOST:2375 with insecure = true)"),
         );
         return None;
     };
@@ -400,7 +466,14 @@ fn check_host(d: &mut Diagnostics, h: &RawHost, base_dir: &Path) -> Option<HostS
         },
         None => match &url {
             HostUrl::Unix { .. } => IpAddr::V4(Ipv4Addr::LOCALHOST),
-            HostUrl::Tcp { host, .. } => match host.parse::<IpAddr>() {
+            HostUrl::Ssh {
+                destination: host, ..
+            }
+            | HostUrl::Tcp { host, .. } => match host
+                .rsplit_once('@')
+                .map_or(host.as_str(), |(_, h)| h)
+                .parse::<IpAddr>()
+            {
                 Ok(ip) => ip,
                 Err(_) => {
                     d.error(

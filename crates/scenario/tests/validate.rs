@@ -649,6 +649,15 @@ name = "tunnel"
 url = "unix:///tmp/srv2.sock"
 address = "10.0.0.9"
 
+[[host]]
+name = "by-ssh"
+url = "ssh://bench@10.0.0.11:2222"
+ssh_config = "ssh_config"
+
+[[host]]
+name = "by-ssh6"
+url = "ssh://ops@[fd00::8]/run/user/1000/docker.sock"
+
 [[server]]
 name = "nginx"
 kind = "nginx"
@@ -661,7 +670,7 @@ kind = "apache"
     );
     let plan = parse_str(&src, &dir.join("s.toml")).unwrap_or_else(|e| panic!("{e}"));
     let names: Vec<&str> = plan.hosts.iter().map(|h| h.name.as_str()).collect();
-    assert_eq!(names, ["srv1", "lab", "tunnel"]);
+    assert_eq!(names, ["srv1", "lab", "tunnel", "by-ssh", "by-ssh6"]);
     assert_eq!(
         plan.hosts[0].url,
         HostUrl::Tcp {
@@ -682,6 +691,26 @@ kind = "apache"
         }
     );
     assert_eq!(plan.hosts[2].address.to_string(), "10.0.0.9");
+    assert_eq!(
+        plan.hosts[3].url,
+        HostUrl::Ssh {
+            destination: "bench@10.0.0.11".to_string(),
+            port: Some(2222),
+            socket: "/var/run/docker.sock".into(),
+            config: Some(dir.join("ssh_config")),
+        }
+    );
+    assert_eq!(
+        plan.hosts[3].url.to_string(),
+        "ssh://bench@10.0.0.11:2222/var/run/docker.sock"
+    );
+    assert_eq!(plan.hosts[3].address.to_string(), "10.0.0.11");
+    assert!(!plan.hosts[3].url.is_insecure());
+    assert_eq!(
+        plan.hosts[4].url.to_string(),
+        "ssh://ops@[fd00::8]/run/user/1000/docker.sock"
+    );
+    assert_eq!(plan.hosts[4].address.to_string(), "fd00::8");
     let nginx = plan.servers.iter().find(|s| s.name == "nginx").unwrap();
     let apache = plan.servers.iter().find(|s| s.name == "apache").unwrap();
     assert_eq!(plan.host_of(nginx).map(|h| h.name.as_str()), Some("srv1"));

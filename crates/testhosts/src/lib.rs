@@ -84,6 +84,15 @@ impl TestHost {
     }
 }
 
+/// How to reach a host's engine over ssh ([`TestHosts::start_sshd`]).
+#[derive(Debug, Clone)]
+pub struct SshAccess {
+    /// `ssh://root@ADDRESS/PATH/OF/ITS/ENGINE/SOCKET`: what a scenario's `[[host]] url` names.
+    pub url: String,
+    /// The ssh config file that holds the key and the host's key (a scenario's `ssh_config`).
+    pub config: PathBuf,
+}
+
 /// A set of extra hosts, removed on drop.
 #[derive(Debug)]
 pub struct TestHosts {
@@ -182,6 +191,16 @@ pub fn unavailable() -> Option<String> {
         }
     }
     None
+}
+
+/// Where `tool` is: on PATH or in the system's binary folders.
+fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain(["/usr/sbin", "/sbin", "/usr/bin"].iter().map(PathBuf::from))
+        .map(|d| d.join(tool))
+        .find(|f| f.is_file())
 }
 
 /// Runs a command to completion; its stderr is the error.
@@ -437,6 +456,107 @@ impl TestHosts {
         std::fs::rename(client.join("client-key.pem"), client.join("key.pem"))
             .map_err(|e| e.to_string())?;
         Ok(())
+    }
+
+    /// Starts an sshd in host `i`'s namespace on its address, port 22, that lets this
+    /// machine's root in with a key made for it (and nobody else: no password), and allows
+    /// local forwarding only (forwarding a socket is what `ssh://` engines use; OpenSSH
+    /// counts it as local forwarding, so `AllowTcpForwarding no` would refuse it). Returns how
+    /// to reach the host's engine over it. The sshd ends with the set.
+    pub fn start_sshd(&mut self, i: usize) -> Result<SshAccess, String> {
+        let host = self.hosts.get(i).ok_or_else(|| format!("no host {i}"))?;
+        let address = host.address;
+        let netns = host.netns.clone();
+        let engine_socket = host.socket();
+        let dir = host.run_dir.join("ssh");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .map_err(|e| e.to_string())?;
+        // The privilege-separation folder a packaged sshd expects; made by its service
+        // otherwise.
+        std::fs::create_dir_all("/run/sshd").map_err(|e| format!("/run/sshd: {e}"))?;
+        let p = |name: &str| dir.join(name).display().to_string();
+        for key in ["host_key", "client_key"] {
+            let _ = std::fs::remove_file(dir.join(key));
+            run(&[
+                "ssh-keygen",
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-C",
+                key,
+                "-f",
+                &p(key),
+            ])?;
+        }
+        let read = |name: &str| {
+            std::fs::read_to_string(dir.join(name)).map_err(|e| format!("{name}: {e}"))
+        };
+        std::fs::write(dir.join("authorized_keys"), read("client_key.pub")?)
+            .map_err(|e| e.to_string())?;
+        std::fs::write(
+            dir.join("known_hosts"),
+            format!("{address} {}", read("host_key.pub")?),
+        )
+        .map_err(|e| e.to_string())?;
+        let sshd = which("sshd").ok_or("`sshd` is not installed (openssh-server)")?;
+        std::fs::write(
+            dir.join("sshd_config"),
+            format!(
+                "ListenAddress {address}:22\nHostKey {}\nAuthorizedKeysFile {}\nPidFile {}\n\
+                 PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
+                 KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n\
+                 AllowTcpForwarding local\nAllowStreamLocalForwarding local\nX11Forwarding no\n\
+                 PrintMotd no\n",
+                p("host_key"),
+                p("authorized_keys"),
+                p("sshd.pid"),
+            ),
+        )
+        .map_err(|e| e.to_string())?;
+        let config = dir.join("ssh_config");
+        std::fs::write(
+            &config,
+            format!(
+                "Host *\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n  \
+                 StrictHostKeyChecking yes\n  BatchMode yes\n  LogLevel ERROR\n",
+                p("client_key"),
+                p("known_hosts"),
+            ),
+        )
+        .map_err(|e| e.to_string())?;
+        let log = File::create(dir.join("sshd.log")).map_err(|e| e.to_string())?;
+        let child = Command::new("nsenter")
+            .arg(format!("--net=/var/run/netns/{netns}"))
+            .arg(sshd)
+            .args(["-D", "-e", "-f", &p("sshd_config")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("starting sshd for {netns}: {e}"))?;
+        self.dockerds.push(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect_timeout(
+            &std::net::SocketAddr::from((address, 22)),
+            Duration::from_millis(200),
+        )
+        .is_err()
+        {
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "sshd in {netns} did not listen on {address}:22 within 10 s: {}",
+                    std::fs::read_to_string(dir.join("sshd.log")).unwrap_or_default()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(SshAccess {
+            url: format!("ssh://root@{address}{}", engine_socket.display()),
+            config,
+        })
     }
 
     fn start_dockerd(&self, i: usize) -> Result<Child, String> {
