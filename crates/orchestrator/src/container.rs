@@ -73,8 +73,10 @@ pub struct ContainerSpec {
     /// engine; on another engine copied through the API into a volume of the container's own
     /// (removed with it), root-owned so that the server's non-root user can only read it.
     pub docroot: Option<PathBuf>,
-    /// Folder holding the run's certificate (`cert.pem`) and key (`key.pem`), mounted read-only
-    /// at [`TLS_MOUNT`]; with it the container gets `BENCH_TLS=1` and serves HTTPS.
+    /// Folder holding the run's certificate (`cert.pem`) and key (`key.pem`) at [`TLS_MOUNT`]:
+    /// bind-mounted read-only on this machine's engine, copied into a volume of the
+    /// container's own on another, as the documents are; with it the container gets
+    /// `BENCH_TLS=1` and serves HTTPS.
     pub tls_dir: Option<PathBuf>,
     /// Serve HTTP/2 as well (`BENCH_HTTP2=1`): by ALPN over TLS, by prior knowledge (h2c) in
     /// cleartext, for a server whose manifest says `http2 = true`.
@@ -442,16 +444,16 @@ impl Orchestrator {
             env.push("BENCH_HTTP2=1".to_string());
         }
 
-        let (binds, mounts) = match &spec.docroot {
-            Some(_) if !local => (
-                None,
-                Some(vec![Mount {
-                    target: Some(DOCROOT.to_string()),
-                    typ: Some(MountType::VOLUME),
-                    read_only: Some(false),
-                    ..Default::default()
-                }]),
-            ),
+        // On another engine no path of this machine exists: the documents and the certificate
+        // go into volumes of the container's own, uploaded before it starts.
+        let volume = |target: &str| Mount {
+            target: Some(target.to_string()),
+            typ: Some(MountType::VOLUME),
+            read_only: Some(false),
+            ..Default::default()
+        };
+        let (binds, mut mounts) = match &spec.docroot {
+            Some(_) if !local => (None, Some(vec![volume(DOCROOT)])),
             Some(dir) => {
                 let abs = std::fs::canonicalize(dir).map_err(|e| {
                     OrchestratorError::io(format!("document root {}", dir.display()), e)
@@ -463,8 +465,7 @@ impl Orchestrator {
             }
             None => (None, None),
         };
-        // The run's certificate: bind-mounted read-only here. Another engine would need it
-        // copied there as the documents are, which is not done yet.
+        // The run's certificate: bind-mounted read-only here, uploaded into a volume there.
         let binds = match (&spec.tls_dir, local) {
             (None, _) => binds,
             (Some(dir), true) => {
@@ -479,10 +480,8 @@ impl Orchestrator {
                 Some(v)
             }
             (Some(_), false) => {
-                return Err(OrchestratorError::Invalid(format!(
-                    "{}: serving TLS on another engine is not supported yet (its certificate would have to be copied there); run it on this machine's engine",
-                    spec.name
-                )))
+                mounts.get_or_insert_with(Vec::new).push(volume(TLS_MOUNT));
+                binds
             }
         };
 
@@ -558,8 +557,15 @@ impl Orchestrator {
             started,
             armed: true,
         };
-        if let (Some(dir), false) = (&spec.docroot, local) {
-            self.upload_docroot(&guard, dir).await?;
+        if !local {
+            if let Some(dir) = &spec.docroot {
+                self.upload_folder(&guard, dir, DOCROOT, "the documents")
+                    .await?;
+            }
+            if let Some(dir) = &spec.tls_dir {
+                self.upload_folder(&guard, dir, TLS_MOUNT, "the certificate")
+                    .await?;
+            }
         }
         self.docker
             .start_container(
@@ -571,15 +577,22 @@ impl Orchestrator {
         Ok(guard)
     }
 
-    /// Copies `dir` into the created (not yet started) container's volume at [`DOCROOT`],
-    /// as one tar archive through the Engine API, files root-owned and world-readable.
-    async fn upload_docroot(&self, guard: &ContainerGuard, dir: &Path) -> Result<()> {
+    /// Copies `dir` into the created (not yet started) container's volume at `target` (the
+    /// documents, the certificate), as one tar archive through the Engine API, files
+    /// root-owned and world-readable; `what` names it in errors.
+    async fn upload_folder(
+        &self,
+        guard: &ContainerGuard,
+        dir: &Path,
+        target: &str,
+        what: &str,
+    ) -> Result<()> {
         let dir = dir.to_path_buf();
-        let archive = tokio::task::spawn_blocking(move || docroot_tar(&dir))
+        let archive = tokio::task::spawn_blocking(move || folder_tar(&dir))
             .await
-            .map_err(|e| OrchestratorError::Invalid(format!("archiving the documents: {e}")))??;
+            .map_err(|e| OrchestratorError::Invalid(format!("archiving {what}: {e}")))??;
         let options = UploadToContainerOptionsBuilder::default()
-            .path(DOCROOT)
+            .path(target)
             .build();
         self.docker
             .upload_to_container(
@@ -591,7 +604,7 @@ impl Orchestrator {
             .map_err(|e| {
                 OrchestratorError::docker(
                     format!(
-                        "upload the documents into {} on {}",
+                        "upload {what} into {} on {}",
                         guard.name(),
                         self.endpoint.url()
                     ),
@@ -785,7 +798,7 @@ pub const DOCROOT: &str = "/srv/www";
 /// The files under `dir` as a tar archive: regular files and folders only (symlinks are
 /// resolved, as the bind mount of the same folder would serve them), owned by root, files
 /// 0644 and folders 0755.
-fn docroot_tar(dir: &Path) -> Result<Vec<u8>> {
+fn folder_tar(dir: &Path) -> Result<Vec<u8>> {
     let err = |e: std::io::Error| OrchestratorError::io(format!("archiving {}", dir.display()), e);
     let mut b = tar::Builder::new(Vec::new());
     b.follow_symlinks(true);

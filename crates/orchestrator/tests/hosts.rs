@@ -347,6 +347,43 @@ async fn a_server_there(local: &Orchestrator, remote: &Orchestrator, h: &testhos
     .unwrap();
     assert_eq!(removed, 1, "{leaked}");
     assert!(labelled(remote).await.is_empty());
+
+    // A certificate folder goes there as the documents do: served back from TLS_MOUNT here by
+    // the same httpd, byte for byte.
+    let tls = tempfile::tempdir().unwrap();
+    let cert = b"-----BEGIN CERTIFICATE-----\nnot a real one\n-----END CERTIFICATE-----\n";
+    std::fs::write(tls.path().join("cert.pem"), cert).unwrap();
+    std::fs::write(tls.path().join("key.pem"), b"key").unwrap();
+    let spec = ContainerSpec {
+        tls_dir: Some(tls.path().to_path_buf()),
+        entrypoint: Some(vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            format!(
+                "exec busybox httpd -f -p $BENCH_ADDR:$BENCH_PORT -h {}",
+                orchestrator::TLS_MOUNT
+            ),
+        ]),
+        ..spec
+    };
+    let guard = remote.start(&spec).await.unwrap();
+    remote
+        .wait_ready(&guard, spec.port, "/cert.pem", Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    remote
+        .verify_at(
+            guard.socket_addr(),
+            &[ExpectedDoc {
+                url_path: "/cert.pem".to_string(),
+                length: cert.len() as u64,
+                sha256_hex: hex::encode(Sha256::digest(cert)),
+            }],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    guard.remove().await.unwrap();
+    assert!(labelled(remote).await.is_empty());
 }
 
 #[tokio::test]

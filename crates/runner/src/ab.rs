@@ -252,9 +252,6 @@ fn baseline_generator(path: &Path, plan: &Plan) -> Result<BaselineGenerator, Run
             path.display()
         )))
     };
-    if plan.http2 {
-        return bad("HTTP/2 loads are sent by this binary's own client only; an A/B run of the load generator over HTTP/2 is not supported yet".into());
-    }
     if !plan.generators.is_empty() {
         return bad("the scenario's loads are sent by [load] generators on other hosts, which run this binary; remove [load] generators to compare two generators here".into());
     }

@@ -383,11 +383,11 @@ pub(crate) fn load_args(
     match load.version {
         HttpVersion::Http10 => {}
         HttpVersion::Http11 => a.push("--http1.1".into()),
-        HttpVersion::Http2 => {
-            return Err(RunError::Invalid(
-                "HTTP/2 loads cannot be sent by [load] generators yet".to_string(),
-            ))
-        }
+        HttpVersion::Http2 => a.extend([
+            "--h2".into(),
+            "--streams".into(),
+            load.streams.max(1).to_string(),
+        ]),
     }
     match &load.method {
         Method::Get => {}
@@ -737,6 +737,11 @@ mod tests {
             assert!(text.contains(want), "{want:?} in {text}");
         }
         load.version = HttpVersion::Http2;
-        assert!(load_args(&load, None, 5, None, &[0], Some(1.5), "http://x/").is_err());
+        load.streams = 8;
+        load.rate = None;
+        let a = load_args(&load, None, 5, None, &[0], None, "https://10.0.0.5:8443/").unwrap();
+        let text = a.join(" ");
+        assert!(text.contains("-c 5 -k --h2 --streams 8 -i"), "{text}");
+        assert!(!text.contains("--http1.1"), "{text}");
     }
 }

@@ -465,8 +465,13 @@ pub async fn run(
         Ok(run_dir) => 'run: {
             opts.cleanup.add_path(run_dir.path().to_path_buf());
             let (scheme, tls_dir) = if plan.tls {
-                match crate::tls::RunCertificate::create(&run_dir.path().join("tls"), plan.tls_key)
-                {
+                let addresses: Vec<std::net::IpAddr> =
+                    plan.hosts.iter().map(|h| h.address).collect();
+                match crate::tls::RunCertificate::create(
+                    &run_dir.path().join("tls"),
+                    plan.tls_key,
+                    &addresses,
+                ) {
                     Ok(c) => (
                         Scheme::Https {
                             cert_pem: c.ca_pem,

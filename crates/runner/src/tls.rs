@@ -1,5 +1,6 @@
 //! The run's certificate, for scenarios with `tls = true`: a certificate authority made for the
-//! run alone and a server certificate it signs for `localhost`, `127.0.0.1` and `::1`. The
+//! run alone and a server certificate it signs for `localhost`, `127.0.0.1` and `::1`, and the
+//! address of every other machine the run's servers listen on. The
 //! authority's key is ECDSA P-256; the server's is ECDSA P-256 or, with `tls_key = "rsa-2048"`,
 //! RSA 2048, both signing with SHA-256 (the server's key is the one every full handshake
 //! uses). Servers get the certificate and key read-only; the client that checks them trusts
@@ -24,14 +25,20 @@ pub struct RunCertificate {
     pub ca_pem: Vec<u8>,
 }
 
-/// The names the server certificate is valid for: every address a run reaches a server by.
+/// The names the server certificate is valid for on this machine; a run adds the addresses of
+/// its hosts.
 pub const NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 impl RunCertificate {
-    /// Makes the authority and the server certificate and writes them into `dir`, a new
-    /// folder. The folder and files are readable by every user (a server runs as its own
-    /// non-root user inside its container), so `dir` must lie inside the run's private folder.
-    pub fn create(dir: &Path, key_type: TlsKey) -> io::Result<RunCertificate> {
+    /// Makes the authority and the server certificate, valid for [`NAMES`] and `addresses`
+    /// (the hosts' servers listen there), and writes them into `dir`, a new folder. The folder
+    /// and files are readable by every user (a server runs as its own non-root user inside its
+    /// container), so `dir` must lie inside the run's private folder.
+    pub fn create(
+        dir: &Path,
+        key_type: TlsKey,
+        addresses: &[std::net::IpAddr],
+    ) -> io::Result<RunCertificate> {
         let err = |what: &str, e: rcgen::Error| {
             io::Error::other(format!("cannot make the run's {what}: {e}"))
         };
@@ -46,7 +53,13 @@ impl RunCertificate {
             rcgen::CertifiedIssuer::self_signed(ca, ca_key).map_err(|e| err("authority", e))?;
 
         let key = server_key(key_type)?;
-        let names: Vec<String> = NAMES.iter().map(|n| n.to_string()).collect();
+        let mut names: Vec<String> = NAMES.iter().map(|n| n.to_string()).collect();
+        for a in addresses {
+            let a = a.to_string();
+            if !names.contains(&a) {
+                names.push(a);
+            }
+        }
         let mut leaf = CertificateParams::new(names).map_err(|e| err("server certificate", e))?;
         leaf.distinguished_name
             .push(DnType::CommonName, "localhost");
@@ -104,7 +117,7 @@ mod tests {
     #[test]
     fn the_certificate_names_every_address_and_is_readable_by_servers() {
         let tmp = tempfile::tempdir().unwrap();
-        let c = RunCertificate::create(&tmp.path().join("tls"), TlsKey::EcdsaP256).unwrap();
+        let c = RunCertificate::create(&tmp.path().join("tls"), TlsKey::EcdsaP256, &[]).unwrap();
         let cert = fs::read_to_string(c.dir.join("cert.pem")).unwrap();
         let key = fs::read_to_string(c.dir.join("key.pem")).unwrap();
         assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"), "{cert}");
@@ -122,7 +135,7 @@ mod tests {
             assert_eq!(mode, 0o644, "{f}");
         }
         // Made once: a second run's certificate is never written over this one.
-        assert!(RunCertificate::create(&c.dir, TlsKey::EcdsaP256).is_err());
+        assert!(RunCertificate::create(&c.dir, TlsKey::EcdsaP256, &[]).is_err());
     }
 
     #[test]
@@ -130,7 +143,8 @@ mod tests {
         use rsa::pkcs8::DecodePrivateKey;
         use rsa::traits::PublicKeyParts;
         let tmp = tempfile::tempdir().unwrap();
-        let rsa_cert = RunCertificate::create(&tmp.path().join("rsa"), TlsKey::Rsa2048).unwrap();
+        let rsa_cert =
+            RunCertificate::create(&tmp.path().join("rsa"), TlsKey::Rsa2048, &[]).unwrap();
         let pem = fs::read_to_string(rsa_cert.dir.join("key.pem")).unwrap();
         let key = rsa::PrivateKey::from_pkcs8_pem(&pem).unwrap();
         assert_eq!(key.n().bit_width(), 2048);
@@ -138,7 +152,7 @@ mod tests {
         assert!(leaf.is_compatible(&rcgen::PKCS_RSA_SHA256));
         chain_holds(&rsa_cert);
 
-        let ec = RunCertificate::create(&tmp.path().join("ec"), TlsKey::EcdsaP256).unwrap();
+        let ec = RunCertificate::create(&tmp.path().join("ec"), TlsKey::EcdsaP256, &[]).unwrap();
         let pem = fs::read_to_string(ec.dir.join("key.pem")).unwrap();
         assert!(rsa::PrivateKey::from_pkcs8_pem(&pem).is_err());
         let leaf = KeyPair::from_pem(&pem).unwrap();
@@ -146,9 +160,25 @@ mod tests {
         chain_holds(&ec);
     }
 
-    /// The server certificate is signed by the run's authority and valid now for every name
-    /// in [`NAMES`], as a client trusting that authority alone checks it.
-    fn chain_holds(c: &RunCertificate) {
+    #[test]
+    fn the_hosts_addresses_are_names_of_the_certificate_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        let hosts: Vec<std::net::IpAddr> =
+            vec!["10.213.7.10".parse().unwrap(), "fd00::5".parse().unwrap()];
+        let c = RunCertificate::create(&tmp.path().join("tls"), TlsKey::EcdsaP256, &hosts).unwrap();
+        chain_holds(&c);
+        for a in &hosts {
+            valid_for(&c, &a.to_string()).unwrap_or_else(|e| panic!("{a}: {e}"));
+        }
+        assert!(
+            valid_for(&c, "10.213.7.11").is_err(),
+            "only the hosts' addresses"
+        );
+    }
+
+    /// Whether the server certificate is signed by the run's authority and valid now for
+    /// `name`, as a client trusting that authority alone checks it.
+    fn valid_for(c: &RunCertificate, name: &str) -> Result<(), rustls::Error> {
         use rustls::client::danger::ServerCertVerifier;
         use rustls::pki_types::pem::PemObject;
         use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -162,11 +192,16 @@ mod tests {
                 .build()
                 .unwrap();
         let leaf = CertificateDer::from_pem_file(c.dir.join("cert.pem")).unwrap();
+        let name = ServerName::try_from(name.to_string()).unwrap();
+        verifier
+            .verify_server_cert(&leaf, &[], &name, &[], UnixTime::now())
+            .map(|_| ())
+    }
+
+    /// The certificate holds for every name in [`NAMES`].
+    fn chain_holds(c: &RunCertificate) {
         for name in NAMES {
-            let name = ServerName::try_from(name).unwrap();
-            verifier
-                .verify_server_cert(&leaf, &[], &name, &[], UnixTime::now())
-                .unwrap_or_else(|e| panic!("{name:?}: {e}"));
+            valid_for(c, name).unwrap_or_else(|e| panic!("{name:?}: {e}"));
         }
     }
 }

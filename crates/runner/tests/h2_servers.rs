@@ -64,7 +64,7 @@ impl Run {
         let body: &[u8] = b"<html>served over HTTP/2</html>\n";
         std::fs::write(www.join("index.html"), body).unwrap();
         runner::rundir::open_to_servers(&www).unwrap();
-        let cert = RunCertificate::create(&dir.path().join("tls"), TlsKey::EcdsaP256).unwrap();
+        let cert = RunCertificate::create(&dir.path().join("tls"), TlsKey::EcdsaP256, &[]).unwrap();
         Run { dir, body, cert }
     }
 

@@ -2,7 +2,8 @@
 //! network namespace with its own dockerd ([`testhosts`]), named by the server's `host` key.
 //! The server's image is built on that engine (its context through the API), its documents are
 //! uploaded there and verified by SHA-256 from this machine, the load goes to that host's
-//! address, and afterwards no container is left on either engine.
+//! address, and afterwards no container is left on either engine. Over TLS and HTTP/2 too:
+//! the run's certificate goes there as the documents do and names that host's address.
 //!
 //! Every request goes to the address of the namespace this test made; the load is bounded
 //! (200 requests per document).
@@ -187,6 +188,96 @@ size = 20000
     assert!(out.is_file());
 
     // Nothing left on either engine.
+    assert!(labelled_on(&remote, "benchctl=1").await.is_empty());
+    let mine = format!("benchctl.pid={}", std::process::id());
+    assert!(labelled_on(&local, &mine).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nginx_on_a_namespace_host_serves_http2_over_tls_with_the_runs_certificate() {
+    if !daemon_or_skip("nginx_on_a_namespace_host_serves_http2_over_tls").await {
+        return;
+    }
+    if let Some(why) = testhosts::unavailable() {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI is set, so the multi-host tests must run, but: {why}");
+        }
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let _one_at_a_time = exclusive();
+    let hosts = tokio::task::spawn_blocking(|| TestHosts::up(1))
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("making a test host: {e}"));
+    let h = &hosts.hosts()[0];
+    let local = Orchestrator::connect().await.unwrap();
+    let remote = Orchestrator::connect_to(&orchestrator::Endpoint::Tcp {
+        host: h.address.to_string(),
+        port: testhosts::ENGINE_PORT,
+        tls: None,
+    })
+    .await
+    .unwrap();
+    // The namespace cannot reach Debian's mirrors: nginx's image is built here, from the
+    // repository's kind, and copied there, where the run finds it up to date.
+    let logs = tempfile::tempdir().unwrap();
+    let tag = local
+        .build_image(
+            "nginx",
+            &repo().join("docker/nginx"),
+            &logs.path().join("nginx.log"),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .tag;
+    local.copy_image_to(&remote, &tag).await.unwrap();
+
+    let (_dir, path) = scenario(&format!(
+        r#"
+name = "remote-h2"
+tls = true
+http = "2"
+[load]
+requests = 200
+concurrency = 2
+streams = 4
+timeout = "10s"
+[[host]]
+name = "srv1"
+url = "{}"
+insecure = true
+[[server]]
+name = "nginx"
+kind = "nginx"
+host = "srv1"
+[[document]]
+name = "hello"
+path = "/"
+generate = "hello"
+"#,
+        h.tcp_url()
+    ));
+    let plan = plan_with(&path, &repo().join("docker"));
+    let rec = Arc::new(Recorder::default());
+    let outcome = runner::run(&plan, RunOptions::new(), rec.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{}", rec.lines().join("\n"));
+    // Verified over TLS from here: the certificate names the host's address.
+    assert!(outcome.succeeded(), "{:?}", outcome.problems);
+    let record = &outcome.record;
+    assert!(
+        matches!(record.servers[0].status, ServerStatus::Available { .. }),
+        "{:?}",
+        record.servers[0].status
+    );
+    assert_eq!(record.servers[0].image_tag, tag);
+    let l = &record.loads[0];
+    assert_eq!(l.protocol, Some(report::Protocol::H2));
+    assert_eq!((l.load.complete, l.load.failed), (200, 0));
+    assert_eq!(l.load.server.hostname, h.address.to_string());
+
     assert!(labelled_on(&remote, "benchctl=1").await.is_empty());
     let mine = format!("benchctl.pid={}", std::process::id());
     assert!(labelled_on(&local, &mine).await.is_empty());

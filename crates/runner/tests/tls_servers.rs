@@ -76,7 +76,7 @@ async fn serves_https(kind: &str) {
     let body = b"<html>served over TLS</html>\n";
     std::fs::write(www.join("index.html"), body).unwrap();
     runner::rundir::open_to_servers(&www).unwrap();
-    let cert = RunCertificate::create(&run.path().join("tls"), TlsKey::EcdsaP256).unwrap();
+    let cert = RunCertificate::create(&run.path().join("tls"), TlsKey::EcdsaP256, &[]).unwrap();
 
     let spec = ContainerSpec {
         name: kind.to_string(),
@@ -115,7 +115,7 @@ async fn serves_https(kind: &str) {
     );
 
     // Another run's authority: the server's certificate is not one it signed.
-    let other = RunCertificate::create(&run.path().join("other"), TlsKey::EcdsaP256).unwrap();
+    let other = RunCertificate::create(&run.path().join("other"), TlsKey::EcdsaP256, &[]).unwrap();
     let e = orch
         .verify_over(
             &Scheme::Https {
@@ -154,7 +154,7 @@ async fn serves_https(kind: &str) {
 
     // An RSA 2048 certificate (`tls_key = "rsa-2048"`): verified the same way, and the
     // certificate the server presents is exactly the one it was given.
-    let rsa = RunCertificate::create(&run.path().join("rsa"), TlsKey::Rsa2048).unwrap();
+    let rsa = RunCertificate::create(&run.path().join("rsa"), TlsKey::Rsa2048, &[]).unwrap();
     let mut with_rsa = spec.clone();
     with_rsa.port = free_port();
     with_rsa.tls_dir = Some(rsa.dir.clone());
