@@ -1512,53 +1512,80 @@ impl Ctx<'_> {
             };
             env.push((var, text));
         }
-        // On another machine's engine a port free here is only likely to be free there too;
-        // a server that cannot bind it exits and its log says so. The baseline side of an A/B
-        // run runs beside the candidate's: never on the scenario's fixed port.
-        let port = match spec.port.filter(|_| baseline.is_none()) {
-            Some(p) => p,
-            None => free_port().map_err(|e| unavailable(format!("no free port: {e}")))?,
-        };
-        // In a TLS or HTTP/2 run, a server that another one fronts also listens for plain
-        // HTTP/1.x when its kind can.
-        let plain = if self.scheme != Scheme::HTTP
-            && manifest.is_some_and(|m| m.plain_port)
-            && self.fronted(i)
-        {
-            let p = free_port().map_err(|e| unavailable(format!("no free port: {e}")))?;
-            env.push(("BENCH_PLAIN_PORT".to_string(), p.to_string()));
-            Some(SocketAddr::new(address, p))
-        } else {
-            None
-        };
-        let cspec = ContainerSpec {
-            name: file_name.clone(),
-            image: built.tag.clone(),
-            env,
-            port,
-            address: Some(address),
-            cpuset: Some(self.plan.cpus.servers_cpuset()),
-            cpu_share: self.plan.cpus.server_share,
-            memory_bytes: Some(spec.memory),
-            docroot: Some(self.run_dir.docroot()),
-            tls_dir: self.tls_dir.clone(),
-            http2: self.scheme.http2(),
-            run_id: self.run_id.to_string(),
-            labels: vec![("benchctl.kind".to_string(), kind.to_string())],
-            cmd: None,
-            entrypoint: None,
-            confinement: manifest.map(confinement).unwrap_or_default(),
-        };
+        // On another machine's engine a port free here is only likely to be free there too: a
+        // server that exits because its port is taken there is started again on another, up
+        // to PORT_ATTEMPTS times. The baseline side of an A/B run runs beside the candidate's:
+        // never on the scenario's fixed port.
+        let fixed = spec.port.filter(|_| baseline.is_none());
+        let elsewhere = self.plan.host_of(spec).is_some();
         let orch = self.orch(i);
-        let guard = orch
-            .start(&cspec)
-            .await
-            .map_err(|e| unavailable(self.explain(&file_name, "could not start", &e)))?;
         let first = expected.first().map(|d| d.url_path.as_str()).unwrap_or("/");
-        let ready = orch
-            .wait_ready_over(&guard, &self.scheme, port, first, self.opts.ready_deadline)
-            .await
-            .map_err(|e| unavailable(self.explain(&file_name, "never became ready", &e)))?;
+        let mut attempt = 0;
+        let (guard, plain, ready) = loop {
+            attempt += 1;
+            let port = match fixed {
+                Some(p) => p,
+                None => free_port().map_err(|e| unavailable(format!("no free port: {e}")))?,
+            };
+            let mut env = env.clone();
+            // In a TLS or HTTP/2 run, a server that another one fronts also listens for plain
+            // HTTP/1.x when its kind can.
+            let plain = if self.scheme != Scheme::HTTP
+                && manifest.is_some_and(|m| m.plain_port)
+                && self.fronted(i)
+            {
+                let p = free_port().map_err(|e| unavailable(format!("no free port: {e}")))?;
+                env.push(("BENCH_PLAIN_PORT".to_string(), p.to_string()));
+                Some(SocketAddr::new(address, p))
+            } else {
+                None
+            };
+            let cspec = ContainerSpec {
+                name: file_name.clone(),
+                image: built.tag.clone(),
+                env,
+                port,
+                address: Some(address),
+                cpuset: Some(self.plan.cpus.servers_cpuset()),
+                cpu_share: self.plan.cpus.server_share,
+                memory_bytes: Some(spec.memory),
+                docroot: Some(self.run_dir.docroot()),
+                tls_dir: self.tls_dir.clone(),
+                http2: self.scheme.http2(),
+                run_id: self.run_id.to_string(),
+                labels: vec![("benchctl.kind".to_string(), kind.to_string())],
+                cmd: None,
+                entrypoint: None,
+                confinement: manifest.map(confinement).unwrap_or_default(),
+            };
+            let guard = orch
+                .start(&cspec)
+                .await
+                .map_err(|e| unavailable(self.explain(&file_name, "could not start", &e)))?;
+            match orch
+                .wait_ready_over(&guard, &self.scheme, port, first, self.opts.ready_deadline)
+                .await
+            {
+                Ok(ready) => break (guard, plain, ready),
+                Err(e)
+                    if elsewhere
+                        && fixed.is_none()
+                        && attempt < PORT_ATTEMPTS
+                        && port_taken(&e) =>
+                {
+                    guard.remove().await.map_err(|e| {
+                        unavailable(self.explain(&file_name, "could not be removed", &e))
+                    })?;
+                }
+                Err(e) => {
+                    return Err(unavailable(self.explain(
+                        &file_name,
+                        "never became ready",
+                        &e,
+                    )))
+                }
+            }
+        };
         let verified = orch
             .verify_over(&self.scheme, guard.socket_addr(), expected)
             .await
@@ -1857,7 +1884,52 @@ fn first_line(s: &str) -> &str {
 }
 
 /// A port nothing listens on now (the server binds it a moment later).
+/// How many ports a server on another machine's engine is tried on, each free here, before
+/// one taken there makes it unavailable.
+const PORT_ATTEMPTS: u32 = 3;
+
+/// The server exited because its port was taken: every server kind's bind error says
+/// "Address already in use" (EADDRINUSE), in some capitalisation.
+fn port_taken(e: &OrchestratorError) -> bool {
+    matches!(e, OrchestratorError::Exited { .. })
+        && e.log_lines().iter().any(|l| {
+            let l = l.to_ascii_lowercase();
+            l.contains("address already in use") || l.contains("eaddrinuse")
+        })
+}
+
 fn free_port() -> std::io::Result<u16> {
     let l = std::net::TcpListener::bind(("127.0.0.1", 0))?;
     Ok(l.local_addr()?.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exited(lines: &[&str]) -> OrchestratorError {
+        OrchestratorError::Exited {
+            name: "nginx".into(),
+            code: Some(1),
+            log_tail: lines.iter().map(|l| l.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_bind_error_in_any_servers_words_is_a_port_taken() {
+        for line in [
+            "nginx: [emerg] bind() to 10.0.0.5:40001 failed (98: Address already in use)",
+            "(98)Address already in use: AH00072: make_sock: could not bind to address 10.0.0.5:40001",
+            "OSError: [Errno 98] Address already in use",
+            "listen tcp 10.0.0.5:40001: bind: address already in use",
+            "bind failed: EADDRINUSE",
+        ] {
+            assert!(port_taken(&exited(&["starting", line])), "{line}");
+        }
+        assert!(!port_taken(&exited(&["segmentation fault"])));
+        // Only a server that exited: one that never answered is not retried elsewhere.
+        assert!(!port_taken(&OrchestratorError::Invalid(
+            "Address already in use".into()
+        )));
+    }
 }
