@@ -296,6 +296,9 @@ pub struct GcArgs {
     /// The scenario whose `[[host]]` tables `--host` and `--all-hosts` name.
     #[arg(long, value_name = "FILE")]
     scenario: Option<PathBuf>,
+    /// Server kinds for `--scenario` (default: a docker/ folder beside it or here).
+    #[arg(long, value_name = "DIR", requires = "scenario")]
+    docker_dir: Option<PathBuf>,
     /// Sweep this host's engine (a `[[host]]` of `--scenario`) instead of the local one;
     /// may be given more than once.
     #[arg(long = "host", value_name = "NAME", requires = "scenario")]
@@ -312,7 +315,7 @@ pub async fn gc(a: GcArgs) -> Result<ExitCode, Failure> {
         engines.push(("local".to_string(), orchestrator::Endpoint::Local));
     }
     if let Some(file) = &a.scenario {
-        let kinds = runner::kinds_for(file, None).map_err(Failure::usage)?;
+        let kinds = runner::kinds_for(file, a.docker_dir.as_deref()).map_err(Failure::usage)?;
         let plan = scenario::load_file_with(file, &kinds).map_err(Failure::usage)?;
         for name in &a.hosts {
             let Some(h) = plan.hosts.iter().find(|h| &h.name == name) else {
@@ -340,19 +343,37 @@ pub async fn gc(a: GcArgs) -> Result<ExitCode, Failure> {
             )));
         }
     }
+    // On generator hosts, the generators' images of other binaries than this one go too.
+    let keep = std::env::current_exe()
+        .map_err(|e| e.to_string())
+        .and_then(|b| runner::generators::image_tag(&b));
+    if let (Err(e), true) = (&keep, engines.iter().any(|(_, ep)| !ep.is_local())) {
+        eprintln!("benchctl: warning: the generators' images are left as they are: {e}");
+    }
     let mut failed = Vec::new();
     for (name, ep) in &engines {
         let swept = async {
             let orch = Orchestrator::connect_to(ep).await?;
-            if a.force {
-                orch.gc_all().await
+            let containers = if a.force {
+                orch.gc_all().await?
             } else {
-                orch.gc_stale().await
-            }
+                orch.gc_stale().await?
+            };
+            let images = match &keep {
+                Ok(tag) => {
+                    orch.remove_older_images(runner::generators::IMAGE_NAME, tag)
+                        .await?
+                }
+                Err(_) => 0,
+            };
+            Ok::<_, orchestrator::OrchestratorError>((containers, images))
         }
         .await;
         match swept {
-            Ok(n) => say!("{name}: removed {n} container(s)"),
+            Ok((n, 0)) => say!("{name}: removed {n} container(s)"),
+            Ok((n, images)) => say!(
+                "{name}: removed {n} container(s) and {images} generator image(s) of other benchctl binaries"
+            ),
             Err(e) => {
                 eprintln!("benchctl: {name}: {e}");
                 failed.push(name.as_str());

@@ -240,6 +240,17 @@ pub(crate) fn is_not_found(err: &bollard::errors::Error) -> bool {
     )
 }
 
+/// Whether the daemon refused because the object is in use (409: an image a container uses).
+pub(crate) fn is_conflict(err: &bollard::errors::Error) -> bool {
+    matches!(
+        err,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 409,
+            ..
+        }
+    )
+}
+
 /// Whether removal failed only because the daemon is already removing the container (409).
 pub(crate) fn is_removal_in_progress(err: &bollard::errors::Error) -> bool {
     matches!(

@@ -480,6 +480,44 @@ impl Orchestrator {
         })
     }
 
+    /// Removes every tag of `benchctl/<server>` but `keep` (a whole tag, `benchctl/x:hash`),
+    /// with its image once no tag is left: the images of earlier contexts (a generator's of an
+    /// earlier benchctl binary). An image a container still uses is left alone. Returns how
+    /// many tags were removed.
+    pub async fn remove_older_images(&self, server: &str, keep: &str) -> Result<usize> {
+        let repo = format!("benchctl/{server}");
+        let filters = HashMap::from([("reference".to_string(), vec![repo.clone()])]);
+        let images = self
+            .docker
+            .list_images(Some(
+                bollard::query_parameters::ListImagesOptionsBuilder::default()
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await
+            .map_err(|e| OrchestratorError::docker(format!("list the images of {repo}"), e))?;
+        let mut removed = 0;
+        for tag in images.iter().flat_map(|i| i.repo_tags.iter()) {
+            if tag == keep || !tag.starts_with(&format!("{repo}:")) {
+                continue;
+            }
+            match self
+                .docker
+                .remove_image(
+                    tag,
+                    None::<bollard::query_parameters::RemoveImageOptions>,
+                    None,
+                )
+                .await
+            {
+                Ok(_) => removed += 1,
+                Err(e) if crate::error::is_conflict(&e) || crate::error::is_not_found(&e) => {}
+                Err(e) => return Err(OrchestratorError::docker(format!("remove image {tag}"), e)),
+            }
+        }
+        Ok(removed)
+    }
+
     /// The id of an image on this engine, or `None` if there is none by that name.
     pub async fn image_id(&self, image: &str) -> Result<Option<String>> {
         match self.docker.inspect_image(image).await {

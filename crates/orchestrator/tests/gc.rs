@@ -102,3 +102,45 @@ async fn a_reused_pid_does_not_keep_a_container() {
         "a reused pid kept a stale container"
     );
 }
+
+#[tokio::test]
+async fn older_images_of_a_kind_are_removed_and_the_one_to_keep_stays() {
+    let Some(orch) = connect().await else { return };
+    test_base(&orch).await;
+    // Three tags of one image under a repository no other test uses, the process's id in it.
+    let repo = format!("benchctl/test-older-{}", std::process::id());
+    let tag = |t: &str| {
+        bollard::query_parameters::TagImageOptionsBuilder::default()
+            .repo(&repo)
+            .tag(t)
+            .build()
+    };
+    for t in ["aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"] {
+        orch.docker()
+            .tag_image(TEST_BASE, Some(tag(t)))
+            .await
+            .unwrap();
+    }
+    let server = repo.strip_prefix("benchctl/").unwrap();
+    let keep = format!("{repo}:bbbbbbbbbbbb");
+    assert_eq!(orch.remove_older_images(server, &keep).await.unwrap(), 2);
+    for (t, there) in [
+        ("aaaaaaaaaaaa", false),
+        ("bbbbbbbbbbbb", true),
+        ("cccccccccccc", false),
+    ] {
+        let id = orch.image_id(&format!("{repo}:{t}")).await.unwrap();
+        assert_eq!(id.is_some(), there, "{t}");
+    }
+    // The image itself is still the base's: only tags went.
+    assert!(orch.image_id(TEST_BASE).await.unwrap().is_some());
+    assert_eq!(orch.remove_older_images(server, &keep).await.unwrap(), 0);
+    orch.docker()
+        .remove_image(
+            &keep,
+            None::<bollard::query_parameters::RemoveImageOptions>,
+            None,
+        )
+        .await
+        .unwrap();
+}

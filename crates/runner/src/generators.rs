@@ -69,6 +69,15 @@ impl Generator {
 /// The build context of the generator's image in `dir`: the binary at `/benchctl` and every
 /// shared library it loads at its own path (as `ldd` names them), on an empty base, so the
 /// image needs nothing from the engine's machine nor a registry.
+/// The tag of the generators' image made from `binary`, as a run builds it on a generator
+/// host: what `benchctl gc` keeps there while it removes the images of earlier binaries.
+pub fn image_tag(binary: &Path) -> Result<String, String> {
+    let dir = tempfile::tempdir().map_err(|e| format!("a folder for the image's context: {e}"))?;
+    image_context(binary, dir.path())?;
+    let hash = orchestrator::context_hash(dir.path()).map_err(|e| e.to_string())?;
+    Ok(format!("benchctl/{IMAGE_NAME}:{}", &hash[..12]))
+}
+
 fn image_context(binary: &Path, dir: &Path) -> Result<(), String> {
     let root = dir.join("rootfs");
     std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
