@@ -642,24 +642,50 @@ impl Orchestrator {
             .await
     }
 
-    /// How a container stands: `None` while it runs, else the code it exited with (`-1` when
-    /// the engine gives none).
-    pub async fn exit_code(&self, guard: &ContainerGuard) -> Result<Option<i64>> {
-        let info = self.inspect(guard).await.map_err(|e| {
-            OrchestratorError::docker(
-                format!(
-                    "inspect container {} on {}",
-                    guard.name(),
-                    self.endpoint.url()
-                ),
-                e,
-            )
-        })?;
+    /// How a container stands: `None` while it runs, else how it stopped. A container the
+    /// engine no longer has stopped too (`removed`).
+    pub(crate) async fn stopped(&self, guard: &ContainerGuard) -> Result<Option<Stopped>> {
+        let info = match self.inspect(guard).await {
+            Ok(info) => info,
+            Err(e) if crate::error::is_not_found(&e) => {
+                return Ok(Some(Stopped {
+                    code: None,
+                    oom_killed: false,
+                    memory_limit: None,
+                    removed: true,
+                }))
+            }
+            Err(e) => {
+                return Err(OrchestratorError::docker(
+                    format!(
+                        "inspect container {} on {}",
+                        guard.name(),
+                        self.endpoint.url()
+                    ),
+                    e,
+                ))
+            }
+        };
         let state = info.state.unwrap_or_default();
         if state.running.unwrap_or(false) {
             return Ok(None);
         }
-        Ok(Some(state.exit_code.unwrap_or(-1)))
+        Ok(Some(Stopped {
+            code: state.exit_code,
+            oom_killed: state.oom_killed == Some(true),
+            memory_limit: info
+                .host_config
+                .and_then(|h| h.memory)
+                .and_then(|m| u64::try_from(m).ok())
+                .filter(|&m| m > 0),
+            removed: false,
+        }))
+    }
+
+    /// How a program run in a container stands: `None` while it runs, else the code it exited
+    /// with (`-1` when the engine gives none, or no longer has the container).
+    pub async fn exit_code(&self, guard: &ContainerGuard) -> Result<Option<i64>> {
+        Ok(self.stopped(guard).await?.map(|s| s.code.unwrap_or(-1)))
     }
 
     /// Everything a container wrote, its standard output and its standard error apart: how a
@@ -790,6 +816,17 @@ async fn remove_labelled(
         r?;
     }
     Ok(ids.len())
+}
+
+/// How a container stopped ([`Orchestrator::stopped`]).
+pub(crate) struct Stopped {
+    pub code: Option<i64>,
+    /// The kernel's OOM killer ended it.
+    pub oom_killed: bool,
+    /// Its memory limit, bytes, when it had one.
+    pub memory_limit: Option<u64>,
+    /// The engine no longer has it.
+    pub removed: bool,
 }
 
 /// Where a server's documents are, inside its container.

@@ -229,44 +229,28 @@ impl Orchestrator {
 
     /// `Err(Exited)` with the log tail if the container is no longer running.
     pub async fn fail_if_exited(&self, guard: &ContainerGuard) -> Result<()> {
-        let info = self.inspect(guard).await;
-        let (state, limit) = match info {
-            Ok(info) => (
-                info.state,
-                info.host_config
-                    .and_then(|h| h.memory)
-                    .and_then(|m| u64::try_from(m).ok())
-                    .filter(|&m| m > 0),
-            ),
-            Err(e) if crate::error::is_not_found(&e) => {
-                return Err(OrchestratorError::Exited {
-                    name: guard.name().to_string(),
-                    code: None,
-                    log_tail: vec!["(the container was removed)".to_string()],
-                })
-            }
-            Err(e) => {
-                return Err(OrchestratorError::docker(
-                    format!("inspect container {}", guard.name()),
-                    e,
-                ))
-            }
-        };
-        let running = state.as_ref().and_then(|s| s.running).unwrap_or(false);
-        if running {
+        let Some(stopped) = self.stopped(guard).await? else {
             return Ok(());
-        }
-        if state.as_ref().and_then(|s| s.oom_killed) == Some(true) {
-            return Err(OrchestratorError::OutOfMemory {
-                name: guard.name().to_string(),
-                limit,
+        };
+        let name = guard.name().to_string();
+        Err(if stopped.removed {
+            OrchestratorError::Exited {
+                name,
+                code: None,
+                log_tail: vec!["(the container was removed)".to_string()],
+            }
+        } else if stopped.oom_killed {
+            OrchestratorError::OutOfMemory {
+                name,
+                limit: stopped.memory_limit,
                 log_tail: self.log_tail(guard.id(), TAIL_LINES).await,
-            });
-        }
-        Err(OrchestratorError::Exited {
-            name: guard.name().to_string(),
-            code: state.and_then(|s| s.exit_code),
-            log_tail: self.log_tail(guard.id(), TAIL_LINES).await,
+            }
+        } else {
+            OrchestratorError::Exited {
+                name,
+                code: stopped.code,
+                log_tail: self.log_tail(guard.id(), TAIL_LINES).await,
+            }
         })
     }
 
