@@ -9,6 +9,7 @@
 //! - at a constant rate two generators each sending half deliver the whole rate (at least 99%),
 //!   and their merged latencies match a run from one generator within the noise of this
 //!   shared machine;
+//! - HTTP/2 by prior knowledge (h2c) is sent by the generators too, to nginx on srv1;
 //! - SIGINT during a load ends the run (status 130) and leaves no labelled container on any
 //!   engine;
 //! - a generator host killed during a load is reported, the other's part is kept, the run
@@ -385,6 +386,55 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
         current,
         "this binary's image stays"
     );
+
+    // HTTP/2 by prior knowledge from both generators, to nginx on srv1: its image built here
+    // from the repository's kind (srv1 cannot reach Debian's mirrors) and copied there, where
+    // the run finds it up to date.
+    let nginx_kind = kinds.join("nginx");
+    std::fs::create_dir_all(&nginx_kind).unwrap();
+    let repo_kind = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docker/nginx");
+    for f in std::fs::read_dir(&repo_kind).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), nginx_kind.join(f.file_name())).unwrap();
+    }
+    let here = rt.block_on(Orchestrator::connect()).unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let tag = rt
+        .block_on(here.build_image("nginx", &nginx_kind, &logs.path().join("nginx.log")))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .tag;
+    rt.block_on(here.copy_image_to(&srv, &tag)).unwrap();
+    let s = write_scenario(
+        dir.path(),
+        "h2c",
+        &hosts,
+        &["cli1", "cli2"],
+        "requests = 2000\nconcurrency = 4\nstreams = 4",
+    );
+    let text = std::fs::read_to_string(&s)
+        .unwrap()
+        .replacen("[load]", "http = \"2\"\n[load]", 1)
+        .replace(
+            "name = \"tiny\"\nkind = \"tiny\"",
+            "name = \"nginx\"\nkind = \"nginx\"",
+        );
+    std::fs::write(&s, text).unwrap();
+    let mut run = Run::start(dir.path(), &s, &kinds, "h2c");
+    let (code, err) = run.finish(Duration::from_secs(600));
+    assert_eq!(code, Some(0), "{err}");
+    let rec = run.record();
+    let l = &rec.loads[0];
+    assert_eq!(l.protocol, Some(report::Protocol::H2c));
+    assert_eq!(l.load.complete, 2000);
+    assert_eq!(l.load.failed, 0);
+    let parts: u64 = l.generators.iter().map(|g| g.complete.unwrap_or(0)).sum();
+    assert_eq!(parts, 2000);
+    assert!(
+        l.generators.iter().all(|g| g.error.is_none()),
+        "{:?}",
+        l.generators
+    );
+    nothing_left("after the HTTP/2 run", &engines);
 
     // 2. At a constant rate: two halves deliver the whole rate, with the latencies of one.
     let rate_load = "duration = \"5s\"\nrate = 200.0\nconcurrency = 8";
