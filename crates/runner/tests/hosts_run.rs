@@ -84,19 +84,23 @@ async fn labelled_on(orch: &Orchestrator, label: &str) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_on_a_namespace_host_is_built_verified_and_measured_there_and_leaves_nothing() {
-    if !daemon_or_skip("a_server_on_a_namespace_host_is_built_verified_and_measured_there").await {
-        return;
+/// One namespace host, this machine's engine and that host's, with the Docker tests' lock
+/// held; `None` (the test skips) without a daemon or outside CI where hosts cannot be made.
+struct OneHost {
+    _one_at_a_time: std::fs::File,
+    hosts: TestHosts,
+    local: Orchestrator,
+    remote: Orchestrator,
+}
+
+async fn one_host(test: &str) -> Option<OneHost> {
+    if !daemon_or_skip(test).await {
+        return None;
     }
-    if let Some(why) = testhosts::unavailable() {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI is set, so the multi-host tests must run, but: {why}");
-        }
-        eprintln!("SKIPPED: {why}");
-        return;
+    if !testhosts::available_or_skip() {
+        return None;
     }
-    let _one_at_a_time = exclusive();
+    let one_at_a_time = exclusive();
     let hosts = tokio::task::spawn_blocking(|| TestHosts::up(1))
         .await
         .unwrap()
@@ -107,8 +111,6 @@ async fn a_server_on_a_namespace_host_is_built_verified_and_measured_there_and_l
         h.address,
         h.ready_after.as_secs_f64()
     );
-
-    // The namespace cannot reach Debian's mirrors: the kind's base image goes there from here.
     let local = Orchestrator::connect().await.unwrap();
     let remote = Orchestrator::connect_to(&orchestrator::Endpoint::Tcp {
         host: h.address.to_string(),
@@ -117,6 +119,28 @@ async fn a_server_on_a_namespace_host_is_built_verified_and_measured_there_and_l
     })
     .await
     .unwrap();
+    Some(OneHost {
+        _one_at_a_time: one_at_a_time,
+        hosts,
+        local,
+        remote,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_on_a_namespace_host_is_built_verified_and_measured_there_and_leaves_nothing() {
+    let Some(OneHost {
+        _one_at_a_time: _held,
+        hosts,
+        local,
+        remote,
+    }) = one_host("a_server_on_a_namespace_host_is_built_verified_and_measured_there").await
+    else {
+        return;
+    };
+    let h = &hosts.hosts()[0];
+
+    // The namespace cannot reach Debian's mirrors: the kind's base image goes there from here.
     let base = busybox_image(&local).await;
     local.copy_image_to(&remote, &base).await.unwrap();
 
@@ -195,30 +219,16 @@ size = 20000
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nginx_on_a_namespace_host_serves_http2_over_tls_with_the_runs_certificate() {
-    if !daemon_or_skip("nginx_on_a_namespace_host_serves_http2_over_tls").await {
+    let Some(OneHost {
+        _one_at_a_time: _held,
+        hosts,
+        local,
+        remote,
+    }) = one_host("nginx_on_a_namespace_host_serves_http2_over_tls").await
+    else {
         return;
-    }
-    if let Some(why) = testhosts::unavailable() {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI is set, so the multi-host tests must run, but: {why}");
-        }
-        eprintln!("SKIPPED: {why}");
-        return;
-    }
-    let _one_at_a_time = exclusive();
-    let hosts = tokio::task::spawn_blocking(|| TestHosts::up(1))
-        .await
-        .unwrap()
-        .unwrap_or_else(|e| panic!("making a test host: {e}"));
+    };
     let h = &hosts.hosts()[0];
-    let local = Orchestrator::connect().await.unwrap();
-    let remote = Orchestrator::connect_to(&orchestrator::Endpoint::Tcp {
-        host: h.address.to_string(),
-        port: testhosts::ENGINE_PORT,
-        tls: None,
-    })
-    .await
-    .unwrap();
     // The namespace cannot reach Debian's mirrors: nginx's image is built here, from the
     // repository's kind, and copied there, where the run finds it up to date.
     let logs = tempfile::tempdir().unwrap();

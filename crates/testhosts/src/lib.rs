@@ -203,6 +203,22 @@ fn which(tool: &str) -> Option<PathBuf> {
         .find(|f| f.is_file())
 }
 
+/// Whether the multi-host tests can run here. When extra hosts cannot be made, says why and
+/// returns `false` (the test skips), except under CI, where the multi-host tests must run and
+/// this panics with the reason.
+pub fn available_or_skip() -> bool {
+    match unavailable() {
+        None => true,
+        Some(why) if std::env::var_os("CI").is_some() => {
+            panic!("CI is set, so the multi-host tests must run, but: {why}")
+        }
+        Some(why) => {
+            eprintln!("SKIPPED: {why}");
+            false
+        }
+    }
+}
+
 /// Runs a command to completion; its stderr is the error.
 fn run(args: &[&str]) -> Result<(), String> {
     let out = Command::new(args[0])
