@@ -343,11 +343,15 @@ pub async fn gc(a: GcArgs) -> Result<ExitCode, Failure> {
             )));
         }
     }
-    // On generator hosts, the generators' images of other binaries than this one go too.
-    let keep = std::env::current_exe()
-        .map_err(|e| e.to_string())
-        .and_then(|b| runner::generators::image_tag(&b));
-    if let (Err(e), true) = (&keep, engines.iter().any(|(_, ep)| !ep.is_local())) {
+    // On the hosts' engines (where generators run), the generators' images of other binaries
+    // than this one go too. Working out this binary's tag copies and hashes the binary, so it
+    // is done only when a host is swept: a plain `gc` stays quick.
+    let keep = engines.iter().any(|(_, ep)| !ep.is_local()).then(|| {
+        std::env::current_exe()
+            .map_err(|e| e.to_string())
+            .and_then(|b| runner::generators::image_tag(&b))
+    });
+    if let Some(Err(e)) = &keep {
         eprintln!("benchctl: warning: the generators' images are left as they are: {e}");
     }
     let mut failed = Vec::new();
@@ -359,12 +363,12 @@ pub async fn gc(a: GcArgs) -> Result<ExitCode, Failure> {
             } else {
                 orch.gc_stale().await?
             };
-            let images = match &keep {
-                Ok(tag) => {
+            let images = match keep.as_ref().filter(|_| !ep.is_local()) {
+                Some(Ok(tag)) => {
                     orch.remove_older_images(runner::generators::IMAGE_NAME, tag)
                         .await?
                 }
-                Err(_) => 0,
+                _ => 0,
             };
             Ok::<_, orchestrator::OrchestratorError>((containers, images))
         }
