@@ -107,6 +107,13 @@ fn collect(root: &Path) -> Result<Vec<Entry>> {
     Ok(out)
 }
 
+/// The tag an image of `server` built from `context_dir` gets: `benchctl/<server>:<the first
+/// 12 hex digits of the context's hash>`.
+pub fn context_tag(server: &str, context_dir: &Path) -> Result<String> {
+    let hash = context_hash(context_dir)?;
+    Ok(format!("benchctl/{server}:{}", &hash[..12]))
+}
+
 /// SHA-256 (hex) over a folder's relative paths, modes and contents: the identity of a build context.
 pub fn context_hash(root: &Path) -> Result<String> {
     let mut h = Sha256::new();
@@ -287,8 +294,7 @@ impl Orchestrator {
         let dockerfile = std::fs::read_to_string(&dockerfile_path).map_err(|e| {
             OrchestratorError::io(format!("reading {}", dockerfile_path.display()), e)
         })?;
-        let hash = context_hash(context_dir)?;
-        let tag = format!("benchctl/{server}:{}", &hash[..12]);
+        let tag = context_tag(server, context_dir)?;
 
         if let Some((id, labels)) = self.image_labels(&tag).await? {
             let same_source = source

@@ -74,8 +74,7 @@ impl Generator {
 pub fn image_tag(binary: &Path) -> Result<String, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("a folder for the image's context: {e}"))?;
     image_context(binary, dir.path())?;
-    let hash = orchestrator::context_hash(dir.path()).map_err(|e| e.to_string())?;
-    Ok(format!("benchctl/{IMAGE_NAME}:{}", &hash[..12]))
+    orchestrator::context_tag(IMAGE_NAME, dir.path()).map_err(|e| e.to_string())
 }
 
 fn image_context(binary: &Path, dir: &Path) -> Result<(), String> {
