@@ -318,9 +318,11 @@ pub fn remove_run_blocking_on(
                 }
             };
             let r = rt.block_on(async {
+                // Leave time to report before the caller stops waiting.
+                let deadline = Instant::now() + bound.mul_f64(0.9);
                 let all = futures_util::future::join_all(endpoints.iter().map(|e| async {
                     let docker = e.connect().await?;
-                    remove_labelled(&docker, &label, |_| true).await
+                    remove_labelled_until_gone(&docker, &label, deadline).await
                 }))
                 .await;
                 let mut removed = 0;
@@ -741,9 +743,11 @@ impl Orchestrator {
         tail.finish()
     }
 
-    /// Force-removes every container of run `run_id`; returns how many there were.
+    /// Force-removes every container of run `run_id` and waits (at most 15 s) until the
+    /// engine lists none; returns how many there were.
     pub async fn remove_run(&self, run_id: &str) -> Result<usize> {
-        remove_labelled(&self.docker, &format!("{LABEL_RUN}={run_id}"), |_| true).await
+        let deadline = Instant::now() + RUN_REMOVAL_BOUND;
+        remove_labelled_until_gone(&self.docker, &format!("{LABEL_RUN}={run_id}"), deadline).await
     }
 
     /// Force-removes the containers of run `run_id` whose label `key` is `value` (a run's load
@@ -796,6 +800,21 @@ async fn remove_labelled(
     label: &str,
     select: impl Fn(Option<&HashMap<String, String>>) -> bool,
 ) -> Result<usize> {
+    let ids = list_labelled(docker, label, select).await?;
+    let results =
+        futures_util::future::join_all(ids.iter().map(|id| remove_container(docker, id))).await;
+    for r in results {
+        r?;
+    }
+    Ok(ids.len())
+}
+
+/// The ids of the containers, any state, carrying `label` for which `select` says yes.
+async fn list_labelled(
+    docker: &Docker,
+    label: &str,
+    select: impl Fn(Option<&HashMap<String, String>>) -> bool,
+) -> Result<Vec<String>> {
     let filters = HashMap::from([("label".to_string(), vec![label.to_string()])]);
     let options = ListContainersOptionsBuilder::default()
         .all(true)
@@ -805,18 +824,46 @@ async fn remove_labelled(
         .list_containers(Some(options))
         .await
         .map_err(|e| OrchestratorError::docker(format!("list containers labelled {label}"), e))?;
-    let ids: Vec<String> = list
+    Ok(list
         .into_iter()
         .filter(|c| select(c.labels.as_ref()))
         .filter_map(|c| c.id)
-        .collect();
-    let results =
-        futures_util::future::join_all(ids.iter().map(|id| remove_container(docker, id))).await;
-    for r in results {
-        r?;
-    }
-    Ok(ids.len())
+        .collect())
 }
+
+/// [`remove_labelled`] for every container carrying `label`, then waits until the engine
+/// lists none of them, asking again for any still there, until `deadline`. A removal that
+/// another connection started ("already in progress") counts as done only once it is: the
+/// engine may abandon it when that connection dies, as it does when this process exits.
+async fn remove_labelled_until_gone(
+    docker: &Docker,
+    label: &str,
+    deadline: Instant,
+) -> Result<usize> {
+    let removed = remove_labelled(docker, label, |_| true).await?;
+    loop {
+        let left = list_labelled(docker, label, |_| true).await?;
+        if left.is_empty() {
+            return Ok(removed);
+        }
+        if Instant::now() >= deadline {
+            return Err(OrchestratorError::Invalid(format!(
+                "{} container(s) labelled {label} were still there after removal",
+                left.len()
+            )));
+        }
+        tokio::time::sleep(GONE_POLL).await;
+        for id in &left {
+            remove_container(docker, id).await?;
+        }
+    }
+}
+
+/// How long [`Orchestrator::remove_run`] waits for a run's containers to be gone.
+const RUN_REMOVAL_BOUND: Duration = Duration::from_secs(15);
+
+/// How often [`remove_labelled_until_gone`] looks again.
+const GONE_POLL: Duration = Duration::from_millis(100);
 
 /// How a container stopped ([`Orchestrator::stopped`]).
 pub(crate) struct Stopped {

@@ -283,6 +283,57 @@ async fn remove_run_removes_only_that_run() {
     b1.remove().await.unwrap();
 }
 
+/// A second Ctrl-C sweeps a run while its guards may still be removing the same containers
+/// on connections that die with the process: the sweep must not count "removal already in
+/// progress" as done, only a container the engine no longer lists.
+#[tokio::test]
+async fn a_sweep_racing_other_removals_returns_only_once_they_are_gone() {
+    let Some(orch) = connect().await else { return };
+    test_base(&orch).await;
+    let run = run_id("race");
+    for _ in 0..3 {
+        let spec = ContainerSpec {
+            name: "sleeper".to_string(),
+            image: TEST_BASE.to_string(),
+            port: free_port(),
+            run_id: run.clone(),
+            cmd: Some(vec!["sleep".into(), "60".into()]),
+            ..Default::default()
+        };
+        let guard = orch.start(&spec).await.unwrap();
+        // Another connection starts removing it and is dropped mid-request.
+        let other = orch.docker().clone();
+        let id = guard.leak();
+        let abandoned = tokio::spawn(async move {
+            let options = bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+                .force(true)
+                .build();
+            let _ = other.remove_container(&id, Some(options)).await;
+        });
+        let r = run.clone();
+        let sweep = tokio::task::spawn_blocking(move || {
+            orchestrator::remove_run_blocking(&r, Duration::from_secs(15))
+        });
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        abandoned.abort();
+        sweep.await.unwrap().unwrap();
+        let left = orch
+            .docker()
+            .list_containers(Some(
+                bollard::query_parameters::ListContainersOptionsBuilder::default()
+                    .all(true)
+                    .filters(&std::collections::HashMap::from([(
+                        "label".to_string(),
+                        vec![format!("{}={run}", orchestrator::LABEL_RUN)],
+                    )]))
+                    .build(),
+            ))
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "left after the sweep: {left:?}");
+    }
+}
+
 /// Drop after the runtime that created the guard is gone: no runtime anywhere on this thread.
 #[test]
 fn guard_dropped_outside_any_runtime_removes_the_container() {
