@@ -283,9 +283,15 @@ impl Observer for Printer {
             } => eprintln!(
                 "removed {containers} container(s) and {folders} folder(s) left behind by earlier runs"
             ),
-            Event::Building { server, context } => {
-                eprintln!("{server}: building image from {}", context.display())
-            }
+            Event::Building {
+                server,
+                context,
+                host,
+            } => eprintln!(
+                "{server}: building image{} from {}",
+                host.map(|h| format!(" on {h}")).unwrap_or_default(),
+                context.display()
+            ),
             Event::Built {
                 server,
                 tag,
@@ -304,8 +310,13 @@ impl Observer for Printer {
                 answering_s,
                 verified_s,
                 version,
+                host,
+                address,
             } => eprintln!(
-                "{server}: answering after {answering_s:.2} s, verified after {verified_s:.2} s ({})",
+                "{server}: {}answering after {answering_s:.2} s, verified after {verified_s:.2} s ({})",
+                // A server on this machine listens on 127.0.0.1, which says nothing new.
+                host.map(|h| format!("on {h} at {address}, "))
+                    .unwrap_or_default(),
                 version.unwrap_or("no Server header")
             ),
             Event::Unavailable { server, reason } => {

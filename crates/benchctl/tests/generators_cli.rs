@@ -302,6 +302,12 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
         );
         assert!(e.clock_offset_s.abs() < 1.0, "one kernel's clock: {e:?}");
     }
+    // Where the server ran, as it started and in the record.
+    assert!(
+        err.contains(&format!("tiny: on srv1 at {}:", hosts.hosts()[0].address)),
+        "{err}"
+    );
+    assert_eq!(rec.servers[0].host.as_deref(), Some("srv1"));
     let l = &rec.loads[0];
     assert_eq!(l.generators.len(), 2);
     let shares: Vec<Option<u64>> = l.generators.iter().map(|g| g.requests).collect();

@@ -304,6 +304,10 @@ pub struct ServerRecord {
     /// The `Server` header it answered with, taken as its version; absent when it sent none.
     pub server_header: Option<String>,
     pub status: ServerStatus,
+    /// The `[[host]]` whose engine ran it (one of the record's `engines`); absent for this
+    /// machine's engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Whether a server could be measured.

@@ -285,6 +285,7 @@ impl Renderer {
                         .unwrap_or("-")
                         .to_string(),
                     server_header: s.server_header.clone().unwrap_or_else(|| "-".to_string()),
+                    host: s.host.clone(),
                     colour: colour_of(&s.name).to_string(),
                     state: match &s.status {
                         ServerStatus::Available { ready_s } => format!("ready in {ready_s:.1} s"),
@@ -301,8 +302,28 @@ impl Renderer {
                     reason: reason.lines().next().unwrap_or_default().to_string(),
                 })
                 .collect(),
+            any_host: record.servers.iter().any(|s| s.host.is_some()),
+            engines: record.engines.iter().map(engine_context).collect(),
             documents,
         })
+    }
+}
+
+/// One `[[host]]` engine as reports show it: what it said of itself when the run started.
+fn engine_context(e: &crate::record::EngineRecord) -> EngineContext {
+    EngineContext {
+        name: e.name.clone(),
+        url: e.url.clone(),
+        facts: format!(
+            "Docker {} (API {}), {} CPUs, {:.1} GiB, kernel {}, clock {:+.3} s (±{:.3})",
+            e.version,
+            e.api_version,
+            e.cpus,
+            e.memory_bytes as f64 / (1u64 << 30) as f64,
+            e.kernel,
+            e.clock_offset_s,
+            e.clock_uncertainty_s
+        ),
     }
 }
 
@@ -401,8 +422,19 @@ fn ratio(v: f64, reference: Option<f64>) -> String {
 struct ReportContext {
     run: RunInfo,
     servers: Vec<ServerContext>,
+    /// Some server ran on a `[[host]]`: the servers' list says where each ran.
+    any_host: bool,
+    /// The `[[host]]` engines the run used, servers' and generators'.
+    engines: Vec<EngineContext>,
     unavailable: Vec<Unavailable>,
     documents: Vec<DocumentContext>,
+}
+
+#[derive(Serialize)]
+struct EngineContext {
+    name: String,
+    url: String,
+    facts: String,
 }
 
 #[derive(Serialize)]
@@ -456,6 +488,8 @@ struct ServerContext {
     image_tag: String,
     image_id: String,
     server_header: String,
+    /// The `[[host]]` it ran on; `None` for the run's own machine.
+    host: Option<String>,
     colour: String,
     state: String,
 }

@@ -149,6 +149,65 @@ fn markdown_cells_cannot_break_the_table() {
 }
 
 #[test]
+fn servers_on_other_engines_are_shown_with_their_host_and_each_engine_with_its_facts() {
+    let mut rec = common::fixture(1, None);
+    rec.servers[1].host = Some("srv1".into());
+    rec.engines = vec![report::record::EngineRecord {
+        name: "srv1".into(),
+        url: "tcp://10.0.0.5:2376".into(),
+        version: "27.3.1".into(),
+        api_version: "1.47".into(),
+        cpus: 8,
+        memory_bytes: 16 << 30,
+        kernel: "6.1.0-26-amd64".into(),
+        clock_offset_s: -0.0042,
+        clock_uncertainty_s: 0.0011,
+    }];
+    let [text, md, html] = all_formats(&rec);
+    let facts = "Docker 27.3.1 (API 1.47), 8 CPUs, 16.0 GiB, kernel 6.1.0-26-amd64, clock -0.004 s (±0.001)";
+    assert!(
+        text.contains(&format!("engine     srv1: tcp://10.0.0.5:2376, {facts}")),
+        "{text}"
+    );
+    assert!(text.contains("  nginx: nginx on srv1, image"), "{text}");
+    assert!(
+        text.contains("  apache: apache on this machine, image"),
+        "{text}"
+    );
+    assert!(
+        md.contains(&format!("- Engine srv1: `tcp://10.0.0.5:2376`, {facts}")),
+        "{md}"
+    );
+    assert!(md.contains("| server | software | host | image |"), "{md}");
+    assert!(md.contains("| nginx | nginx | srv1 | `"), "{md}");
+    assert!(md.contains("| apache | apache | this machine | `"), "{md}");
+    let nginx_row = md
+        .lines()
+        .find(|l| l.starts_with("| nginx | nginx |"))
+        .unwrap();
+    let header = md
+        .lines()
+        .find(|l| l.starts_with("| server | software |"))
+        .unwrap();
+    assert_eq!(
+        nginx_row.matches(" | ").count(),
+        header.matches(" | ").count()
+    );
+    assert!(
+        html.contains("<dt>Engine srv1</dt><dd><code>tcp:&#x2F;&#x2F;10.0.0.5:2376</code>"),
+        "{html}"
+    );
+    assert!(html.contains("<th>host</th>"));
+    assert!(html.contains("<td>srv1</td>") && html.contains("<td>this machine</td>"));
+
+    // Everything on this machine: no host column, no engine lines.
+    let [text, md, html] = all_formats(&common::fixture(1, None));
+    assert!(!text.contains("engine ") && !text.contains("on this machine"));
+    assert!(!md.contains("| host |") && !md.contains("- Engine "));
+    assert!(!html.contains("<th>host</th>") && !html.contains("<dt>Engine"));
+}
+
+#[test]
 fn an_interrupted_run_still_renders_what_finished() {
     let mut rec = common::fixture(3, None);
     // Stopped during round 1: round 0 complete, one load of round 1.

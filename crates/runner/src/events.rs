@@ -29,7 +29,12 @@ pub enum Event<'a> {
     /// Containers and run folders left by earlier runs whose owners are gone were removed.
     SweptStale { containers: usize, folders: usize },
     /// An image is about to be built (or found up to date).
-    Building { server: &'a str, context: &'a Path },
+    Building {
+        server: &'a str,
+        context: &'a Path,
+        /// The `[[host]]` whose engine builds it; `None` for this machine's.
+        host: Option<&'a str>,
+    },
     Built {
         server: &'a str,
         tag: &'a str,
@@ -46,6 +51,10 @@ pub enum Event<'a> {
         verified_s: f64,
         /// What the server calls itself (its manifest says which header).
         version: Option<&'a str>,
+        /// The `[[host]]` it runs on; `None` for this machine's engine.
+        host: Option<&'a str>,
+        /// Where it listens.
+        address: std::net::SocketAddr,
     },
     /// The server cannot be measured (any more): it did not build, start or verify, or it
     /// died, or a server it needs did.

@@ -177,6 +177,7 @@ pub(crate) async fn prepare(
         observer.event(&Event::Building {
             server: s,
             context: binary,
+            host: None,
         });
     }
     let results = futures_util::future::join_all(plan.generators.iter().map(|&h| {

@@ -752,6 +752,7 @@ struct NotStarted {
 
 fn server_record(
     spec: &scenario::ServerSpec,
+    host: Option<&str>,
     image: Option<&BuiltImage>,
     server_header: Option<String>,
     status: ServerStatus,
@@ -763,10 +764,18 @@ fn server_record(
         image_id: image.map(|b| b.id.clone()),
         server_header,
         status,
+        host: host.map(str::to_string),
     }
 }
 
 impl Ctx<'_> {
+    /// The `[[host]]` whose engine runs server `i`; `None` for this machine's.
+    fn host_name(&self, i: usize) -> Option<&str> {
+        self.plan.servers[i]
+            .host
+            .map(|h| self.plan.hosts[h].name.as_str())
+    }
+
     /// The engine that runs server `i` (connected before the run began).
     fn orch(&self, i: usize) -> &Orchestrator {
         let engine = self.plan.servers[i].host.map_or(0, |h| h + 1);
@@ -1138,6 +1147,7 @@ impl Ctx<'_> {
                 });
                 server_record(
                     spec,
+                    self.host_name(i),
                     Some(&up.image),
                     up.version,
                     ServerStatus::Available {
@@ -1152,6 +1162,7 @@ impl Ctx<'_> {
                 });
                 server_record(
                     spec,
+                    self.host_name(i),
                     image.as_ref(),
                     None,
                     ServerStatus::Unavailable { reason },
@@ -1427,6 +1438,7 @@ impl Ctx<'_> {
                 self.observer.event(&Event::Building {
                     server: &spec.name,
                     context,
+                    host: self.host_name(i),
                 });
                 let log = self.run_dir.build_log(&spec.name);
                 match self
@@ -1601,6 +1613,8 @@ impl Ctx<'_> {
                 answering_s: ready.as_secs_f64(),
                 verified_s: total.as_secs_f64(),
                 version: version.as_deref(),
+                host: self.host_name(i),
+                address: guard.socket_addr(),
             });
         }
         Ok(Started {

@@ -195,6 +195,16 @@ size = 20000
         "{:?}",
         record.servers[0].status
     );
+    // The record and its report say where it ran, and what that engine is.
+    assert_eq!(record.servers[0].host.as_deref(), Some("srv1"));
+    assert_eq!(record.engines.len(), 1);
+    assert_eq!(record.engines[0].name, "srv1");
+    let text = report::render(record, report::Format::Text, None).unwrap();
+    assert!(text.contains("  tiny: tiny on srv1, image"), "{text}");
+    assert!(
+        text.contains(&format!("engine     srv1: {}", h.tcp_url())),
+        "{text}"
+    );
     // Built there, not here.
     let tag = &record.servers[0].image_tag;
     assert!(remote.image_id(tag).await.unwrap().is_some(), "{tag}");
@@ -243,7 +253,7 @@ async fn nginx_on_a_namespace_host_serves_http2_over_tls_with_the_runs_certifica
         .tag;
     local.copy_image_to(&remote, &tag).await.unwrap();
 
-    let (_dir, path) = scenario(&format!(
+    let (dir, path) = scenario(&format!(
         r#"
 name = "remote-h2"
 tls = true
@@ -270,9 +280,16 @@ generate = "hello"
     ));
     let plan = plan_with(&path, &repo().join("docker"));
     let rec = Arc::new(Recorder::default());
-    let outcome = runner::run(&plan, RunOptions::new(), rec.clone())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let outcome = runner::run(
+        &plan,
+        RunOptions {
+            out: Some(dir.path().join("remote-h2.json")),
+            ..RunOptions::new()
+        },
+        rec.clone(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{}", rec.lines().join("\n"));
     // Verified over TLS from here: the certificate names the host's address.
     assert!(outcome.succeeded(), "{:?}", outcome.problems);

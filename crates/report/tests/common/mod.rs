@@ -106,6 +106,7 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
             ),
             server_header: Some("Apache/2.4.62 (Debian)".into()),
             status: ServerStatus::Available { ready_s: 1.25 },
+            host: None,
         },
         ServerRecord {
             name: "nginx".into(),
@@ -116,6 +117,7 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
             ),
             server_header: Some("nginx/1.26.3".into()),
             status: ServerStatus::Available { ready_s: 0.5 },
+            host: None,
         },
         ServerRecord {
             name: "tornado".into(),
@@ -126,6 +128,7 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
             status: ServerStatus::Unavailable {
                 reason: "image build failed: pip could not reach its index (<offline>)".into(),
             },
+            host: None,
         },
     ];
     // (document, path, length, requests, apache waiting µs, apache elapsed s, nginx elapsed s)
