@@ -149,7 +149,8 @@ impl Orchestrator {
             .from_image(image)
             .build();
         let pull = async {
-            let mut stream = self.docker.create_image(Some(options), None, None);
+            let docker = self.patient();
+            let mut stream = docker.create_image(Some(options), None, None);
             let mut failure = None;
             while let Some(item) = stream.next().await {
                 if let Err(e) = item {
@@ -309,9 +310,9 @@ impl Orchestrator {
             .repo(repo)
             .tag(tag)
             .build();
+        let docker = self.patient();
         let mut stream =
-            self.docker
-                .create_image(Some(options), Some(bollard::body_try_stream(chunks)), None);
+            docker.create_image(Some(options), Some(bollard::body_try_stream(chunks)), None);
         let mut failure = None;
         while let Some(item) = stream.next().await {
             if let Err(e) = item {

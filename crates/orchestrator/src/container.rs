@@ -596,7 +596,7 @@ impl Orchestrator {
         let options = UploadToContainerOptionsBuilder::default()
             .path(target)
             .build();
-        self.docker
+        self.patient()
             .upload_to_container(
                 guard.id(),
                 Some(options),

@@ -21,9 +21,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// How long connecting to an engine and negotiating its API version may take.
 pub const CONNECT_BOUND: Duration = Duration::from_secs(10);
-/// bollard's per-request timeout for remote engines, seconds (builds stream for longer; the
-/// orchestrator bounds them itself).
-const REQUEST_TIMEOUT_S: u64 = 30 * 60;
+/// How long a request to another machine's engine may wait for its answer, seconds: far more
+/// than an inspect, a start or a forced removal takes, so that an engine cut off by the
+/// network (which drops what is sent, and never refuses) is given up on within it. Requests
+/// that send or wait for much more than that use [`PATIENT_TIMEOUT`].
+const REQUEST_TIMEOUT_S: u64 = 30;
+/// The answer bound of requests that carry an image, a build context or the documents, or
+/// whose answer is a build: their own deadlines bound them (`build_timeout`, `pull_timeout`).
+pub(crate) const PATIENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 
 /// Where an engine is and how to reach it.
 #[derive(Debug, Clone, PartialEq, Eq)]

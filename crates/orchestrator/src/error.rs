@@ -42,7 +42,7 @@ pub enum OrchestratorError {
     ApiVersion { message: String },
 
     /// Any other Engine API call that failed; `action` says which one.
-    #[error("docker {action} failed: {source}")]
+    #[error("docker {action} failed: {}", explain_docker(source))]
     Docker {
         action: String,
         #[source]
@@ -153,6 +153,15 @@ impl OrchestratorError {
         }
     }
 
+    /// The container stopped (it exited, or the OOM killer ended it), as opposed to its
+    /// engine failing to say.
+    pub fn is_stop(&self) -> bool {
+        matches!(
+            self,
+            OrchestratorError::Exited { .. } | OrchestratorError::OutOfMemory { .. }
+        )
+    }
+
     /// The cause in one line, without the log lines some errors carry ([`log_lines`]) and
     /// without the path of a build's full log ([`log_path`]): what a table or a list of
     /// unavailable servers shows.
@@ -252,6 +261,16 @@ pub(crate) fn is_conflict(err: &bollard::errors::Error) -> bool {
 }
 
 /// Whether removal failed only because the daemon is already removing the container (409).
+/// bollard's own words, but for its bare "Timeout error".
+fn explain_docker(e: &bollard::errors::Error) -> String {
+    match e {
+        bollard::errors::Error::RequestTimeoutError => {
+            "the engine did not answer in time (is its machine up and reachable?)".to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
 pub(crate) fn is_removal_in_progress(err: &bollard::errors::Error) -> bool {
     matches!(
         err,

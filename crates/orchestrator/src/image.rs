@@ -334,9 +334,9 @@ impl Orchestrator {
             .forcerm(true)
             .labels(&labels)
             .build();
+        let docker = self.patient();
         let mut stream =
-            self.docker
-                .build_image(options, None, Some(bollard::body_full(context.into())));
+            docker.build_image(options, None, Some(bollard::body_full(context.into())));
 
         let mut failure: Option<String> = None;
         let deadline = tokio::time::sleep(self.build_timeout);
@@ -450,7 +450,8 @@ impl Orchestrator {
     /// Returns the image's id on `to`.
     pub async fn copy_image_to(&self, to: &Orchestrator, image: &str) -> Result<String> {
         let mut archive: Vec<u8> = Vec::new();
-        let mut stream = self.docker.export_image(image);
+        let docker = self.patient();
+        let mut stream = docker.export_image(image);
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| {
                 OrchestratorError::docker(
@@ -463,9 +464,8 @@ impl Orchestrator {
         let options = bollard::query_parameters::ImportImageOptionsBuilder::default()
             .quiet(true)
             .build();
-        let mut load = to
-            .docker
-            .import_image(options, bollard::body_full(archive.into()), None);
+        let importer = to.patient();
+        let mut load = importer.import_image(options, bollard::body_full(archive.into()), None);
         while let Some(item) = load.next().await {
             let failed = match item {
                 Ok(info) => info.error_detail.and_then(|d| d.message),

@@ -154,6 +154,13 @@ impl Orchestrator {
     pub fn docker(&self) -> &Docker {
         &self.docker
     }
+
+    /// The same connection for a request that moves an image, a build context or documents,
+    /// or that answers only once a build has begun: it may wait far longer for the engine's
+    /// answer than a control request ([`engine::PATIENT_TIMEOUT`]).
+    pub(crate) fn patient(&self) -> Docker {
+        self.docker.clone().with_timeout(engine::PATIENT_TIMEOUT)
+    }
 }
 
 pub(crate) fn classify_connect_error(err: bollard::errors::Error) -> OrchestratorError {
