@@ -576,3 +576,77 @@ impl Run {
             .expect("the run id ends with the pid")
     }
 }
+
+/// A server's host cut off from the network during a load (its engine and container still
+/// running, out of reach): the run ends within its bounds, exits 1, names the host whose
+/// containers it could not remove and how to remove them; once the host is back, that command
+/// removes them.
+#[test]
+fn a_server_host_cut_off_mid_run_is_reported_and_its_containers_are_swept_once_it_is_back() {
+    if !testhosts::available_or_skip() {
+        return;
+    }
+    let _one_at_a_time = exclusive();
+    let hosts = TestHosts::up(1).unwrap_or_else(|e| panic!("making a test host: {e}"));
+    let srv1 = tcp(&hosts.hosts()[0]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let srv = rt.block_on(Orchestrator::connect_to(&srv1)).unwrap();
+    let base = rt.block_on(busybox_base(&srv));
+    let dir = tempfile::tempdir().unwrap();
+    let kinds = dir.path().join("kinds");
+    write_kind(&kinds.join("tiny"), &base);
+    let s = dir.path().join("cut.toml");
+    std::fs::write(
+        &s,
+        format!(
+            "name = \"cut\"\n\
+             [load]\nduration = \"20s\"\nconcurrency = 2\nrate = 50.0\ntimeout = \"2s\"\n\
+             [[host]]\nname = \"srv1\"\nurl = \"{}\"\ninsecure = true\n\
+             [[server]]\nname = \"tiny\"\nkind = \"tiny\"\nhost = \"srv1\"\nmemory = \"64m\"\n\
+             [[document]]\nname = \"page\"\npath = \"/page.html\"\ngenerate = \"html\"\nsize = 2000\n",
+            hosts.hosts()[0].tcp_url()
+        ),
+    )
+    .unwrap();
+    let mut run = Run::start(dir.path(), &s, &kinds, "cut");
+    run.wait_for("round 1/1", Duration::from_secs(600));
+    let pid = run.pid_label();
+    std::thread::sleep(Duration::from_secs(2));
+    hosts.cut_off(0).unwrap();
+    let cut_at = Instant::now();
+    let (code, err) = run.finish(Duration::from_secs(180));
+    let took = cut_at.elapsed();
+    eprintln!("the run ended {took:?} after the cut");
+    hosts.reconnect(0).unwrap();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "benchctl gc --scenario {} --host srv1",
+            s.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        took < Duration::from_secs(120),
+        "the run took {took:?} after the cut"
+    );
+    // Back on the network: the server's container is still there, and gc removes it.
+    let left = rt.block_on(labelled(&srv1, &pid));
+    assert_eq!(left.len(), 1, "{left:?}");
+    let gc = Command::new(env!("CARGO_BIN_EXE_benchctl"))
+        .args(["gc", "--scenario"])
+        .arg(&s)
+        .args(["--docker-dir"])
+        .arg(&kinds)
+        .args(["--host", "srv1"])
+        .output()
+        .expect("benchctl gc");
+    let out = String::from_utf8_lossy(&gc.stdout);
+    assert!(
+        gc.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&gc.stderr)
+    );
+    assert!(out.contains("srv1: removed 1 container(s)"), "{out}");
+    assert!(rt.block_on(labelled(&srv1, "benchctl=1")).is_empty());
+}

@@ -11,7 +11,7 @@
 //! calls it, without the run's help.
 
 use loadgen::StopFlag;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -85,6 +85,8 @@ struct Leftovers {
     run_id: Option<String>,
     /// The engines the run's containers may be on; empty for this machine's alone.
     endpoints: Vec<orchestrator::Endpoint>,
+    /// The scenario that names the other engines, for the advice when some cannot be swept.
+    scenario: Option<PathBuf>,
     paths: Vec<PathBuf>,
 }
 
@@ -100,9 +102,12 @@ impl Cleanup {
         self.lock().run_id = Some(run_id.to_string());
     }
 
-    /// The engines the run uses (this machine's and its hosts').
-    pub(crate) fn set_endpoints(&self, endpoints: Vec<orchestrator::Endpoint>) {
-        self.lock().endpoints = endpoints;
+    /// The engines the run uses (this machine's and its hosts'), and the scenario that names
+    /// them.
+    pub(crate) fn set_endpoints(&self, endpoints: Vec<orchestrator::Endpoint>, scenario: &Path) {
+        let mut l = self.lock();
+        l.endpoints = endpoints;
+        l.scenario = Some(scenario.to_path_buf());
     }
 
     /// A file or folder to remove if the run cannot.
@@ -118,9 +123,14 @@ impl Cleanup {
     /// waiting at most 15 s) and its files and folders. Callable from any thread, any number of
     /// times; what is already gone is skipped. Returns what could not be removed, as messages.
     pub fn now(&self) -> Vec<String> {
-        let (run_id, paths, mut endpoints) = {
+        let (run_id, paths, mut endpoints, scenario) = {
             let l = self.lock();
-            (l.run_id.clone(), l.paths.clone(), l.endpoints.clone())
+            (
+                l.run_id.clone(),
+                l.paths.clone(),
+                l.endpoints.clone(),
+                l.scenario.clone(),
+            )
         };
         if endpoints.is_empty() {
             endpoints.push(orchestrator::Endpoint::Local);
@@ -128,9 +138,14 @@ impl Cleanup {
         let mut problems = Vec::new();
         if let Some(id) = run_id {
             if let Err(e) = orchestrator::remove_run_blocking_on(&endpoints, &id, CLEANUP_BOUND) {
-                problems.push(format!(
-                    "the containers of run {id}: {e} (`benchctl gc` removes them)"
-                ));
+                let remote = endpoints.iter().any(|e| !e.is_local());
+                problems.push(match scenario.filter(|_| remote) {
+                    Some(s) => format!(
+                        "the containers of run {id}: {e} (`benchctl gc --scenario {} --all-hosts` removes them once every engine answers)",
+                        s.display()
+                    ),
+                    None => format!("the containers of run {id}: {e} (`benchctl gc` removes them)"),
+                });
             }
         }
         for p in paths {

@@ -64,6 +64,11 @@ impl Generator {
     fn lost(&self) -> Option<String> {
         self.lost.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
+
+    /// Its engine stopped answering during a load.
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost().is_some()
+    }
 }
 
 /// The build context of the generator's image in `dir`: the binary at `/benchctl` and every

@@ -190,6 +190,14 @@ pub enum Problem {
         host: String,
         reason: String,
     },
+    /// The run's containers could not all be removed from an engine (one that stopped
+    /// answering): they stay, labelled, for `benchctl gc` or the next run on that engine.
+    LeftBehind {
+        /// The `[[host]]`; `None` for this machine's engine.
+        host: Option<String>,
+        scenario: PathBuf,
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for Problem {
@@ -229,6 +237,23 @@ impl std::fmt::Display for Problem {
                 f,
                 "{server} / {document} (round {}): the generator on {host} failed ({}); the load holds the other generators' part only",
                 round + 1,
+                first_line(reason)
+            ),
+            Problem::LeftBehind {
+                host: Some(host),
+                scenario,
+                reason,
+            } => write!(
+                f,
+                "containers of this run may remain on {host} ({}): `benchctl gc --scenario {} --host {host}` removes them once its engine answers, as does the next run that uses it",
+                first_line(reason),
+                scenario.display()
+            ),
+            Problem::LeftBehind {
+                host: None, reason, ..
+            } => write!(
+                f,
+                "containers of this run may remain on this machine's engine ({}): `benchctl gc` removes them once it answers",
                 first_line(reason)
             ),
         }
@@ -443,8 +468,10 @@ pub async fn run(
     // Claimed before any work: a file that exists or cannot be written stops the run here.
     let file = RecordFile::create(&out, &record)?;
     opts.cleanup.set_run(&run_id);
-    opts.cleanup
-        .set_endpoints(connected.iter().map(|o| o.endpoint().clone()).collect());
+    opts.cleanup.set_endpoints(
+        connected.iter().map(|o| o.endpoint().clone()).collect(),
+        &plan.source,
+    );
     opts.cleanup.add_path(file.tmp_path().to_path_buf());
     let mut results = Results::new(file);
 
@@ -460,6 +487,7 @@ pub async fn run(
         });
     }
 
+    let mut left_behind: Vec<(Option<String>, String)> = Vec::new();
     let outcome = match RunDir::create() {
         Err(e) => Err(format!("cannot make the run's private folder: {e}")),
         Ok(run_dir) => 'run: {
@@ -503,6 +531,7 @@ pub async fn run(
                 scheme,
                 tls_dir,
                 generators: std::sync::OnceLock::new(),
+                lost: Default::default(),
             };
             let r = {
                 let work = ctx.execute(&mut record, &mut results);
@@ -516,9 +545,31 @@ pub async fn run(
             };
             // Whatever happened, no container of this run outlives it. The guards of the work
             // removed theirs as they dropped; this catches any a cancelled step had just made.
-            for orch in &connected {
-                let _ = orch.remove_run(&run_id).await;
-            }
+            // Every engine at once, each within its own bounds: one that stopped answering
+            // keeps its containers, and the run says where.
+            let run_id = &run_id;
+            let ctx = &ctx;
+            let swept =
+                futures_util::future::join_all(engines.iter().enumerate().filter_map(|(i, e)| {
+                    let host = i.checked_sub(1).map(|h| plan.hosts[h].name.clone());
+                    // An engine lost during the run gets one short try: it may be back.
+                    let bound = match &host {
+                        Some(h) if ctx.is_lost(h) => LOST_ENGINE_SWEEP,
+                        _ => SWEEP_BOUND,
+                    };
+                    e.as_ref().map(|orch| async move {
+                        let r = match tokio::time::timeout(bound, orch.remove_run(run_id)).await {
+                            Ok(r) => r.map_err(|e| e.to_string()),
+                            Err(_) => Err(format!("its engine did not answer within {bound:?}")),
+                        };
+                        (host, r)
+                    })
+                }))
+                .await;
+            left_behind = swept
+                .into_iter()
+                .filter_map(|(host, r)| r.err().map(|e| (host, e)))
+                .collect();
             r
         }
     };
@@ -567,6 +618,13 @@ pub async fn run(
                 });
             }
         }
+    }
+    for (host, reason) in left_behind {
+        problems.push(Problem::LeftBehind {
+            host,
+            scenario: plan.source.clone(),
+            reason,
+        });
     }
     // One problem per server and document, over its rounds.
     for l in &record.loads {
@@ -688,6 +746,8 @@ struct Ctx<'a> {
     ab: Option<&'a AbPlan>,
     /// `[load] generators`, ready once the run has made their image on each host.
     generators: std::sync::OnceLock<Vec<crate::generators::Generator>>,
+    /// The `[[host]]`s whose engine stopped answering about a server during the run.
+    lost: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// A server that was started and verified.
@@ -1058,13 +1118,29 @@ impl Ctx<'_> {
             self.search_capacity(spec, record, results, &live, &docs)
                 .await?;
         }
-        for l in live {
-            let _ = l.guard.remove().await;
-        }
-        for l in base_live {
-            let _ = l.guard.remove().await;
+        for l in live.into_iter().chain(base_live) {
+            if self.host_name(l.index).is_some_and(|h| self.is_lost(h)) {
+                // Not waited for again: the run's last sweep tries that engine once more
+                // and says what stays there.
+                l.guard.leak();
+            } else {
+                let _ = l.guard.remove().await;
+            }
         }
         Ok(())
+    }
+
+    /// Whether `host`'s engine stopped answering during the run, about a server or a
+    /// generator.
+    fn is_lost(&self, host: &str) -> bool {
+        self.lost
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(host)
+            || self
+                .generators
+                .get()
+                .is_some_and(|g| g.iter().any(|g| g.name == host && g.is_lost()))
     }
 
     /// Replaces every container of one side of an A/B run by a fresh one of the same image, in
@@ -1333,7 +1409,24 @@ impl Ctx<'_> {
     ) -> Result<Option<Vec<(usize, String)>>, RunError> {
         let server = &self.plan.servers[l.index];
         if let Err(e) = self.orch(l.index).fail_if_exited(&l.guard).await {
-            let reason = self.explain(&server.name, &format!("died {during}"), &e);
+            let what = if e.is_stop() {
+                format!("died {during}")
+            } else {
+                // Not known to be dead: its engine could not say (a host cut off, an engine
+                // gone).
+                let host = self.host_name(l.index);
+                if let Some(h) = host {
+                    self.lost
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(h.to_string());
+                }
+                format!(
+                    "lost contact with its engine{} {during}",
+                    host.map(|h| format!(" on {h}")).unwrap_or_default()
+                )
+            };
+            let reason = self.explain(&server.name, &what, &e);
             return Ok(Some(vec![(l.index, reason)]));
         }
         for d in server.depends_on() {
@@ -1901,6 +1994,12 @@ fn first_line(s: &str) -> &str {
 /// How many ports a server on another machine's engine is tried on, each free here, before
 /// one taken there makes it unavailable.
 const PORT_ATTEMPTS: u32 = 3;
+
+/// How long the run's last sweep waits for an engine: a listing, the removals and the wait
+/// until they are gone, each request within the engine's own answer bound.
+const SWEEP_BOUND: Duration = Duration::from_secs(60);
+/// The same for an engine that stopped answering during the run: one short try.
+const LOST_ENGINE_SWEEP: Duration = Duration::from_secs(5);
 
 /// The server exited because its port was taken: every server kind's bind error says
 /// "Address already in use" (EADDRINUSE), in some capitalisation.

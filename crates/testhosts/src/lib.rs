@@ -646,6 +646,57 @@ impl TestHosts {
         }
     }
 
+    /// Cuts host `i` off the network as a partition would: whatever crosses its link is
+    /// dropped without an answer (no refusal, no reset), while its engine and containers keep
+    /// running. The rules live in the host's own namespace, so they go with it;
+    /// [`TestHosts::reconnect`] removes them sooner.
+    pub fn cut_off(&self, i: usize) -> Result<(), String> {
+        for chain in [["INPUT", "-i"], ["OUTPUT", "-o"]] {
+            self.in_namespace(
+                i,
+                &[
+                    "iptables",
+                    "-w",
+                    "-I",
+                    chain[0],
+                    chain[1],
+                    &self.layout.veth_inside(i),
+                    "-j",
+                    "DROP",
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Undoes [`TestHosts::cut_off`].
+    pub fn reconnect(&self, i: usize) -> Result<(), String> {
+        for chain in [["INPUT", "-i"], ["OUTPUT", "-o"]] {
+            self.in_namespace(
+                i,
+                &[
+                    "iptables",
+                    "-w",
+                    "-D",
+                    chain[0],
+                    chain[1],
+                    &self.layout.veth_inside(i),
+                    "-j",
+                    "DROP",
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Runs a command in host `i`'s network namespace.
+    fn in_namespace(&self, i: usize, args: &[&str]) -> Result<(), String> {
+        let net = format!("--net=/var/run/netns/{}", self.layout.netns(i));
+        let mut all = vec!["nsenter", net.as_str()];
+        all.extend_from_slice(args);
+        run(&all)
+    }
+
     /// Stops host `i`'s engine at once (SIGKILL), as a machine that goes away would: its API
     /// stops answering; its containers' processes are killed with it.
     pub fn kill_engine(&mut self, i: usize) {
