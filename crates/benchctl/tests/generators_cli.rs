@@ -13,7 +13,10 @@
 //! - SIGINT during a load ends the run (status 130) and leaves no labelled container on any
 //!   engine;
 //! - a generator host killed during a load is reported, the other's part is kept, the run
-//!   exits 1 and nothing is left on the engines still there.
+//!   exits 1 and nothing is left on the engines still there;
+//! - (its own set of one host) a server host cut off by the network mid-run: the run ends
+//!   within bounds, exits 1 and names the gc command that, once the host is back, removes what
+//!   stayed there.
 //!
 //! Every request goes to the address of a namespace this test made; every load is bounded in
 //! requests or time, and every run is killed if it outlasts its limit.
