@@ -88,17 +88,7 @@ fn serialized_records_validate_against_the_checked_in_schema() {
     // A server on another engine, and that engine.
     let mut remote = common::fixture(1, None);
     remote.servers[1].host = Some("srv1".into());
-    remote.engines = vec![report::record::EngineRecord {
-        name: "srv1".into(),
-        url: "ssh://bench@10.0.0.5/var/run/docker.sock".into(),
-        version: "27.3.1".into(),
-        api_version: "1.47".into(),
-        cpus: 8,
-        memory_bytes: 16 << 30,
-        kernel: "6.1.0-26-amd64".into(),
-        clock_offset_s: 0.002,
-        clock_uncertainty_s: 0.001,
-    }];
+    remote.engines = vec![common::srv1_engine()];
     for rec in [
         common::fixture(3, None),
         partial,

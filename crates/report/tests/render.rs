@@ -152,17 +152,7 @@ fn markdown_cells_cannot_break_the_table() {
 fn servers_on_other_engines_are_shown_with_their_host_and_each_engine_with_its_facts() {
     let mut rec = common::fixture(1, None);
     rec.servers[1].host = Some("srv1".into());
-    rec.engines = vec![report::record::EngineRecord {
-        name: "srv1".into(),
-        url: "tcp://10.0.0.5:2376".into(),
-        version: "27.3.1".into(),
-        api_version: "1.47".into(),
-        cpus: 8,
-        memory_bytes: 16 << 30,
-        kernel: "6.1.0-26-amd64".into(),
-        clock_offset_s: -0.0042,
-        clock_uncertainty_s: 0.0011,
-    }];
+    rec.engines = vec![common::srv1_engine()];
     let [text, md, html] = all_formats(&rec);
     let facts = "Docker 27.3.1 (API 1.47), 8 CPUs, 16.0 GiB, kernel 6.1.0-26-amd64, clock -0.004 s (±0.001)";
     assert!(

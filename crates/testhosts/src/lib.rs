@@ -651,39 +651,22 @@ impl TestHosts {
     /// running. The rules live in the host's own namespace, so they go with it;
     /// [`TestHosts::reconnect`] removes them sooner.
     pub fn cut_off(&self, i: usize) -> Result<(), String> {
-        for chain in [["INPUT", "-i"], ["OUTPUT", "-o"]] {
-            self.in_namespace(
-                i,
-                &[
-                    "iptables",
-                    "-w",
-                    "-I",
-                    chain[0],
-                    chain[1],
-                    &self.layout.veth_inside(i),
-                    "-j",
-                    "DROP",
-                ],
-            )?;
-        }
-        Ok(())
+        self.drop_rules(i, "-I")
     }
 
     /// Undoes [`TestHosts::cut_off`].
     pub fn reconnect(&self, i: usize) -> Result<(), String> {
-        for chain in [["INPUT", "-i"], ["OUTPUT", "-o"]] {
+        self.drop_rules(i, "-D")
+    }
+
+    /// Inserts (`-I`) or deletes (`-D`) the rules that drop all of host `i`'s traffic, both
+    /// ways, in its own namespace.
+    fn drop_rules(&self, i: usize, action: &str) -> Result<(), String> {
+        let link = self.layout.veth_inside(i);
+        for (chain, side) in [("INPUT", "-i"), ("OUTPUT", "-o")] {
             self.in_namespace(
                 i,
-                &[
-                    "iptables",
-                    "-w",
-                    "-D",
-                    chain[0],
-                    chain[1],
-                    &self.layout.veth_inside(i),
-                    "-j",
-                    "DROP",
-                ],
+                &["iptables", "-w", action, chain, side, &link, "-j", "DROP"],
             )?;
         }
         Ok(())

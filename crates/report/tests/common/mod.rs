@@ -463,3 +463,18 @@ fn loads_push(rec: &mut RunRecord, server: &str, round: u32, load: LoadReport) {
         generators: Vec::new(),
     });
 }
+
+/// A `[[host]]` engine named srv1, as a run records what it said of itself.
+pub fn srv1_engine() -> report::record::EngineRecord {
+    report::record::EngineRecord {
+        name: "srv1".into(),
+        url: "tcp://10.0.0.5:2376".into(),
+        version: "27.3.1".into(),
+        api_version: "1.47".into(),
+        cpus: 8,
+        memory_bytes: 16 << 30,
+        kernel: "6.1.0-26-amd64".into(),
+        clock_offset_s: -0.0042,
+        clock_uncertainty_s: 0.0011,
+    }
+}
