@@ -1409,23 +1409,7 @@ impl Ctx<'_> {
     ) -> Result<Option<Vec<(usize, String)>>, RunError> {
         let server = &self.plan.servers[l.index];
         if let Err(e) = self.orch(l.index).fail_if_exited(&l.guard).await {
-            let what = if e.is_stop() {
-                format!("died {during}")
-            } else {
-                // Not known to be dead: its engine could not say (a host cut off, an engine
-                // gone).
-                let host = self.host_name(l.index);
-                if let Some(h) = host {
-                    self.lost
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(h.to_string());
-                }
-                format!(
-                    "lost contact with its engine{} {during}",
-                    host.map(|h| format!(" on {h}")).unwrap_or_default()
-                )
-            };
+            let what = self.ended(l.index, &e, during);
             let reason = self.explain(&server.name, &what, &e);
             return Ok(Some(vec![(l.index, reason)]));
         }
@@ -1435,20 +1419,39 @@ impl Ctx<'_> {
             };
             if let Err(e) = self.orch(d).fail_if_exited(&dep.guard).await {
                 let dep_name = &self.plan.servers[d].name;
-                let reason =
-                    self.explain(dep_name, &format!("died {during} on {}", server.name), &e);
+                let what = self.ended(d, &e, during);
+                let reason = self.explain(dep_name, &format!("{what} on {}", server.name), &e);
                 return Ok(Some(vec![
                     (d, reason),
                     (
                         l.index,
                         format!(
-                            "{dep_name}, which it needs, died {during}: what it served since came from its cache alone, so its loads stop here"
+                            "{dep_name}, which it needs, {what}: what it served since came from its cache alone, so its loads stop here"
                         ),
                     ),
                 ]));
             }
         }
         Ok(None)
+    }
+
+    /// What became of server `i`, whose liveness check failed with `e`: it died, or its engine
+    /// could not say (a host cut off, an engine gone), which marks that host lost.
+    fn ended(&self, i: usize, e: &OrchestratorError, during: &str) -> String {
+        if e.is_stop() {
+            return format!("died {during}");
+        }
+        let host = self.host_name(i);
+        if let Some(h) = host {
+            self.lost
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(h.to_string());
+        }
+        format!(
+            "lost contact with its engine{} {during}",
+            host.map(|h| format!(" on {h}")).unwrap_or_default()
+        )
     }
 
     /// Marks the servers of `deaths` unavailable, on the baseline side of an A/B run when
