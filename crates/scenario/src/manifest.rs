@@ -90,7 +90,8 @@ pub enum VersionHeader {
 /// What the server's container must be allowed; everything else is denied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerNeeds {
-    /// `UID:GID` (or a user name) its processes run as; never root.
+    /// `UID:GID` its processes run as, both numeric and neither 0, written in canonical
+    /// decimal (`"0033:33"` reads as `"33:33"`).
     pub user: String,
     /// Linux capabilities added back after all are dropped (without the `CAP_` prefix).
     pub capabilities: Vec<String>,
@@ -400,19 +401,13 @@ impl Manifest {
             },
         };
         let c = raw.container.get_ref();
-        let user = c.user.get_ref().trim().to_string();
-        let uid = user.split(':').next().unwrap_or("");
-        if user.is_empty() {
-            d.error(
-                c.user.span(),
-                "user is empty (name a non-root UID:GID, e.g. \"65534:65534\")",
-            );
-        } else if uid == "0" || uid == "root" {
-            d.error(
-                c.user.span(),
-                format!("user `{user}` is root; server containers never run as root (name a UID:GID that exists in the image, e.g. \"65534:65534\")"),
-            );
-        }
+        let user = match parse_user(c.user.get_ref().trim()) {
+            Ok(user) => user,
+            Err(why) => {
+                d.error(c.user.span(), why);
+                String::new()
+            }
+        };
         let mut capabilities = Vec::new();
         for cap in &c.capabilities {
             let name = cap.get_ref().trim().to_ascii_uppercase();
@@ -443,15 +438,16 @@ impl Manifest {
                 let mut out: Vec<TmpfsNeed> = Vec::new();
                 for t in list {
                     let t = t.get_ref();
-                    let p = t.path.get_ref();
-                    let good_path = p.starts_with('/')
+                    let given = t.path.get_ref();
+                    let p = &normalize_abs(given);
+                    let good_path = given.starts_with('/')
                         && p.len() > 1
-                        && !p.split('/').any(|seg| seg == "..")
-                        && !matches!(p.as_str(), "/srv" | "/srv/www" | "/proc" | "/sys" | "/dev");
+                        && !given.split('/').any(|seg| seg == ".." || seg == ".")
+                        && !protected_mount(p);
                     if !good_path {
                         d.error(
                             t.path.span(),
-                            format!("tmpfs path `{p}` must be an absolute path in the image, not / nor /srv/www, /proc, /sys, /dev"),
+                            format!("tmpfs path `{given}` must be an absolute path in the image without `.` or `..`, not / nor /srv, nor /srv/www, /proc, /sys, /dev or anything beneath them"),
                         );
                     } else if out.iter().any(|o| &o.path == p) {
                         d.error(t.path.span(), format!("tmpfs path `{p}` is listed twice"));
@@ -520,6 +516,68 @@ impl Manifest {
             options,
         })
     }
+}
+
+/// Where no tmpfs may go: it would hide the documents (`/srv/www`, and `/srv` above them) or
+/// the kernel's own file systems.
+fn protected_mount(path: &str) -> bool {
+    let path = Path::new(path);
+    path == Path::new("/srv")
+        || ["/srv/www", "/proc", "/sys", "/dev"]
+            .iter()
+            .any(|top| path.starts_with(top))
+}
+
+/// An absolute path with repeated and trailing slashes dropped (`"/srv/www/"` is `"/srv/www"`),
+/// so that the rules above see one spelling of each folder.
+fn normalize_abs(path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').filter(|seg| !seg.is_empty()).collect();
+    format!("/{}", parts.join("/"))
+}
+
+/// The `user` a server's container runs as: numeric `UID:GID`, neither of them 0, returned in
+/// canonical decimal. Names are refused because an image's `/etc/passwd` decides what they
+/// mean (a name can be uid 0 there), and the runtime reads `00`, `0000` or `+0` as uid 0, so
+/// only digits are taken and compared as numbers. The GID is required: without one the
+/// runtime takes the image's group for the uid, or group 0 where the image has none.
+pub fn parse_user(text: &str) -> Result<String, String> {
+    const EXAMPLE: &str = "(name a numeric, non-root UID:GID, e.g. \"65534:65534\")";
+    let shown = text.escape_debug();
+    let number = |part: &str, what: &str| -> Result<u32, String> {
+        if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!(
+                "user `{shown}` is not numeric UID:GID: its {what} `{}` is not a decimal number {EXAMPLE}",
+                part.escape_debug()
+            ));
+        }
+        match part.parse::<u32>() {
+            Ok(n) if n < u32::MAX => Ok(n),
+            _ => Err(format!(
+                "user `{shown}`: {what} {part} is out of range (at most {}) {EXAMPLE}",
+                u32::MAX - 1
+            )),
+        }
+    };
+    if text.trim().is_empty() {
+        return Err(format!("user is empty {EXAMPLE}"));
+    }
+    let Some((uid, gid)) = text.split_once(':') else {
+        return Err(format!(
+            "user `{shown}` names no group: write UID:GID (without a GID the runtime takes the image's group for the uid, or group 0, root's) {EXAMPLE}"
+        ));
+    };
+    let (uid, gid) = (number(uid, "UID")?, number(gid, "GID")?);
+    if uid == 0 {
+        return Err(format!(
+            "user `{shown}` is root (uid 0, however it is written); server containers never run as root {EXAMPLE}"
+        ));
+    }
+    if gid == 0 {
+        return Err(format!(
+            "user `{shown}` is in group 0 (root's group, which owns much of an image's files); server containers never run in it {EXAMPLE}"
+        ));
+    }
+    Ok(format!("{uid}:{gid}"))
 }
 
 #[cfg(test)]
@@ -604,6 +662,65 @@ below = "memory"
         assert!(errs[5].starts_with("8:33: bad tmpfs size"));
         assert!(errs[6].starts_with("9:14: pids_limit 5"));
         assert!(errs[7].starts_with("12:7: env `bench-backend`"));
+    }
+
+    #[test]
+    fn root_is_refused_however_it_is_spelled() {
+        for root in [
+            "0:0",
+            "00:00",
+            "0000:0000",
+            "0:33",
+            "+0:33",
+            "root:root",
+            "0",
+            "00",
+        ] {
+            let src =
+                format!("[server]\nname = \"n\"\nsource = \"s\"\n[container]\nuser = \"{root}\"\n");
+            let errs = parse(&src).unwrap_err();
+            assert_eq!(errs.len(), 1, "{root}: {errs:?}");
+            assert!(errs[0].starts_with("5:8: user "), "{root}: {errs:?}");
+        }
+        for (given, why) in [
+            ("33:0", "is in group 0"),
+            ("33:000", "is in group 0"),
+            ("-1:33", "is not a decimal number"),
+            ("33", "names no group"),
+            ("www-data:www-data", "is not a decimal number"),
+            ("4294967295:33", "out of range"),
+            (" ", "is empty"),
+            ("1:2:3", "is not a decimal number"),
+        ] {
+            let err = parse_user(given.trim()).unwrap_err();
+            assert!(err.contains(why), "{given}: {err}");
+        }
+        assert_eq!(parse_user("0033:0033"), Ok("33:33".to_string()));
+        assert_eq!(parse_user("65534:65534"), Ok("65534:65534".to_string()));
+    }
+
+    #[test]
+    fn tmpfs_paths_are_compared_normalised() {
+        for path in [
+            "/srv/www/",
+            "/srv//www",
+            "/srv/",
+            "/srv/www/sub",
+            "/proc/sys",
+            "/./tmp",
+            "/tmp/../srv",
+        ] {
+            let src = format!(
+                "[server]\nname = \"n\"\nsource = \"s\"\n[container]\nuser = \"1:1\"\ntmpfs = [{{ path = \"{path}\", size = \"1m\" }}]\n"
+            );
+            let errs = parse(&src).unwrap_err();
+            assert!(errs[0].contains("tmpfs path"), "{path}: {errs:?}");
+        }
+        let twice = "[server]\nname = \"n\"\nsource = \"s\"\n[container]\nuser = \"1:1\"\n\
+                     tmpfs = [{ path = \"/run\", size = \"1m\" }, { path = \"/run/\", size = \"1m\" }]\n";
+        assert!(parse(twice).unwrap_err()[0].contains("listed twice"));
+        let m = parse("[server]\nname = \"n\"\nsource = \"s\"\n[container]\nuser = \"1:1\"\ntmpfs = [{ path = \"/var/cache//x/\", size = \"1m\" }]\n").unwrap();
+        assert_eq!(m.container.tmpfs[0].path, "/var/cache/x");
     }
 
     #[test]
