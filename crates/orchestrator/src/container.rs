@@ -496,6 +496,14 @@ impl Orchestrator {
             })
             .transpose()?;
         let c = &spec.confinement;
+        let mut covered: Vec<&str> = c.tmpfs.iter().map(|t| t.path.as_str()).collect();
+        if spec.docroot.is_some() {
+            covered.push(DOCROOT);
+        }
+        if spec.tls_dir.is_some() {
+            covered.push(TLS_MOUNT);
+        }
+        self.check_volumes(&spec.image, &covered).await?;
         let host_config = HostConfig {
             network_mode: Some("host".to_string()),
             cpuset_cpus: spec.cpuset.clone(),

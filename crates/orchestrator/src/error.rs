@@ -130,6 +130,11 @@ pub enum OrchestratorError {
         source: std::io::Error,
     },
 
+    /// A started container is not one a server may run as (a process as root, a socket listening
+    /// where it was not told to, a volume of its image no tmpfs covers).
+    #[error("container {name} was refused: {why}")]
+    Refused { name: String, why: String },
+
     /// The arguments cannot work (bad server name, relative path, ...).
     #[error("{0}")]
     Invalid(String),
@@ -262,7 +267,7 @@ pub(crate) fn is_conflict(err: &bollard::errors::Error) -> bool {
 
 /// Whether removal failed only because the daemon is already removing the container (409).
 /// bollard's own words, but for its bare "Timeout error".
-fn explain_docker(e: &bollard::errors::Error) -> String {
+pub(crate) fn explain_docker(e: &bollard::errors::Error) -> String {
     match e {
         bollard::errors::Error::RequestTimeoutError => {
             "the engine did not answer in time (is its machine up and reachable?)".to_string()

@@ -15,6 +15,7 @@
 //! container runs confined ([`Confinement`]): no capabilities, no new privileges, a read-only
 //! root, bounded processes and logs.
 
+mod audit;
 mod bootstrap;
 mod cgroup;
 mod container;
@@ -32,6 +33,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use audit::{parse_net_table, parse_process_table, root_among, Listener, ProcessIds};
 pub use container::{
     remove_run_blocking, remove_run_blocking_on, Confinement, ContainerGuard, ContainerSpec, Tmpfs,
     DEFAULT_PIDS_LIMIT, DOCROOT, TLS_MOUNT,

@@ -704,3 +704,99 @@ async fn cpu_comes_from_the_cgroup_and_agrees_with_the_api() {
     );
     guard.remove().await.unwrap();
 }
+
+/// Readiness, then the audit a server passes before it is measured.
+async fn ready_then_audit(
+    orch: &orchestrator::Orchestrator,
+    spec: &ContainerSpec,
+) -> (orchestrator::ContainerGuard, orchestrator::Result<()>) {
+    let guard = orch.start(spec).await.unwrap();
+    orch.wait_ready(&guard, spec.port, "/", Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let allowed = [guard.socket_addr()];
+    let audit = orch.audit(&guard, &allowed).await;
+    (guard, audit)
+}
+
+#[tokio::test]
+async fn a_server_as_root_however_spelled_or_listening_beyond_its_port_is_refused() {
+    let Some(orch) = connect().await else { return };
+    let image = busybox_image(&orch).await;
+    let www = tempfile::tempdir().unwrap();
+    std::fs::write(www.path().join("index.html"), b"hi").unwrap();
+    let run = run_id("audit");
+
+    // Confined as a server is: it passes.
+    let mut spec = busybox_spec(&image.tag, www.path(), &run);
+    spec.confinement.user = Some("65534:65534".to_string());
+    let (guard, audit) = ready_then_audit(&orch, &spec).await;
+    audit.unwrap_or_else(|e| panic!("{e}"));
+    guard.remove().await.unwrap();
+
+    // uid 0 written another way is still root: the runtime reads "0000" as 0.
+    for user in ["0000:0000", "00:65534", "65534:0"] {
+        let mut spec = busybox_spec(&image.tag, www.path(), &run);
+        spec.confinement.user = Some(user.to_string());
+        let (guard, audit) = ready_then_audit(&orch, &spec).await;
+        let err = audit.expect_err(user).to_string();
+        assert!(
+            err.contains("was refused")
+                && (err.contains("runs as root") || err.contains("group 0")),
+            "{user}: {err}"
+        );
+        guard.remove().await.unwrap();
+    }
+
+    // Listening on every address of the machine (host networking) as well as where it was told.
+    let mut spec = busybox_spec(&image.tag, www.path(), &run);
+    spec.confinement.user = Some("65534:65534".to_string());
+    spec.entrypoint = Some(vec![
+        "sh".into(),
+        "-c".into(),
+        "busybox httpd -p 0.0.0.0:$((BENCH_PORT + 1)) -h /srv/www; exec busybox httpd -f -p 127.0.0.1:$BENCH_PORT -h /srv/www".into(),
+    ]);
+    let (guard, audit) = ready_then_audit(&orch, &spec).await;
+    let err = audit.expect_err("a second listener").to_string();
+    assert!(
+        err.contains(&format!("tcp 0.0.0.0:{}", spec.port + 1)),
+        "{err}"
+    );
+    guard.remove().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_image_volume_needs_a_tmpfs_over_it() {
+    let Some(orch) = connect().await else { return };
+    let busybox = busybox_image(&orch).await;
+    let ctx = common::context(&[(
+        "Dockerfile",
+        &format!("FROM {}\nVOLUME /data\n", busybox.tag),
+    )]);
+    let logs = tempfile::tempdir().unwrap();
+    let image = orch
+        .build_image("test-volume", ctx.path(), &log_path(logs.path(), "volume"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let www = tempfile::tempdir().unwrap();
+    std::fs::write(www.path().join("index.html"), b"hi").unwrap();
+    let run = run_id("volume");
+    let mut spec = busybox_spec(&image.tag, www.path(), &run);
+    spec.confinement.user = Some("65534:65534".to_string());
+    let err = orch
+        .start(&spec)
+        .await
+        .expect_err("VOLUME /data")
+        .to_string();
+    assert!(err.contains("declares VOLUME /data"), "{err}");
+    assert_eq!(
+        orch.remove_run(&run).await.unwrap(),
+        0,
+        "nothing was created"
+    );
+    spec.confinement
+        .tmpfs
+        .push(orchestrator::Tmpfs::new("/data", 1 << 20));
+    let guard = orch.start(&spec).await.unwrap_or_else(|e| panic!("{e}"));
+    guard.remove().await.unwrap();
+}

@@ -1694,6 +1694,12 @@ impl Ctx<'_> {
                 }
             }
         };
+        // Confined as declared, whatever the image says: no process as root, and (on this
+        // machine's engine) nothing listening beyond its address and port(s).
+        let allowed: Vec<SocketAddr> = std::iter::once(guard.socket_addr()).chain(plain).collect();
+        orch.audit(&guard, &allowed).await.map_err(|e| {
+            unavailable(self.explain(&file_name, "failed its confinement check", &e))
+        })?;
         let verified = orch
             .verify_over(&self.scheme, guard.socket_addr(), expected)
             .await
@@ -1752,11 +1758,14 @@ impl Ctx<'_> {
             .await
             .map_err(|e| format!("image {image}: {e:#}"))?;
         if !has_manifest {
-            let uid = user.split(':').next().unwrap_or("");
-            if uid.is_empty() || uid == "0" || uid == "root" {
+            if let Err(why) = scenario::manifest::parse_user(&user) {
+                let what = if user.trim().is_empty() {
+                    "runs as root (it names no USER)".to_string()
+                } else {
+                    format!("runs as USER {user:?}, which a server may not: {why}")
+                };
                 return Err(format!(
-                    "image {image} runs as root (its USER is {:?}); a server never does: give it a non-root USER, or a kind whose server.toml names the user",
-                    user
+                    "image {image} {what}; give the image a numeric, non-root USER UID:GID, or run it through a kind whose server.toml names the user"
                 ));
             }
         }
@@ -1801,23 +1810,15 @@ impl Ctx<'_> {
         self.kept_file(server, "build.log").map(|(p, _)| p)
     }
 
-    /// A new, empty file `<record>.<server>.<suffix>` beside the results record; `None` when
-    /// it exists already or cannot be made.
+    /// A new, empty file beside the results record (see [`create_beside`]); `None` when none
+    /// can be made.
     fn kept_file(&self, server: &str, suffix: &str) -> Option<(PathBuf, std::fs::File)> {
-        use std::os::unix::fs::OpenOptionsExt;
         let out = self
             .opts
             .out
             .clone()
             .unwrap_or_else(|| self.opts.results_dir.join(format!("{}.json", self.run_id)));
-        let kept = out.with_extension(format!("{server}.{suffix}"));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&kept)
-            .ok()?;
-        Some((kept, file))
+        create_beside(&out, server, suffix).ok()
     }
 
     /// Waits, at most [`CONNTRACK_WAIT`], until the kernel's connection tracking table has room
@@ -1983,6 +1984,35 @@ pub fn confinement(m: &Manifest) -> Confinement {
     }
 }
 
+/// A new, empty file beside `out` for what a run keeps of `server` (`suffix`: `build.log`,
+/// `log`): `<record>.<server>.<suffix>`, or, when that exists already, the first free of
+/// `<record>.<server>.2.<suffix>` ... `.99.`; created exclusively, never through a symlink.
+pub fn create_beside(
+    out: &Path,
+    server: &str,
+    suffix: &str,
+) -> std::io::Result<(PathBuf, std::fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut last = None;
+    for n in 1..100 {
+        let kept = match n {
+            1 => out.with_extension(format!("{server}.{suffix}")),
+            n => out.with_extension(format!("{server}.{n}.{suffix}")),
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&kept)
+        {
+            Ok(file) => return Ok((kept, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free name")))
+}
+
 fn available(servers: &[ServerRecord], name: &str) -> bool {
     servers
         .iter()
@@ -2029,6 +2059,22 @@ mod tests {
             code: Some(1),
             log_tail: lines.iter().map(|l| l.to_string()).collect(),
         }
+    }
+
+    #[test]
+    fn a_kept_log_takes_the_next_free_name_beside_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run.json");
+        let (first, _) = create_beside(&out, "nginx", "build.log").unwrap();
+        assert_eq!(first, dir.path().join("run.nginx.build.log"));
+        let (second, _) = create_beside(&out, "nginx", "build.log").unwrap();
+        assert_eq!(second, dir.path().join("run.nginx.2.build.log"));
+        // A symlink where the next name would be is a name taken, never followed.
+        let target = dir.path().join("elsewhere");
+        std::os::unix::fs::symlink(&target, dir.path().join("run.nginx.3.build.log")).unwrap();
+        let (third, _) = create_beside(&out, "nginx", "build.log").unwrap();
+        assert_eq!(third, dir.path().join("run.nginx.4.build.log"));
+        assert!(!target.exists());
     }
 
     #[test]
