@@ -2,7 +2,7 @@
 //! a document's SHA-256 is known before any server is started and every server can be checked
 //! against it. Generators stream into a writer, so a 100 MB body is never held in memory.
 
-use crate::plan::{DocumentSource, GeneratorKind, Plan};
+use crate::plan::{DocumentSource, GeneratorKind, Plan, SourceFile};
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -322,12 +322,130 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
-fn open_no_follow(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
+/// Opens a `file` document for reading as validation found it: every component of its
+/// resolved path walked from `/` with no symlink followed (a folder swapped for a symlink
+/// since is refused, not followed), and the file opened checked to be a regular file every
+/// user may read, with the device and inode validation saw. The bytes served are read from
+/// the descriptor returned, so what was checked is what is copied.
+pub fn open_validated(src: &SourceFile) -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    use std::path::Component;
+    let refuse = |why: String| io::Error::new(io::ErrorKind::PermissionDenied, why);
+    let mut parts = src.path.components().peekable();
+    if parts.next() != Some(Component::RootDir) {
+        return Err(refuse(format!(
+            "{} is not an absolute path",
+            src.path.display()
+        )));
+    }
+    let mut dir = rustix::fs::open(
+        "/",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    while let Some(part) = parts.next() {
+        let Component::Normal(name) = part else {
+            return Err(refuse(format!(
+                "{} is not a resolved path",
+                src.path.display()
+            )));
+        };
+        let last = parts.peek().is_none();
+        let flags = if last {
+            // O_NONBLOCK: a FIFO put in the file's place must not hang the open.
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC
+        } else {
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+        };
+        dir = rustix::fs::openat(&dir, name, flags, Mode::empty()).map_err(|e| {
+            let e = io::Error::from(e);
+            if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) {
+                refuse(format!(
+                    "{} has a symlink in its path since the scenario was validated ({e}); it is not followed",
+                    src.path.display()
+                ))
+            } else {
+                e
+            }
+        })?;
+    }
+    let st = rustix::fs::fstat(&dir)?;
+    let file_type = rustix::fs::FileType::from_raw_mode(st.st_mode);
+    if file_type != rustix::fs::FileType::RegularFile {
+        return Err(refuse(format!(
+            "{} is no longer a regular file (it is a {file_type:?})",
+            src.path.display()
+        )));
+    }
+    if st.st_mode & 0o004 == 0 {
+        return Err(refuse(format!(
+            "{} is no longer readable by every user (mode {:04o})",
+            src.path.display(),
+            st.st_mode & 0o7777
+        )));
+    }
+    if (st.st_dev, st.st_ino) != (src.dev, src.ino) {
+        return Err(refuse(format!(
+            "{} is another file than the one the scenario was validated with (it was replaced since)",
+            src.path.display()
+        )));
+    }
+    Ok(File::from(dir))
+}
+
+/// Room kept free beside the documents: the run's record, logs and the file system's own use.
+const ROOM_MARGIN: u64 = 64 << 20;
+
+/// Refuses to start writing documents that cannot all fit in `dir`'s file system, naming the
+/// first that would not: a scenario's sizes (or a sparse file's apparent length) are checked
+/// against the free space before a byte is written, instead of writing until the disk is full.
+fn check_room(plan: &Plan, dir: &Path) -> Result<(), MaterializeError> {
+    let probe = dir
+        .ancestors()
+        .find(|p| p.exists())
+        .unwrap_or(Path::new("/"));
+    let free = match rustix::fs::statvfs(probe) {
+        Ok(st) => st.f_bavail.saturating_mul(st.f_frsize),
+        // Where the file system cannot say, writing finds out.
+        Err(_) => return Ok(()),
+    };
+    let mut need = ROOM_MARGIN;
+    for doc in &plan.documents {
+        need = need.saturating_add(doc.length);
+        if need > free {
+            let total: u64 = plan.documents.iter().map(|d| d.length).sum();
+            return Err(MaterializeError {
+                name: doc.name.clone(),
+                path: dir.join(&doc.disk_path),
+                source: io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    format!(
+                        "the scenario's documents take {} and the file system of {} has {} free (with {} kept for the run's own files)",
+                        human_bytes(total),
+                        probe.display(),
+                        human_bytes(free),
+                        human_bytes(ROOM_MARGIN)
+                    ),
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
 }
 
 /// Writes every document of `plan` under `dir` at its [`crate::DocumentSpec::disk_path`]
@@ -336,6 +454,7 @@ fn open_no_follow(path: &Path) -> io::Result<File> {
 /// Same plan, same bytes, same hashes. A `file` document that no longer has the length it
 /// had at validation is an error, since servers would be held to the old length.
 pub fn materialize(plan: &Plan, dir: &Path) -> Result<Vec<MaterializedDoc>, MaterializeError> {
+    check_room(plan, dir)?;
     let mut done = Vec::with_capacity(plan.documents.len());
     for doc in &plan.documents {
         let path = dir.join(&doc.disk_path);
@@ -355,10 +474,9 @@ pub fn materialize(plan: &Plan, dir: &Path) -> Result<Vec<MaterializedDoc>, Mate
         };
         match &doc.source {
             DocumentSource::Generated { kind, size } => write_generated(*kind, *size, &mut w),
-            // The path was resolved and checked at validation: a symlink put in its place
-            // since is not followed.
+            // Resolved and checked at validation; opened as exactly that file, or refused.
             DocumentSource::File(src) => {
-                open_no_follow(src).and_then(|mut f| io::copy(&mut f, &mut w).map(drop))
+                open_validated(src).and_then(|mut f| io::copy(&mut f, &mut w).map(drop))
             }
         }
         .map_err(fail)?;

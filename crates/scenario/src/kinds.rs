@@ -12,6 +12,43 @@ use crate::manifest::{Manifest, MANIFEST_FILE};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// What a kind's name may be, as [`names_an_image`] checks it.
+pub const IMAGE_NAME_RULE: &str = "a kind's name is lowercase letters and digits, in runs joined by one `.`, one or two `_`, or any number of `-` (e.g. `my-server`, `h2o`, `nginx_1.25`), at most 128 characters";
+
+/// Whether `name` can be a component of an image's name as the Docker engine reads one
+/// (`[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*`), so that `benchctl/<name>:<hash>` is an image tag.
+pub fn names_an_image(name: &str) -> bool {
+    if name.is_empty() || name.len() > 128 {
+        return false;
+    }
+    let b = name.as_bytes();
+    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let mut i = 0;
+    loop {
+        // A run of letters and digits...
+        let start = i;
+        while i < b.len() && alnum(b[i]) {
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+        if i == b.len() {
+            return true;
+        }
+        // ...then one separator before the next run.
+        let sep = i;
+        while i < b.len() && !alnum(b[i]) {
+            i += 1;
+        }
+        match &name[sep..i] {
+            "." | "_" | "__" => {}
+            s if s.bytes().all(|c| c == b'-') => {}
+            _ => return false,
+        }
+    }
+}
+
 /// One kind: its folder and what its manifest says (or why it cannot be read).
 #[derive(Debug, Clone)]
 pub struct Kind {
@@ -114,5 +151,33 @@ impl Kinds {
     /// The folders looked in, in order.
     pub fn searched(&self) -> &[PathBuf] {
         &self.searched
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_names_are_those_an_image_name_takes() {
+        for good in [
+            "nginx",
+            "h2o",
+            "my-server",
+            "a--b",
+            "nginx_1.25",
+            "a__b",
+            "x",
+            "0",
+        ] {
+            assert!(names_an_image(good), "{good}");
+        }
+        for bad in [
+            "", "UPPER", "Nginx", "a..b", "_under", "under_", "a___b", "sp ace", "-a", "a-", ".a",
+            "a.", "a._b", "tab\t", "é",
+        ] {
+            assert!(!names_an_image(bad), "{bad:?}");
+        }
+        assert!(!names_an_image(&"a".repeat(129)));
     }
 }

@@ -21,7 +21,7 @@ pub use kinds::{Kind, Kinds};
 pub use manifest::{Manifest, OptionDecl, OptionType, VersionHeader};
 pub use plan::{
     Coalesce, CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, HostSpec, HostUrl, ImageSource,
-    LoadSpec, OptionValue, Plan, ServerSpec, TlsKey,
+    LoadSpec, OptionValue, Plan, ServerSpec, SourceFile, TlsKey,
 };
 pub use validate::{
     DEFAULT_LOADGEN_CPUS, DEFAULT_MEMORY, DEFAULT_SERVER_CPUS, DEFAULT_TIMEOUT, MAX_CONCURRENCY,

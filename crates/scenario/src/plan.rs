@@ -267,8 +267,21 @@ pub struct DocumentSpec {
 pub enum DocumentSource {
     /// Made by [`crate::documents`], byte for byte the same on every machine.
     Generated { kind: GeneratorKind, size: u64 },
-    /// A file, its path already resolved against the scenario file's folder.
-    File(PathBuf),
+    /// A file inside the scenario's documents folder, as validation found it.
+    File(SourceFile),
+}
+
+/// A `file` document as validation found it: where it is, with every symlink resolved, and
+/// which file that was. The bytes served are read from the file opened at `path` with no
+/// symlink followed on the way, and only when it is still that file (see
+/// [`crate::documents::materialize`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    /// Absolute, with no symlink in it.
+    pub path: PathBuf,
+    /// The device and inode it had at validation.
+    pub dev: u64,
+    pub ino: u64,
 }
 
 /// The document generators; see [`crate::documents`] for what each produces.

@@ -9,7 +9,7 @@ use crate::kinds::{Kind, Kinds};
 use crate::manifest::{Manifest, OptionDecl, OptionType};
 use crate::plan::{
     CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, HostSpec, HostUrl, ImageSource, LoadSpec,
-    OptionValue, Plan, ServerSpec, TlsKey,
+    OptionValue, Plan, ServerSpec, SourceFile, TlsKey,
 };
 use crate::raw::{RawHost, RawLoad, RawScenario, RawSize};
 use crate::units::{
@@ -1246,7 +1246,15 @@ fn check_source(
                 );
                 return None;
             }
-            Some((DocumentSource::File(real), meta.len()))
+            use std::os::unix::fs::MetadataExt;
+            Some((
+                DocumentSource::File(SourceFile {
+                    path: real,
+                    dev: meta.dev(),
+                    ino: meta.ino(),
+                }),
+                meta.len(),
+            ))
         }
         (Some(generate), None) => {
             let kind = match GeneratorKind::ALL
@@ -1410,6 +1418,25 @@ fn check_servers(
             }
             _ => None,
         };
+        if let (Some(k), None) = (&kind, &s.image) {
+            if !crate::kinds::names_an_image(&k.name) {
+                let span = match (&s.kind, &s.context) {
+                    (Some(k), _) => k.span(),
+                    (None, Some(c)) => c.span(),
+                    (None, None) => table_span.clone(),
+                };
+                d.error(
+                    span,
+                    format!(
+                        "kind `{}` cannot name an image (benchctl/<kind>:<hash>): {} (rename its folder{})",
+                        k.name.escape_debug(),
+                        crate::kinds::IMAGE_NAME_RULE,
+                        if s.kind.is_some() && s.context.is_some() { ", or the kind key" } else { "" }
+                    ),
+                );
+                ok = false;
+            }
+        }
         if let Some(k) = &kind {
             if let Err(ds) = &k.manifest {
                 if !foreign.iter().any(|f| ds.contains(f)) {

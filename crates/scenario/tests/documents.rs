@@ -200,3 +200,121 @@ fn a_file_that_changed_since_validation_is_refused() {
     let err = materialize(&plan, out.path()).unwrap_err();
     assert!(err.to_string().contains("it is 5 bytes but was 4"), "{err}");
 }
+
+/// A scenario serving `docs/sub/page.txt`, validated; returns (its folder, plan).
+fn page_in_a_subfolder(content: &[u8]) -> (tempfile::TempDir, scenario::Plan) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("docs/sub")).unwrap();
+    std::fs::write(dir.path().join("docs/sub/page.txt"), content).unwrap();
+    let path = dir.path().join("s.toml");
+    std::fs::write(
+        &path,
+        "name = \"f\"\ndocuments = \"docs\"\n[load]\nrequests = 1\n[[server]]\nname = \"n\"\nkind = \"nginx\"\n[[document]]\nname = \"page\"\npath = \"/page.txt\"\nfile = \"docs/sub/page.txt\"\n",
+    )
+    .unwrap();
+    let kinds =
+        scenario::Kinds::discover(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docker")]);
+    let plan = scenario::load_file_with(&path, &kinds).unwrap();
+    (dir, plan)
+}
+
+/// A readable file of the same length elsewhere, standing in for a secret of this machine.
+fn secret_beside(content: &[u8]) -> tempfile::TempDir {
+    let secret = tempfile::tempdir().unwrap();
+    std::fs::write(secret.path().join("page.txt"), content).unwrap();
+    secret
+}
+
+#[test]
+fn a_folder_swapped_for_a_symlink_after_validation_is_not_followed() {
+    let (dir, plan) = page_in_a_subfolder(b"the real page");
+    let secret = secret_beside(b"SECRET-BYTES!");
+    let sub = dir.path().join("docs/sub");
+    std::fs::rename(&sub, dir.path().join("docs/sub.real")).unwrap();
+    std::os::unix::fs::symlink(secret.path(), &sub).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let err = materialize(&plan, out.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("symlink") && err.contains("not followed"),
+        "{err}"
+    );
+    let written = std::fs::read(out.path().join("page.txt")).unwrap_or_default();
+    assert!(!written.starts_with(b"SECRET"), "served {written:?}");
+}
+
+#[test]
+fn a_file_replaced_after_validation_is_refused_even_at_the_same_length() {
+    let (dir, plan) = page_in_a_subfolder(b"the real page");
+    let page = dir.path().join("docs/sub/page.txt");
+    // Kept aside, so that the new file cannot be given its inode again.
+    std::fs::rename(&page, dir.path().join("docs/page.old")).unwrap();
+    std::fs::write(&page, b"another page!").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let err = materialize(&plan, out.path()).unwrap_err().to_string();
+    assert!(err.contains("another file than the one"), "{err}");
+}
+
+#[test]
+fn a_folder_swapped_in_a_tight_loop_never_serves_the_target() {
+    let (dir, plan) = page_in_a_subfolder(b"the real page");
+    let secret = secret_beside(b"SECRET-BYTES!");
+    let sub = dir.path().join("docs/sub");
+    let real = dir.path().join("docs/sub.real");
+    let link = dir.path().join("docs/sub.link");
+    std::os::unix::fs::symlink(secret.path(), &link).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (stop, sub, real, link) = (stop.clone(), sub.clone(), real.clone(), link.clone());
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let mut swaps = 0u64;
+            // Bounded in time and count whatever the other side does.
+            while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                && started.elapsed() < std::time::Duration::from_secs(20)
+                && swaps < 5_000_000
+            {
+                // The folder out, the symlink in; then back.
+                let _ = std::fs::rename(&sub, &real);
+                let _ = std::fs::rename(&link, &sub);
+                std::hint::spin_loop();
+                let _ = std::fs::rename(&sub, &link);
+                let _ = std::fs::rename(&real, &sub);
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let (mut served, mut refused) = (0, 0);
+    for _ in 0..20 {
+        let out = tempfile::tempdir().unwrap();
+        match materialize(&plan, out.path()) {
+            Ok(docs) => {
+                assert_eq!(std::fs::read(&docs[0].file).unwrap(), b"the real page");
+                served += 1;
+            }
+            Err(e) => {
+                let written = std::fs::read(out.path().join("page.txt")).unwrap_or_default();
+                assert!(!written.starts_with(b"SECRET"), "{e}: wrote {written:?}");
+                refused += 1;
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(swaps > 0);
+    assert_eq!(served + refused, 20);
+}
+
+#[test]
+fn documents_larger_than_the_free_space_are_refused_before_a_byte_is_written() {
+    let src = "name = \"big\"\n[load]\nrequests = 1\n[[server]]\nname = \"n\"\nkind = \"nginx\"\n\
+               [[document]]\nname = \"small\"\npath = \"/small.html\"\ngenerate = \"html\"\nsize = \"468\"\n\
+               [[document]]\nname = \"huge\"\npath = \"/huge.bin\"\ngenerate = \"blob\"\nsize = \"1000000t\"\n";
+    let kinds =
+        scenario::Kinds::discover(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docker")]);
+    let plan = scenario::parse_str_with(src, Path::new("big.toml"), &kinds).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let err = materialize(&plan, out.path()).unwrap_err().to_string();
+    assert!(err.contains("`huge`") && err.contains("free"), "{err}");
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+}

@@ -89,7 +89,7 @@ fn robots_is_seed_002_with_a_204_byte_file() {
     let DocumentSource::File(file) = &doc.source else {
         panic!("{:?}", doc.source)
     };
-    assert_eq!(std::fs::metadata(file).unwrap().len(), 204);
+    assert_eq!(std::fs::metadata(&file.path).unwrap().len(), 204);
     assert_eq!((doc.load.requests, doc.load.concurrency), (Some(1000), 200));
 }
 

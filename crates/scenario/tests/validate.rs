@@ -316,10 +316,10 @@ file = "docs/page.txt"
     .unwrap();
     let plan = load_file(&path).unwrap();
     let doc = &plan.documents[0];
-    assert_eq!(
-        doc.source,
-        DocumentSource::File(dir.path().join("docs/page.txt"))
-    );
+    let DocumentSource::File(file) = &doc.source else {
+        panic!("{:?}", doc.source)
+    };
+    assert_eq!(file.path, dir.path().join("docs/page.txt"));
     assert_eq!(doc.length, 12);
     assert_eq!(doc.disk_path, Path::new("sub/page.txt"));
 }
@@ -472,10 +472,10 @@ fn a_documents_folder_is_where_files_may_come_from() {
     };
     std::fs::write(&path, text("../docs/page.html")).unwrap();
     let plan = load_file(&path).unwrap();
-    assert_eq!(
-        plan.documents[0].source,
-        DocumentSource::File(docs.canonicalize().unwrap().join("page.html"))
-    );
+    let DocumentSource::File(file) = &plan.documents[0].source else {
+        panic!("{:?}", plan.documents[0].source)
+    };
+    assert_eq!(file.path, docs.canonicalize().unwrap().join("page.html"));
     std::fs::write(&path, text("../docs/secret.txt")).unwrap();
     let m = messages(&load_file(&path));
     assert!(m[0].contains("mode 0600"), "{m:?}");
