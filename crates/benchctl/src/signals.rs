@@ -1,6 +1,7 @@
-//! SIGINT and SIGTERM for `run` and `load`: the first asks the work to stop (it then keeps and
-//! prints what it measured), the second says the user will not wait, and `main` ends the
-//! process after the last-moment cleanup it was given.
+//! SIGINT, SIGTERM and the other signals whose default is to end the process (SIGHUP when an
+//! ssh session hangs up, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM) for `run` and `load`: the first
+//! asks the work to stop (it then keeps and prints what it measured), the second says the user
+//! will not wait, and `main` ends the process after the last-moment cleanup it was given.
 //!
 //! The handlers run on a thread of their own with its own small runtime, so they are heard
 //! whatever the work is doing (a blocking load, a Docker call, a synchronous `benchctl load`).
@@ -14,15 +15,40 @@ pub enum Signal {
     Interrupt,
     /// SIGTERM.
     Terminate,
+    /// SIGHUP: the terminal or ssh session went away.
+    Hangup,
+    /// SIGQUIT.
+    Quit,
+    /// SIGUSR1.
+    User1,
+    /// SIGUSR2.
+    User2,
+    /// SIGALRM.
+    Alarm,
 }
 
 impl Signal {
+    /// Every signal handled, each with its number.
+    const ALL: [(Signal, i32); 7] = [
+        (Signal::Interrupt, libc::SIGINT),
+        (Signal::Terminate, libc::SIGTERM),
+        (Signal::Hangup, libc::SIGHUP),
+        (Signal::Quit, libc::SIGQUIT),
+        (Signal::User1, libc::SIGUSR1),
+        (Signal::User2, libc::SIGUSR2),
+        (Signal::Alarm, libc::SIGALRM),
+    ];
+
+    fn number(self) -> i32 {
+        Self::ALL
+            .iter()
+            .find(|(s, _)| *s == self)
+            .map_or(libc::SIGTERM, |&(_, n)| n)
+    }
+
     /// The conventional exit status: 128 + signal number.
     pub fn exit_code(self) -> u8 {
-        match self {
-            Signal::Interrupt => 130,
-            Signal::Terminate => 143,
-        }
+        (128 + self.number()) as u8
     }
 }
 
@@ -31,6 +57,11 @@ impl std::fmt::Display for Signal {
         f.write_str(match self {
             Signal::Interrupt => "interrupted (SIGINT)",
             Signal::Terminate => "terminated (SIGTERM)",
+            Signal::Hangup => "hung up (SIGHUP)",
+            Signal::Quit => "quit (SIGQUIT)",
+            Signal::User1 => "signalled (SIGUSR1)",
+            Signal::User2 => "signalled (SIGUSR2)",
+            Signal::Alarm => "signalled (SIGALRM)",
         })
     }
 }
@@ -59,13 +90,15 @@ pub fn install(
             };
             let registered = {
                 let _in_runtime = rt.enter();
-                signal(SignalKind::interrupt())
-                    .and_then(|i| signal(SignalKind::terminate()).map(|t| (i, t)))
+                Signal::ALL
+                    .iter()
+                    .map(|&(sig, n)| signal(SignalKind::from_raw(n)).map(|s| (sig, s)))
+                    .collect::<std::io::Result<Vec<_>>>()
             };
-            let (mut sigint, mut sigterm) = match registered {
-                Ok(pair) => {
+            let mut streams = match registered {
+                Ok(streams) => {
                     let _ = ready_tx.send(Ok(()));
-                    pair
+                    streams
                 }
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -73,16 +106,21 @@ pub fn install(
                 }
             };
             rt.block_on(async move {
-                let next = async |i: &mut tokio::signal::unix::Signal,
-                                  t: &mut tokio::signal::unix::Signal| {
-                    tokio::select! {
-                        _ = i.recv() => Signal::Interrupt,
-                        _ = t.recv() => Signal::Terminate,
-                    }
-                };
-                let sig = next(&mut sigint, &mut sigterm).await;
+                // The first of the signals to arrive, whichever it is.
+                async fn next(streams: &mut [(Signal, tokio::signal::unix::Signal)]) -> Signal {
+                    std::future::poll_fn(|cx| {
+                        for (sig, stream) in streams.iter_mut() {
+                            if stream.poll_recv(cx).is_ready() {
+                                return std::task::Poll::Ready(*sig);
+                            }
+                        }
+                        std::task::Poll::Pending
+                    })
+                    .await
+                }
+                let sig = next(&mut streams).await;
                 first(sig);
-                next(&mut sigint, &mut sigterm).await;
+                next(&mut streams).await;
                 second(sig);
             });
         })?;

@@ -781,6 +781,50 @@ fn a_second_sigint_still_leaves_nothing_behind() {
 }
 
 #[test]
+fn sighup_and_sigusr1_clean_up_like_sigterm() {
+    if !daemon_or_skip("sighup_and_sigusr1_clean_up_like_sigterm") {
+        return;
+    }
+    let _lock = exclusive();
+    let (_dir, path) = scenario(LONG_NGINX);
+    for (sig, name, code) in [
+        (libc::SIGHUP, "SIGHUP", 129),
+        (libc::SIGUSR1, "SIGUSR1", 138),
+    ] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut run = Run::start_with_env(
+            &path,
+            &["--docker-dir", &docker_dir_arg()],
+            &[("TMPDIR", tmp.path())],
+        );
+        run.wait_for_stderr("nginx: answering after", Duration::from_secs(15 * 60));
+        std::thread::sleep(Duration::from_secs(1));
+        assert_eq!(containers_of(run.pid, &[]).len(), 1, "{name}");
+        run.signal(sig);
+        let f = run.finish(Duration::from_secs(30));
+        assert_eq!(f.code, Some(code), "{name}: {}", f.describe());
+        assert_no_container(&f);
+        assert!(
+            run_folders(tmp.path()).is_empty(),
+            "{name}: {:?}",
+            run_folders(tmp.path())
+        );
+        let record = run.record(&f);
+        assert_eq!(
+            record["status"]["state"], "interrupted",
+            "{name}: {record:#}"
+        );
+        assert!(
+            record["status"]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains(name)),
+            "{name}: {record:#}"
+        );
+        std::fs::remove_file(&run.out).ok();
+    }
+}
+
+#[test]
 fn gc_during_a_run_leaves_it_running() {
     if !daemon_or_skip("gc_during_a_run_leaves_it_running") {
         return;
