@@ -253,6 +253,9 @@ pub fn dockerfile_bases(dockerfile: &str) -> Vec<String> {
     bases
 }
 
+/// The network image builds run on: the engine's default (its bridge).
+pub const BUILD_NETWORK: &str = "default";
+
 fn valid_server_name(server: &str) -> bool {
     !server.is_empty()
         && server
@@ -329,7 +332,12 @@ impl Orchestrator {
         let options = BuildImageOptionsBuilder::default()
             .dockerfile("Dockerfile")
             .t(&tag)
-            .networkmode("host")
+            // The engine's own default network (its bridge, behind NAT), never the host's: a
+            // build runs as root with the default capabilities (NET_RAW among them), and in the
+            // host's network namespace a RUN step could reach services on its loopback and
+            // capture its traffic. On the bridge it reaches package mirrors as any client
+            // does, and nothing of the host but what the network routes to it.
+            .networkmode(BUILD_NETWORK)
             .rm(true)
             .forcerm(true)
             .labels(&labels)

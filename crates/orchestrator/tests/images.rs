@@ -236,3 +236,37 @@ async fn a_planted_symlink_at_the_build_log_is_not_followed() {
         .file_type()
         .is_symlink());
 }
+
+/// A build runs on the engine's bridge, not in the host's network namespace: a RUN step does
+/// not reach a service listening on the host's loopback.
+#[tokio::test]
+async fn a_build_does_not_reach_the_hosts_loopback() {
+    let Some(orch) = connect().await else { return };
+    test_base(&orch).await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let ctx = context(&[(
+        "Dockerfile",
+        &format!(
+            "FROM {TEST_BASE}\n\
+             RUN if timeout 5 bash -c 'echo > /dev/tcp/127.0.0.1/{port}' 2>/dev/null; then echo HOST-LOOPBACK-REACHED; else echo HOST-LOOPBACK-UNREACHED; fi\n"
+        ),
+    )]);
+    let logs = tempfile::tempdir().unwrap();
+    let log = log_path(logs.path(), "netprobe");
+    let built = orch
+        .build_image("test-netprobe", ctx.path(), &log)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let _ = orch
+        .docker()
+        .remove_image(
+            &built.tag,
+            None::<bollard::query_parameters::RemoveImageOptions>,
+            None,
+        )
+        .await;
+    assert!(text.contains("HOST-LOOPBACK-UNREACHED"), "{text}");
+    drop(listener);
+}
