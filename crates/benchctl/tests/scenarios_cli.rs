@@ -350,3 +350,70 @@ fn a_bad_capacity_target_is_refused_before_anything_starts() {
         assert_no_container(&f, &format!("--capacity {value}"));
     }
 }
+
+/// A scenario beside a kind folder `kind_dir` whose manifest says `user`.
+fn scenario_with_kind(dir: &Path, kind_dir: &str, user: &str, extra: &str) -> PathBuf {
+    let kind = dir.join(kind_dir);
+    std::fs::create_dir_all(&kind).unwrap();
+    std::fs::write(kind.join("Dockerfile"), "FROM debian:bookworm-slim\n").unwrap();
+    std::fs::write(
+        kind.join("server.toml"),
+        format!(
+            "[server]\nname = \"x\"\nsource = \"test\"\n[container]\nuser = \"{user}\"\n{extra}"
+        ),
+    )
+    .unwrap();
+    let path = dir.join("s.toml");
+    std::fs::write(
+        &path,
+        format!("name = \"k\"\n[load]\nrequests = 1\n[[server]]\nname = \"a\"\nkind = \"{kind_dir}\"\n[[document]]\nname = \"h\"\npath = \"/\"\ngenerate = \"hello\"\n"),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_kind_that_would_run_as_root_however_spelled_is_refused() {
+    for (user, expect) in [
+        ("0000", "names no group"),
+        ("0000:0000", "is root"),
+        ("00:00", "is root"),
+        ("+0:33", "is not a decimal number"),
+        ("root:root", "is not a decimal number"),
+        ("33:0", "group 0"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = scenario_with_kind(
+            dir.path(),
+            "rootish",
+            user,
+            "capabilities = [\"NET_BIND_SERVICE\"]\n",
+        );
+        for cmd in ["validate", "run"] {
+            let f = benchctl(&[cmd, path.to_str().unwrap()]);
+            assert_eq!(f.code, Some(2), "{user} {cmd}: {}", f.describe());
+            assert!(
+                f.stderr.contains("rootish/server.toml:5:8: error: user ")
+                    && f.stderr.contains(expect),
+                "{user} {cmd}: {}",
+                f.describe()
+            );
+        }
+    }
+}
+
+#[test]
+fn kind_folders_that_cannot_name_an_image_are_refused_at_validation() {
+    for name in ["UPPER", "a..b", "_under", "sp ace"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = scenario_with_kind(dir.path(), name, "33:33", "");
+        let f = benchctl(&["validate", path.to_str().unwrap()]);
+        assert_eq!(f.code, Some(2), "{name}: {}", f.describe());
+        assert!(
+            f.stderr.contains("s.toml:6:8: error: kind `")
+                && f.stderr.contains("cannot name an image"),
+            "{name}: {}",
+            f.describe()
+        );
+    }
+}
