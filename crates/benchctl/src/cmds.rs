@@ -63,9 +63,10 @@ pub fn validate(a: ValidateArgs) -> Result<ExitCode, Failure> {
 pub struct ImagesArgs {
     #[command(subcommand)]
     action: ImagesAction,
-    /// Folder holding one build context per server.
-    #[arg(long, global = true, default_value = "docker")]
-    docker_dir: PathBuf,
+    /// Folder holding one build context per server (default: docker; for push, the
+    /// scenario's: a docker/ folder beside it or here).
+    #[arg(long, global = true, value_name = "DIR")]
+    docker_dir: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -80,11 +81,37 @@ enum ImagesAction {
     },
     /// Make the Debian base images the Dockerfiles start from, where no registry is reachable.
     Bootstrap,
+    /// Build server images here and send them to a scenario's [[host]] (for an engine that
+    /// cannot build them: no package mirror); an image the host has already is not sent, and
+    /// each is checked there by its id.
+    Push {
+        /// Server kinds to send (default: those of the scenario's servers on the host).
+        kinds: Vec<String>,
+        /// The scenario whose [[host]] `--host` names.
+        #[arg(long, value_name = "FILE")]
+        scenario: PathBuf,
+        /// The [[host]] to send them to.
+        #[arg(long, value_name = "NAME")]
+        host: String,
+        /// A kind's own source for its build here, as `run --source` (repeatable).
+        #[arg(long = "source", value_name = "KIND=FILE", value_parser = crate::run::kind_and_file)]
+        sources: Vec<(String, PathBuf)>,
+    },
 }
 
 pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
+    if let ImagesAction::Push {
+        kinds,
+        scenario,
+        host,
+        sources,
+    } = a.action
+    {
+        return push(a.docker_dir.as_deref(), &scenario, &host, &kinds, sources).await;
+    }
+    let docker_dir = a.docker_dir.unwrap_or_else(|| PathBuf::from("docker"));
     let orch = Orchestrator::connect().await?;
-    let contexts = server_contexts(&a.docker_dir)?;
+    let contexts = server_contexts(&docker_dir)?;
     match a.action {
         ImagesAction::Bootstrap => {
             let mut bases: Vec<String> = Vec::new();
@@ -120,7 +147,7 @@ pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
                 if !contexts.iter().any(|(n, _)| n == s) {
                     return Err(Failure::usage(anyhow!(
                         "no build context {}/{s}",
-                        a.docker_dir.display()
+                        docker_dir.display()
                     )));
                 }
             }
@@ -157,6 +184,89 @@ pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
                 ExitCode::SUCCESS
             })
         }
+        ImagesAction::Push { .. } => unreachable!("handled above"),
+    }
+}
+
+/// `benchctl images push`: builds here what is not up to date and ships it to the host,
+/// saying for each kind what was sent (or that it was there already).
+async fn push(
+    docker_dir: Option<&Path>,
+    file: &Path,
+    host: &str,
+    names: &[String],
+    sources: Vec<(String, PathBuf)>,
+) -> Result<ExitCode, Failure> {
+    let kinds = runner::kinds_for(file, docker_dir).map_err(Failure::usage)?;
+    let plan = scenario::load_file_with(file, &kinds).map_err(Failure::usage)?;
+    let Some(h) = plan.hosts.iter().position(|h| h.name == host) else {
+        return Err(Failure::usage(anyhow!(
+            "--host {host}: {} has no [[host]] of that name (it has: {})",
+            file.display(),
+            plan.hosts
+                .iter()
+                .map(|h| h.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    let spec = &plan.hosts[h];
+    let targets =
+        runner::push_targets(&plan, &kinds, h, names).map_err(|e| Failure::usage(anyhow!(e)))?;
+    // Sources from the environment serve the kinds they name; those given here must be sent.
+    let mut by_kind: std::collections::BTreeMap<String, PathBuf> =
+        crate::env_sources()?.into_iter().collect();
+    for (kind, path) in sources {
+        if !targets.iter().any(|(k, _)| k == &kind) {
+            return Err(Failure::usage(anyhow!(
+                "--source {kind}={}: {kind} is not among the kinds to send",
+                path.display()
+            )));
+        }
+        by_kind.insert(kind, path);
+    }
+    if let Some(w) = runner::hosts::insecure_warning(spec) {
+        eprintln!("benchctl: warning: {w}");
+    }
+    let here = Orchestrator::connect().await?;
+    let there = Orchestrator::connect_to(&runner::hosts::endpoint(spec))
+        .await
+        .map_err(|e| anyhow!("host {host}: {e}"))?;
+    let mut failed = Vec::new();
+    for (kind, dir) in &targets {
+        let pushed = async {
+            let source = match by_kind.get(kind) {
+                Some(p) => Some(orchestrator::BuildSource::read(p)?),
+                None => None,
+            };
+            runner::push_image(&here, &there, kind, dir, source.as_ref()).await
+        }
+        .await;
+        match pushed {
+            Ok((built, shipped)) => {
+                if built.built {
+                    say!("{kind}: {} built here in {:.1} s", built.tag, built.seconds);
+                }
+                say!(
+                    "{kind}: {} {} {}",
+                    built.tag,
+                    shipped.id,
+                    crate::run::shipment(host, shipped.sent, shipped.bytes, shipped.seconds)
+                );
+            }
+            Err(e) => {
+                say!("{kind}: FAILED: {e:#}");
+                failed.push(kind.as_str());
+            }
+        }
+    }
+    if failed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(Failure::from(anyhow!(
+            "could not send to {host}: {}",
+            failed.join(", ")
+        )))
     }
 }
 

@@ -305,6 +305,17 @@ impl Observer for Printer {
                     "up to date".to_string()
                 }
             ),
+            Event::Shipped {
+                server,
+                host,
+                id,
+                sent,
+                bytes,
+                seconds,
+            } => eprintln!(
+                "{server}: image {id} {}",
+                shipment(host, *sent, *bytes, *seconds)
+            ),
             Event::Ready {
                 server,
                 answering_s,
@@ -529,4 +540,16 @@ fn describe_load(l: &LoadSpec) -> String {
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
+}
+
+/// How an image reached `host`: sent (its size and time), or found there already.
+pub(crate) fn shipment(host: &str, sent: bool, bytes: u64, seconds: f64) -> String {
+    if sent {
+        format!(
+            "sent to {host}: {:.1} MiB in {seconds:.1} s, the same id there",
+            bytes as f64 / f64::from(1 << 20)
+        )
+    } else {
+        format!("already there on {host}")
+    }
 }

@@ -83,7 +83,7 @@ async fn busybox_base(to: &Orchestrator) -> String {
         .await
         .unwrap_or_else(|e| panic!("{e}"))
         .tag;
-    local.copy_image_to(to, &tag).await.unwrap();
+    local.ship_image(to, &tag).await.unwrap();
     tag
 }
 
@@ -408,7 +408,7 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
         .block_on(here.build_image("nginx", &nginx_kind, &logs.path().join("nginx.log")))
         .unwrap_or_else(|e| panic!("{e}"))
         .tag;
-    rt.block_on(here.copy_image_to(&srv, &tag)).unwrap();
+    rt.block_on(here.ship_image(&srv, &tag)).unwrap();
     let s = write_scenario(
         dir.path(),
         "h2c",

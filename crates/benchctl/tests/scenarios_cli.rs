@@ -1,12 +1,14 @@
 //! Scenario checking through the built binary, no Docker needed: `benchctl validate` accepts
 //! every file in `scenarios/`; each broken file in `tests/fixtures/broken/` (unknown key, wrong
 //! type, Varnish without a backend, a backend that is not a server, concurrency above requests,
-//! a bad size, a TOML syntax error, a capacity percentile it cannot use) makes both
+//! a bad size, a TOML syntax error, a capacity percentile it cannot use, a host's `images`
+//! that is neither "build" nor "ship") makes both
 //! `benchctl run FILE` and `benchctl validate FILE` exit with status 2 and print
 //! `FILE:LINE:COL: error:` at the line and column its `# expect:` comment names, while `run`
 //! writes no results file and starts no container (checked by the `benchctl.pid` label when a
 //! Docker daemon answers). `benchctl run -o EXISTING` exits 2 and
-//! leaves that file byte for byte as it was.
+//! leaves that file byte for byte as it was. `benchctl images push` refuses a broken scenario,
+//! a host it does not have and a kind there is not, with status 2, before it connects.
 //!
 //! Every child process runs under a deadline and is killed (and the test failed) past it.
 
@@ -415,5 +417,58 @@ fn kind_folders_that_cannot_name_an_image_are_refused_at_validation() {
             "{name}: {}",
             f.describe()
         );
+    }
+}
+
+#[test]
+fn images_push_refuses_what_it_cannot_send_before_it_connects() {
+    let file = "crates/benchctl/tests/fixtures/broken/host-images.toml";
+    let expect = broken_fixtures()
+        .into_iter()
+        .find(|(f, _)| f == file)
+        .expect("the host-images fixture")
+        .1;
+    let f = benchctl(&["images", "push", "--scenario", file, "--host", "srv1"]);
+    assert_eq!(f.code, Some(2), "{}", f.describe());
+    assert!(
+        f.stderr.contains(&expected_error(file, &expect)),
+        "{}",
+        f.describe()
+    );
+
+    // A good scenario, with a host of an address nobody has: refused before any connection.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = dir.path().join("s.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"s\"\n[load]\nrequests = 10\n\
+         [[host]]\nname = \"srv1\"\nurl = \"tcp://127.0.0.1:9\"\ninsecure = true\nimages = \"ship\"\n\
+         [[server]]\nname = \"nginx\"\nkind = \"nginx\"\nhost = \"srv1\"\n\
+         [[document]]\nname = \"hello\"\npath = \"/\"\ngenerate = \"hello\"\n",
+    )
+    .unwrap();
+    let s = scenario.to_str().unwrap();
+    let docker = repo_root().join("docker");
+    let d = docker.to_str().unwrap();
+    for (args, why) in [
+        (
+            vec!["--host", "srv9"],
+            format!("--host srv9: {s} has no [[host]] of that name (it has: srv1)"),
+        ),
+        (
+            vec!["--host", "srv1", "thttpd"],
+            "no server kind thttpd (the kinds found: apache, ".to_string(),
+        ),
+    ] {
+        let mut all = vec!["images", "push", "--scenario", s, "--docker-dir", d];
+        all.extend(args);
+        let f = benchctl(&all);
+        assert_eq!(f.code, Some(2), "{all:?}\n{}", f.describe());
+        assert!(
+            f.stderr.starts_with(&format!("benchctl: error: {why}")),
+            "{all:?}\n{}",
+            f.describe()
+        );
+        assert!(f.stdout.is_empty(), "{all:?}\n{}", f.describe());
     }
 }

@@ -122,6 +122,14 @@ pub enum OrchestratorError {
         what: String,
     },
 
+    /// An image could not be sent to another engine, or what arrived there is not it.
+    #[error("shipping image {image} to the engine at {url} failed: {message}")]
+    Ship {
+        image: String,
+        url: String,
+        message: String,
+    },
+
     /// A local file operation (build context, log file, sources file) failed.
     #[error("{context}: {source}")]
     Io {

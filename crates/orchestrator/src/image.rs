@@ -21,6 +21,8 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The outcome of [`Orchestrator::build_image`].
@@ -34,6 +36,34 @@ pub struct BuiltImage {
     pub built: bool,
     /// Wall-clock seconds spent here, including base-image preparation.
     pub seconds: f64,
+}
+
+/// The outcome of [`Orchestrator::ship_image`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShippedImage {
+    /// The name (or id) it was shipped by.
+    pub image: String,
+    /// Its id (`sha256:...`), the same on both engines.
+    pub id: String,
+    /// False when the other engine had it already and nothing was sent.
+    pub sent: bool,
+    /// Bytes of the archive sent (0 when nothing was).
+    pub bytes: u64,
+    /// Wall-clock seconds, the check on arrival included.
+    pub seconds: f64,
+}
+
+/// A reference's repository and tag, for tagging an image by them (`None` for an id or a
+/// digest, which name no tag): `benchctl/nginx:0123` and `registry:5000/x` (tag `latest`).
+fn split_reference(image: &str) -> Option<(&str, &str)> {
+    if image.starts_with("sha256:") || image.contains('@') {
+        return None;
+    }
+    let name_start = image.rfind('/').map_or(0, |i| i + 1);
+    match image[name_start..].rfind(':') {
+        Some(i) => Some((&image[..name_start + i], &image[name_start + i + 1..])),
+        None => Some((image, "latest")),
+    }
 }
 
 /// One file of a build context, as hashed and archived.
@@ -452,46 +482,136 @@ impl Orchestrator {
         Ok(info.config.and_then(|c| c.user).unwrap_or_default())
     }
 
-    /// Copies `image` (with its tags) from this engine to `to`'s, as `docker save | docker
-    /// load` would, through both Engine APIs: for an engine that cannot build or pull it
-    /// itself (no registry, no network of its own). The archive is held in memory on the way.
-    /// Returns the image's id on `to`.
-    pub async fn copy_image_to(&self, to: &Orchestrator, image: &str) -> Result<String> {
-        let mut archive: Vec<u8> = Vec::new();
-        let docker = self.patient();
-        let mut stream = docker.export_image(image);
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| {
-                OrchestratorError::docker(
-                    format!("export image {image} from {}", self.endpoint.url()),
-                    e,
-                )
+    /// Sends `image` (a name or an id) from this engine to `to`'s, as `docker save | docker
+    /// load` would, through both Engine APIs: for an engine that cannot build or pull it itself
+    /// (no registry, no package mirror). The archive streams from one engine to the other and
+    /// is never held whole here. Nothing is sent when `to` has an image of the same id already
+    /// (under another name it is only tagged). On arrival the image's id there (the SHA-256 of
+    /// its configuration, which names every layer's content) must be the one it has here, or
+    /// the shipment fails.
+    pub async fn ship_image(&self, to: &Orchestrator, image: &str) -> Result<ShippedImage> {
+        let started = Instant::now();
+        let url = to.endpoint.url();
+        let failed = |message: String| OrchestratorError::Ship {
+            image: image.to_string(),
+            url: url.clone(),
+            message,
+        };
+        let here = self
+            .docker
+            .inspect_image(image)
+            .await
+            .map_err(|e| match e {
+                e if crate::error::is_not_found(&e) => failed(format!(
+                    "there is no image {image} on this machine's engine ({})",
+                    self.endpoint.url()
+                )),
+                e => OrchestratorError::docker(format!("inspect image {image}"), e),
             })?;
-            archive.extend_from_slice(&chunk);
+        let id = here
+            .id
+            .ok_or_else(|| failed("this engine gave the image no id".to_string()))?;
+        let shipped = |sent: bool, bytes: u64| ShippedImage {
+            image: image.to_string(),
+            id: id.clone(),
+            sent,
+            bytes,
+            seconds: started.elapsed().as_secs_f64(),
+        };
+        if to.image_id(image).await?.as_deref() == Some(id.as_str()) {
+            return Ok(shipped(false, 0));
         }
+        if to.image_id(&id).await?.is_some() {
+            if let Some((repo, tag)) = split_reference(image) {
+                let options = bollard::query_parameters::TagImageOptionsBuilder::default()
+                    .repo(repo)
+                    .tag(tag)
+                    .build();
+                to.docker
+                    .tag_image(&id, Some(options))
+                    .await
+                    .map_err(|e| OrchestratorError::docker(format!("tag {id} as {image}"), e))?;
+                if to.image_id(image).await?.as_deref() == Some(id.as_str()) {
+                    return Ok(shipped(false, 0));
+                }
+            }
+        }
+        // An image made for another processor would arrive intact and not run there.
+        let arch = to
+            .docker
+            .version()
+            .await
+            .map_err(|e| OrchestratorError::docker("version", e))?
+            .arch
+            .unwrap_or_default();
+        let image_arch = here.architecture.unwrap_or_default();
+        if !arch.is_empty() && !image_arch.is_empty() && arch != image_arch {
+            return Err(failed(format!(
+                "the image is made for {image_arch} and that engine runs on {arch}: an image built here runs only on machines like this one (let that host build it: images = \"build\")"
+            )));
+        }
+
+        // The export is read as the load sends it: what is in flight is a few chunks. Its
+        // error, if any, ends the upload early and is the cause reported.
+        let sent = Arc::new(AtomicU64::new(0));
+        let export_error: Arc<Mutex<Option<String>>> = Arc::default();
+        let body = {
+            let (sent, export_error) = (sent.clone(), export_error.clone());
+            self.patient()
+                .export_image(image)
+                .map(move |chunk| match chunk {
+                    Ok(bytes) => {
+                        sent.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                        Ok(bytes)
+                    }
+                    Err(e) => {
+                        let text = e.to_string();
+                        *export_error.lock().unwrap_or_else(|p| p.into_inner()) =
+                            Some(text.clone());
+                        Err(std::io::Error::other(text))
+                    }
+                })
+        };
         let options = bollard::query_parameters::ImportImageOptionsBuilder::default()
             .quiet(true)
             .build();
-        let importer = to.patient();
-        let mut load = importer.import_image(options, bollard::body_full(archive.into()), None);
+        let mut load = to
+            .patient()
+            .import_image(options, bollard::body_try_stream(body), None);
+        let mut load_error = None;
         while let Some(item) = load.next().await {
-            let failed = match item {
+            let message = match item {
                 Ok(info) => info.error_detail.and_then(|d| d.message),
                 Err(e) => Some(e.to_string()),
             };
-            if let Some(message) = failed {
-                return Err(OrchestratorError::Invalid(format!(
-                    "loading image {image} into {} failed: {message}",
-                    to.endpoint.url()
-                )));
+            if let Some(m) = message {
+                load_error.get_or_insert(m);
             }
         }
-        to.image_id(image).await?.ok_or_else(|| {
-            OrchestratorError::Invalid(format!(
-                "image {image} was loaded into {} but is not there",
-                to.endpoint.url()
-            ))
-        })
+        let bytes = sent.load(Ordering::Relaxed);
+        if let Some(e) = export_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            return Err(failed(format!(
+                "reading it from this machine's engine failed after {bytes} bytes: {e}"
+            )));
+        }
+        if let Some(e) = load_error {
+            return Err(failed(format!(
+                "that engine did not load it ({bytes} bytes sent): {e}"
+            )));
+        }
+        match to.image_id(image).await? {
+            Some(there) if there == id => Ok(shipped(true, bytes)),
+            Some(there) => Err(failed(format!(
+                "it arrived as {there}, not as {id}, its id here: what was loaded is not this image, and it is not used"
+            ))),
+            None => Err(failed(format!(
+                "that engine loaded {bytes} bytes but has no image {image} after it"
+            ))),
+        }
     }
 
     /// Removes every tag of `benchctl/<server>` but `keep` (a whole tag, `benchctl/x:hash`),
@@ -622,6 +742,25 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_reference_splits_into_repository_and_tag() {
+        assert_eq!(
+            split_reference("benchctl/nginx:0123456789ab"),
+            Some(("benchctl/nginx", "0123456789ab"))
+        );
+        assert_eq!(split_reference("busybox"), Some(("busybox", "latest")));
+        assert_eq!(
+            split_reference("registry:5000/team/web"),
+            Some(("registry:5000/team/web", "latest"))
+        );
+        assert_eq!(
+            split_reference("registry:5000/web:1.2"),
+            Some(("registry:5000/web", "1.2"))
+        );
+        assert_eq!(split_reference("sha256:4b9dc110"), None);
+        assert_eq!(split_reference("web@sha256:4b9dc110"), None);
+    }
 
     #[test]
     fn from_lines() {

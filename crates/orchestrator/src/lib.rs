@@ -41,8 +41,8 @@ pub use container::{
 pub use engine::{parse_rfc3339, Endpoint, EngineFacts, CONNECT_BOUND};
 pub use error::{OrchestratorError, Result};
 pub use image::{
-    context_hash, context_tag, dockerfile_bases, BuildSource, BuiltImage, LABEL_SOURCE,
-    SOURCE_IN_CONTEXT,
+    context_hash, context_tag, dockerfile_bases, BuildSource, BuiltImage, ShippedImage,
+    LABEL_SOURCE, SOURCE_IN_CONTEXT,
 };
 pub use owner::Owner;
 pub use probe::{ExpectedDoc, Scheme, Verified};

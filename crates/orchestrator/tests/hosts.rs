@@ -231,7 +231,7 @@ async fn a_server_there(local: &Orchestrator, remote: &Orchestrator, h: &testhos
     // The namespace has no way out to Debian's mirrors: its base image comes from here.
     let base = busybox_image(local).await;
     let t = Instant::now();
-    local.copy_image_to(remote, &base.tag).await.unwrap();
+    local.ship_image(remote, &base.tag).await.unwrap();
     eprintln!(
         "copied {} to {} in {:.1} s",
         base.tag,

@@ -42,6 +42,20 @@ pub enum Event<'a> {
         built: bool,
         seconds: f64,
     },
+    /// The image of a server on a host with `images = "ship"`, made here, is on that host's
+    /// engine now, with the id it has here.
+    Shipped {
+        server: &'a str,
+        /// The `[[host]]`.
+        host: &'a str,
+        /// The image's id, checked there on arrival.
+        id: &'a str,
+        /// False when that engine had it already and nothing was sent.
+        sent: bool,
+        /// Bytes of the archive sent.
+        bytes: u64,
+        seconds: f64,
+    },
     /// The server answered and served every document byte for byte.
     Ready {
         server: &'a str,

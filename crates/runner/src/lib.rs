@@ -42,6 +42,6 @@ pub use ab::Against;
 pub use cancel::{Cancel, Cleanup};
 pub use events::{Event, Observer, Quiet};
 pub use headroom::Headroom;
-pub use images::build_image;
+pub use images::{build_image, push_image, push_targets};
 pub use pipeline::{confinement, kinds_for, run, Problem, RunError, RunOptions, RunOutcome};
 pub use results::Saved;

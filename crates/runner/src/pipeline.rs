@@ -20,7 +20,7 @@ use report::{
     AbStop, AgainstRecord, GeneratorRecord, HostFacts, LoadRecord, RecordFile, ReportError,
     RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage,
 };
-use scenario::{ImageSource, Kinds, Manifest, OptionValue, Plan, VersionHeader};
+use scenario::{HostImages, ImageSource, Kinds, Manifest, OptionValue, Plan, VersionHeader};
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -334,9 +334,14 @@ pub async fn run(
     }
     let out = results_path(&opts, plan)?;
 
-    // Every engine a server runs on: this machine's (index 0) and each used [[host]]'s.
+    // Every engine a server runs on: this machine's (index 0) and each used [[host]]'s. This
+    // machine's also when it makes the images of a host that has them shipped.
     let mut engines: Vec<Option<Orchestrator>> = Vec::with_capacity(plan.hosts.len() + 1);
-    engines.push(if plan.servers.iter().any(|s| s.host.is_none()) {
+    let here = plan
+        .servers
+        .iter()
+        .any(|s| plan.host_of(s).is_none_or(|h| h.images == HostImages::Ship));
+    engines.push(if here {
         Some(Orchestrator::connect().await?)
     } else {
         None
@@ -834,6 +839,21 @@ impl Ctx<'_> {
         self.plan.servers[i]
             .host
             .map(|h| self.plan.hosts[h].name.as_str())
+    }
+
+    /// Whether server `i` runs on a `[[host]]` whose images are built here and shipped.
+    fn ships(&self, i: usize) -> bool {
+        self.plan
+            .host_of(&self.plan.servers[i])
+            .is_some_and(|h| h.images == HostImages::Ship)
+    }
+
+    /// This machine's engine (connected before the run began when a server runs there or a
+    /// host has its images shipped).
+    fn here(&self) -> &Orchestrator {
+        self.engines[0]
+            .as_ref()
+            .expect("this machine's engine is connected when a host's images are shipped")
     }
 
     /// The engine that runs server `i` (connected before the run began).
@@ -1526,19 +1546,22 @@ impl Ctx<'_> {
             },
             None => spec.image.clone(),
         };
+        // A host that has its images shipped gets them from this machine's engine, which
+        // builds (or finds) them.
+        let ships = self.ships(i);
+        let maker = if ships { self.here() } else { self.orch(i) };
         let built = match (again, &image) {
-            // A fresh container of an image this run already started: nothing to build or
-            // check again.
+            // A fresh container of an image this run already started: nothing to build, check
+            // or ship again.
             (Some(b), _) => b.clone(),
             (None, ImageSource::Build { context }) => {
                 self.observer.event(&Event::Building {
                     server: &spec.name,
                     context,
-                    host: self.host_name(i),
+                    host: if ships { None } else { self.host_name(i) },
                 });
                 let log = self.run_dir.build_log(&spec.name);
-                match self
-                    .orch(i)
+                match maker
                     .build_image_from(kind, context, self.sources.get(kind), &log)
                     .await
                 {
@@ -1546,20 +1569,45 @@ impl Ctx<'_> {
                     Err(e) => {
                         let e =
                             crate::images::keep_log(e, &log, |_| self.kept_log_path(&spec.name));
+                        let mut reason = self.explain(&spec.name, "image build failed", &e);
+                        if let (Some(h), false, OrchestratorError::Build { .. }) =
+                            (self.host_name(i), ships, &e)
+                        {
+                            reason.push_str(&format!(
+                                "; if {h} reaches no package mirror, images = \"ship\" in its [[host]] builds the image here and sends it there"
+                            ));
+                        }
                         return Err(NotStarted {
                             image: None,
-                            reason: self.explain(&spec.name, "image build failed", &e),
+                            reason,
                         });
                     }
                 }
             }
             (None, ImageSource::Prebuilt { image }) => self
-                .prebuilt(i, image, manifest.is_some())
+                .prebuilt(maker, image, manifest.is_some())
                 .await
                 .map_err(|reason| NotStarted {
                     image: None,
                     reason,
                 })?,
+        };
+        let shipped = match (again, ships) {
+            (None, true) => match maker.ship_image(self.orch(i), &built.tag).await {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    let host = self.host_name(i).unwrap_or_default();
+                    return Err(NotStarted {
+                        image: Some(built.clone()),
+                        reason: self.explain(
+                            &spec.name,
+                            &format!("its image could not be shipped to {host}"),
+                            &e,
+                        ),
+                    });
+                }
+            },
+            _ => None,
         };
         if again.is_none() {
             self.observer.event(&Event::Built {
@@ -1567,6 +1615,16 @@ impl Ctx<'_> {
                 tag: &built.tag,
                 built: built.built,
                 seconds: built.seconds,
+            });
+        }
+        if let Some(s) = &shipped {
+            self.observer.event(&Event::Shipped {
+                server: &shown,
+                host: self.host_name(i).unwrap_or_default(),
+                id: &s.id,
+                sent: s.sent,
+                bytes: s.bytes,
+                seconds: s.seconds,
             });
         }
         let unavailable = |reason: String| NotStarted {
@@ -1738,16 +1796,15 @@ impl Ctx<'_> {
         })
     }
 
-    /// An existing image to run as it is: present, or pulled. Without a manifest to name its
-    /// user, the image's own must not be root.
+    /// An existing image to run as it is: present on `orch`, or pulled there. Without a
+    /// manifest to name its user, the image's own must not be root.
     async fn prebuilt(
         &self,
-        i: usize,
+        orch: &Orchestrator,
         image: &str,
         has_manifest: bool,
     ) -> Result<BuiltImage, String> {
         let started = std::time::Instant::now();
-        let orch = self.orch(i);
         if orch.image_id(image).await.ok().flatten().is_none() {
             orch.ensure_base_image(image)
                 .await

@@ -142,7 +142,7 @@ async fn a_server_on_a_namespace_host_is_built_verified_and_measured_there_and_l
 
     // The namespace cannot reach Debian's mirrors: the kind's base image goes there from here.
     let base = busybox_image(&local).await;
-    local.copy_image_to(&remote, &base).await.unwrap();
+    local.ship_image(&remote, &base).await.unwrap();
 
     let (dir, path) = scenario(&format!(
         r#"
@@ -251,7 +251,7 @@ async fn nginx_on_a_namespace_host_serves_http2_over_tls_with_the_runs_certifica
         .await
         .unwrap_or_else(|e| panic!("{e}"))
         .tag;
-    local.copy_image_to(&remote, &tag).await.unwrap();
+    local.ship_image(&remote, &tag).await.unwrap();
 
     let (dir, path) = scenario(&format!(
         r#"

@@ -20,8 +20,8 @@ pub use error::{Diagnostic, ScenarioError};
 pub use kinds::{Kind, Kinds};
 pub use manifest::{Manifest, OptionDecl, OptionType, VersionHeader};
 pub use plan::{
-    Coalesce, CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, HostSpec, HostUrl, ImageSource,
-    LoadSpec, OptionValue, Plan, ServerSpec, SourceFile, TlsKey,
+    Coalesce, CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, HostImages, HostSpec, HostUrl,
+    ImageSource, LoadSpec, OptionValue, Plan, ServerSpec, SourceFile, TlsKey,
 };
 pub use validate::{
     DEFAULT_LOADGEN_CPUS, DEFAULT_MEMORY, DEFAULT_SERVER_CPUS, DEFAULT_TIMEOUT, MAX_CONCURRENCY,

@@ -90,6 +90,38 @@ pub struct HostSpec {
     pub url: HostUrl,
     /// Where its servers listen and are reached.
     pub address: IpAddr,
+    /// Where the images of its servers come from.
+    pub images: HostImages,
+}
+
+/// Where a host's server images come from (`[[host]] images`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HostImages {
+    /// Built by the host's own engine from the kind's folder, sent to it through its API: the
+    /// image is made for that machine, which needs its base images or a package mirror.
+    #[default]
+    Build,
+    /// Built on this machine's engine (or found there), then sent to the host's engine as an
+    /// image archive and checked there by its id: for a host that reaches no package mirror.
+    Ship,
+}
+
+impl HostImages {
+    pub const ALL: [HostImages; 2] = [HostImages::Build, HostImages::Ship];
+
+    /// The scenario's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostImages::Build => "build",
+            HostImages::Ship => "ship",
+        }
+    }
+}
+
+impl fmt::Display for HostImages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// How an engine is reached.

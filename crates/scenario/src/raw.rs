@@ -66,6 +66,9 @@ pub(crate) struct RawHost {
     /// The IP address the host's servers listen on and are reached at (default: the url's
     /// host when it is an IP address; 127.0.0.1 for `unix://`).
     pub address: Option<Spanned<String>>,
+    /// Where its servers' images come from: `"build"` (by its engine, the default) or
+    /// `"ship"` (built here and sent to it).
+    pub images: Option<Spanned<String>>,
 }
 
 /// `[capacity]`: one latency target (exactly one of the percentile keys) and the search's
@@ -243,6 +246,7 @@ pub(crate) mod keys {
         "tls_dir",
         "insecure",
         "address",
+        "images",
     ];
     pub const CPUS: &[&str] = &["servers", "loadgen", "server_share"];
     pub const LOAD: &[&str] = &[

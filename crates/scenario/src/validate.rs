@@ -8,8 +8,8 @@ use crate::error::{Diagnostics, ScenarioError};
 use crate::kinds::{Kind, Kinds};
 use crate::manifest::{Manifest, OptionDecl, OptionType};
 use crate::plan::{
-    CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, HostSpec, HostUrl, ImageSource, LoadSpec,
-    OptionValue, Plan, ServerSpec, SourceFile, TlsKey,
+    CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, HostImages, HostSpec, HostUrl,
+    ImageSource, LoadSpec, OptionValue, Plan, ServerSpec, SourceFile, TlsKey,
 };
 use crate::raw::{RawHost, RawLoad, RawScenario, RawSize};
 use crate::units::{
@@ -287,6 +287,8 @@ fn check_hosts(d: &mut Diagnostics, raw: &RawScenario, base_dir: &Path) -> Vec<H
 
 fn check_host(d: &mut Diagnostics, h: &RawHost, base_dir: &Path) -> Option<HostSpec> {
     let name = h.name.get_ref().as_str();
+    // First, so that its mistake is reported beside the URL's.
+    let images = check_host_images(d, h);
     let url_text = h.url.get_ref().trim();
     let url_span = h.url.span();
     let only_tcp = |d: &mut Diagnostics, key: &str, span: Range<usize>| {
@@ -489,7 +491,29 @@ fn check_host(d: &mut Diagnostics, h: &RawHost, base_dir: &Path) -> Option<HostS
         name: name.to_string(),
         url,
         address,
+        images: images?,
     })
+}
+
+/// `images`: one of [`HostImages::ALL`]; `None` (an error recorded) for any other word.
+fn check_host_images(d: &mut Diagnostics, h: &RawHost) -> Option<HostImages> {
+    let Some(i) = &h.images else {
+        return Some(HostImages::default());
+    };
+    let found = HostImages::ALL
+        .into_iter()
+        .find(|m| m.as_str() == i.get_ref().trim());
+    if found.is_none() {
+        d.error(
+            i.span(),
+            format!(
+                "images `{}` is not a way to give host `{}` its images (write \"build\": its engine builds them, or \"ship\": they are built here and sent to it, for a host that reaches no package mirror)",
+                i.get_ref(),
+                h.name.get_ref()
+            ),
+        );
+    }
+    found
 }
 
 /// `HOST`, `HOST:PORT`, `[V6]` or `[V6]:PORT`.

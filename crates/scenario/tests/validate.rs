@@ -2,8 +2,8 @@
 
 use loadgen::{HttpVersion, Method};
 use scenario::{
-    Coalesce, DocumentSource, GeneratorKind, HostUrl, Kinds, OptionValue, Plan, ScenarioError,
-    TlsKey, DEFAULT_MEMORY, DEFAULT_TIMEOUT,
+    Coalesce, DocumentSource, GeneratorKind, HostImages, HostUrl, Kinds, OptionValue, Plan,
+    ScenarioError, TlsKey, DEFAULT_MEMORY, DEFAULT_TIMEOUT,
 };
 use std::path::Path;
 use std::time::Duration;
@@ -643,6 +643,7 @@ tls_dir = "certs"
 name = "lab"
 url = "tcp://[fd00::7]:2375"
 insecure = true
+images = "ship"
 
 [[host]]
 name = "tunnel"
@@ -684,6 +685,9 @@ kind = "apache"
     assert_eq!(plan.hosts[1].url.to_string(), "tcp://[fd00::7]:2375");
     assert_eq!(plan.hosts[1].address.to_string(), "fd00::7");
     assert!(plan.hosts[1].url.is_insecure());
+    // Images are built by each host's engine unless the host says they are shipped.
+    assert_eq!(plan.hosts[0].images, HostImages::Build);
+    assert_eq!(plan.hosts[1].images, HostImages::Ship);
     assert_eq!(
         plan.hosts[2].url,
         HostUrl::Unix {

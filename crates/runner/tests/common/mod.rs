@@ -105,6 +105,12 @@ impl Observer for Recorder {
             Event::SweptStale { .. } => "swept".to_string(),
             Event::Building { server, .. } => format!("building {server}"),
             Event::Built { server, .. } => format!("built {server}"),
+            Event::Shipped {
+                server, host, sent, ..
+            } => format!(
+                "shipped {server} to {host}: {}",
+                if *sent { "sent" } else { "there" }
+            ),
             Event::Ready { server, .. } => {
                 if let Some(tx) = self.on_ready.lock().unwrap().as_ref() {
                     let _ = tx.send(server.to_string());

@@ -1,0 +1,307 @@
+//! Images for a host whose engine cannot build them (it reaches no package mirror), through the
+//! built binary, against an engine the test makes in a network namespace ([`testhosts`]):
+//! - `benchctl images push` builds a kind here and sends it there, where it has the id it has
+//!   here; a second push says it is already there and sends nothing; a kind whose folder
+//!   changed without changing the image is only tagged there; a kind that fails to
+//!   build is named and the command exits 1;
+//! - `benchctl run` with `images = "ship"` builds here and sends the image a server on that
+//!   host needs, finds there the one pushed before, and measures both servers there.
+//!
+//! Every request goes to the address of the namespace this test made; the loads are bounded
+//! (50 requests each), and every command is waited for within a limit.
+
+use orchestrator::{Endpoint, Orchestrator};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use testhosts::TestHosts;
+
+/// The base image the orchestrator's tests make (the same name and recipe, so it is shared).
+const TEST_BASE: &str = "benchctl-test/bookworm:base";
+
+/// One Docker run at a time across test processes (the lock the other run tests take).
+fn exclusive() -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    let path = std::env::temp_dir().join("benchctl-run-docker-tests.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .expect("open the lock file");
+    // SAFETY: flock(2) on a descriptor we own for as long as the returned file lives.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock {}", path.display());
+    f
+}
+
+/// busybox's httpd in the tests' base image, built on this machine's engine by the recipe the
+/// other host tests use (so its tag is theirs).
+async fn busybox_base(local: &Orchestrator) -> String {
+    if local.image_id(TEST_BASE).await.unwrap().is_none() {
+        local
+            .bootstrap_debian("bookworm", TEST_BASE)
+            .await
+            .unwrap_or_else(|e| panic!("bootstrapping {TEST_BASE}: {e}"));
+    }
+    let ctx = tempfile::tempdir().unwrap();
+    std::fs::write(
+        ctx.path().join("Dockerfile"),
+        format!(
+            "FROM {TEST_BASE}\n\
+             RUN apt-get update && apt-get install -y --no-install-recommends busybox \
+                 && rm -rf /var/lib/apt/lists/*\n\
+             ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -v -p 127.0.0.1:$BENCH_PORT -h /srv/www\"]\n"
+        ),
+    )
+    .unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    local
+        .build_image("test-busybox", ctx.path(), &logs.path().join("b.log"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .tag
+}
+
+/// A server kind by the contract in docker/README.md, on top of `base`, with `extra` lines
+/// at the end of its Dockerfile.
+fn write_kind(dir: &Path, base: &str, extra: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("Dockerfile"),
+        format!(
+            "FROM {base}\nUSER 65534:65534\n\
+             ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -p ${{BENCH_ADDR:-127.0.0.1}}:$BENCH_PORT -h /srv/www\"]\n{extra}"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("server.toml"),
+        "[server]\nname = \"busybox httpd\"\nsource = \"Debian bookworm package busybox\"\n\n\
+         [container]\nuser = \"65534:65534\"\ncapabilities = []\npids_limit = 64\n\
+         tmpfs = [{ path = \"/tmp\", size = \"1m\" }]\n",
+    )
+    .unwrap();
+}
+
+/// Runs benchctl to completion, killed past `limit`.
+fn benchctl(args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_benchctl"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start benchctl");
+    let until = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > until {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!(
+                "benchctl {args:?} outlasted {limit:?}:\n{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    eprintln!(
+        "--- benchctl {}: {}\n{}{}",
+        args.join(" "),
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn images_built_here_are_shipped_to_a_host_checked_by_id_and_not_sent_twice() {
+    if !testhosts::available_or_skip() {
+        return;
+    }
+    let _one_at_a_time = exclusive();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let local = rt
+        .block_on(Orchestrator::connect())
+        .expect("the local engine");
+    // Made before the clock starts: shared with the other host tests, built once per machine.
+    let base = rt.block_on(busybox_base(&local));
+    let started = Instant::now();
+    let hosts = TestHosts::up(1).unwrap_or_else(|e| panic!("making a test host: {e}"));
+    let h = &hosts.hosts()[0];
+    eprintln!(
+        "host at {}: dockerd answered after {:.1} s",
+        h.address,
+        h.ready_after.as_secs_f64()
+    );
+    let remote = rt
+        .block_on(Orchestrator::connect_to(&Endpoint::Tcp {
+            host: h.address.to_string(),
+            port: testhosts::ENGINE_PORT,
+            tls: None,
+        }))
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let kinds = dir.path().join("kinds");
+    write_kind(&kinds.join("tiny"), &base, "");
+    // Another image (its label differs), which the run sends itself.
+    write_kind(
+        &kinds.join("other"),
+        &base,
+        "LABEL purpose=shipped-by-the-run\n",
+    );
+    write_kind(&kinds.join("broken"), &base, "RUN false\n");
+    let scenario = dir.path().join("ship.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "name = \"ship\"\n[load]\nrequests = 50\nconcurrency = 2\ntimeout = \"10s\"\n\
+             [[host]]\nname = \"srv1\"\nurl = \"{}\"\ninsecure = true\nimages = \"ship\"\n\
+             [[server]]\nname = \"tiny\"\nkind = \"tiny\"\nhost = \"srv1\"\nmemory = \"64m\"\n\
+             [[server]]\nname = \"other\"\nkind = \"other\"\nhost = \"srv1\"\nmemory = \"64m\"\n\
+             [[document]]\nname = \"hello\"\npath = \"/\"\ngenerate = \"hello\"\n",
+            h.tcp_url()
+        ),
+    )
+    .unwrap();
+    let (s, k) = (scenario.to_str().unwrap(), kinds.to_str().unwrap());
+    let push = |extra: &[&str]| {
+        let mut args = vec![
+            "images",
+            "push",
+            "--scenario",
+            s,
+            "--host",
+            "srv1",
+            "--docker-dir",
+            k,
+        ];
+        args.extend_from_slice(extra);
+        benchctl(&args, Duration::from_secs(300))
+    };
+    let id_of = |orch: &Orchestrator, tag: &str| rt.block_on(orch.image_id(tag)).unwrap();
+
+    // 1. Sent, with its tag, id and size, and there by the same id.
+    let t = Instant::now();
+    let o = push(&["tiny"]);
+    let first_s = t.elapsed().as_secs_f64();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("sent to srv1"))
+        .unwrap_or_else(|| panic!("no line says what was sent: {out}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (tag, id) = (words[1], words[2]);
+    assert!(tag.starts_with("benchctl/tiny:"), "{line}");
+    assert!(id.starts_with("sha256:") && id.len() == 71, "{line}");
+    assert!(
+        line.contains(" MiB in ") && line.ends_with("the same id there"),
+        "{line}"
+    );
+    assert_eq!(id_of(&local, tag).as_deref(), Some(id));
+    assert_eq!(
+        id_of(&remote, tag).as_deref(),
+        Some(id),
+        "the id on arrival"
+    );
+    assert!(
+        err.contains("warning: host srv1"),
+        "plain TCP is warned of: {err}"
+    );
+
+    // 2. Once more: already there, nothing sent.
+    let t = Instant::now();
+    let o = push(&["tiny"]);
+    let second_s = t.elapsed().as_secs_f64();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert_eq!(
+        out.trim(),
+        format!("tiny: {tag} {id} already there on srv1"),
+        "{err}"
+    );
+
+    // 3. A folder changed without changing the image (a file its Dockerfile does not use: the
+    // build is all cache, the id the same): a new tag, which that engine is only given.
+    std::fs::write(
+        kinds.join("tiny/README"),
+        "The image's folder changes; the image does not.\n",
+    )
+    .unwrap();
+    let o = push(&["tiny"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let line = out.lines().last().unwrap_or_default();
+    let retagged = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    assert_ne!(retagged, tag, "{out}");
+    assert!(
+        line.ends_with(&format!("{id} already there on srv1")),
+        "{out}"
+    );
+    assert_eq!(id_of(&remote, &retagged).as_deref(), Some(id));
+
+    // 4. A kind that does not build here is named, and nothing else is said to fail.
+    let o = push(&["broken", "tiny"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(out.contains("broken: FAILED: "), "{out}");
+    assert!(out.contains("tiny: "), "{out}");
+    assert!(
+        err.trim_end().ends_with("could not send to srv1: broken"),
+        "{err}"
+    );
+
+    // 5. A run: `other` is built here and sent by the run, `tiny` found there as pushed; both
+    // are measured on srv1.
+    let record = dir.path().join("ship.json");
+    let o = benchctl(
+        &["run", s, "--docker-dir", k, "-o", record.to_str().unwrap()],
+        Duration::from_secs(300),
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        err.contains(&format!("tiny: image {id} already there on srv1")),
+        "{err}"
+    );
+    let other_line = err
+        .lines()
+        .find(|l| l.starts_with("other: image sha256:"))
+        .unwrap_or_else(|| panic!("the run says nothing of other's image: {err}"));
+    assert!(other_line.contains("sent to srv1"), "{other_line}");
+    assert!(
+        err.contains(&format!("tiny: on srv1 at {}:", h.address)),
+        "{err}"
+    );
+    let rec: report::RunRecord =
+        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(rec.loads.len(), 2);
+    for l in &rec.loads {
+        assert_eq!((l.load.complete, l.load.failed), (50, 0), "{}", l.server);
+    }
+    for srv in &rec.servers {
+        let (tag, id) = (&srv.image_tag, srv.image_id.as_deref());
+        assert_eq!(id_of(&remote, tag).as_deref(), id, "{} on srv1", srv.name);
+        assert_eq!(id_of(&local, tag).as_deref(), id, "{} here", srv.name);
+    }
+    eprintln!(
+        "first push {first_s:.1} s, second {second_s:.1} s; {:.1} s from the host's start",
+        started.elapsed().as_secs_f64()
+    );
+}
