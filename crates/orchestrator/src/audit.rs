@@ -159,7 +159,10 @@ fn parse_hex_addr(text: &str) -> Option<SocketAddr> {
             for i in 0..4 {
                 bytes[i * 4..i * 4 + 4].copy_from_slice(&word(i)?);
             }
-            IpAddr::V6(Ipv6Addr::from(bytes))
+            // A socket of the IPv6 family bound to a v4-mapped address (gatling binds
+            // ::ffff:127.0.0.1) listens on that IPv4 address alone.
+            let v6 = Ipv6Addr::from(bytes);
+            v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4)
         }
         _ => return None,
     };
@@ -394,6 +397,12 @@ mod tests {
    0: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000    33        0 4444 1\n";
         let l = parse_net_table(tcp6, false);
         assert_eq!(l[0].addr, "[::1]:8080".parse().unwrap());
+        let mapped = tcp6.replace(
+            "00000000000000000000000001000000",
+            "0000000000000000FFFF00000100007F",
+        );
+        let l = parse_net_table(&mapped, false);
+        assert_eq!(l[0].addr, "127.0.0.1:8080".parse().unwrap());
         let udp = "  sl  local_address rem_address   st\n\
    5: 00000000:14E9 00000000:0000 07 00000000:00000000 00:00000000 00000000    33        0 5555 2\n\
    6: 0100007F:A000 0100007F:0035 01 00000000:00000000 00:00000000 00000000    33        0 6666 2\n";
