@@ -202,11 +202,30 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
 }
 
 impl std::fmt::Display for Failure {
+    /// `{:#}` is the error and its causes on one line, each said once.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if f.alternate() {
-            write!(f, "{:#}", self.error)
+            write!(f, "{}", chain_text(&self.error))
         } else {
             write!(f, "{}", self.error)
         }
     }
+}
+
+/// The error and its causes, joined by ": ", leaving out a cause whose text is already there:
+/// many errors quote their source in their own message ("cannot write X: {source}") and keep it
+/// as their source too, and wrappers repeat their inner error's message, so anyhow's `{:#}`
+/// would print the same words two or three times.
+fn chain_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if text.is_empty() {
+            text = s;
+        } else if !text.contains(&s) {
+            text.push_str(": ");
+            text.push_str(&s);
+        }
+    }
+    text
 }

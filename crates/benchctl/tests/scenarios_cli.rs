@@ -274,6 +274,12 @@ fn run_never_overwrites_a_results_file() {
         f.describe()
     );
     assert_eq!(
+        f.stderr.matches("exists already").count(),
+        1,
+        "the error says it once\n{}",
+        f.describe()
+    );
+    assert_eq!(
         std::fs::read(&out).expect("read back"),
         before,
         "the existing file changed"
@@ -304,6 +310,28 @@ fn an_unusable_results_file_or_run_count_is_refused_before_anything_starts() {
     );
     assert!(!dir.path().join("no-such-folder").exists(), "it was made");
     assert_no_container(&f, "run -o MISSING/x.json");
+
+    // A folder that is a file.
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let inside = file.join("x.json");
+    let f = benchctl(&[
+        "run",
+        "scenarios/quick.toml",
+        "-o",
+        inside.to_str().unwrap(),
+    ]);
+    assert_eq!(f.code, Some(2), "{}", f.describe());
+    assert!(
+        f.stderr.contains(&format!(
+            "{}: {} is not a folder",
+            inside.display(),
+            file.display()
+        )),
+        "{}",
+        f.describe()
+    );
+    assert_no_container(&f, "run -o FILE/x.json");
 
     let f = benchctl(&["run", "scenarios/quick.toml", "--runs", "0"]);
     assert_eq!(f.code, Some(2), "{}", f.describe());

@@ -698,6 +698,13 @@ fn results_path(opts: &RunOptions, plan: &Plan) -> Result<Option<PathBuf>, RunEr
                 Some(d) if !d.as_os_str().is_empty() => d,
                 _ => Path::new("."),
             };
+            if dir.exists() && !dir.is_dir() {
+                return Err(RunError::Invalid(format!(
+                    "{}: {} is not a folder",
+                    p.display(),
+                    dir.display()
+                )));
+            }
             if !dir.is_dir() {
                 return Err(RunError::Invalid(format!(
                     "{}: the folder {} does not exist (make it first; a run does not guess where results belong)",
