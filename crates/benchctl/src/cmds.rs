@@ -83,13 +83,13 @@ enum ImagesAction {
 }
 
 pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
-    let orch = Orchestrator::connect().await?;
     let contexts = server_contexts(&a.docker_dir)?;
     match a.action {
         ImagesAction::Bootstrap => {
+            let orch = Orchestrator::connect().await?;
             let mut bases: Vec<String> = Vec::new();
             for (_, dir) in &contexts {
-                let text = std::fs::read_to_string(dir.join("Dockerfile"))?;
+                let text = userfile::read_to_string(&dir.join("Dockerfile"))?;
                 for b in orchestrator::dockerfile_bases(&text) {
                     if !bases.contains(&b) {
                         bases.push(b);
@@ -124,6 +124,8 @@ pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
                     )));
                 }
             }
+            // The arguments are checked (and the source read) before the engine is asked.
+            let orch = Orchestrator::connect().await?;
             let mut failed = 0;
             for (name, dir) in contexts {
                 if !servers.is_empty() && !servers.contains(&name) {
@@ -431,7 +433,12 @@ pub fn report(a: ReportArgs) -> Result<ExitCode, Failure> {
             return Ok(ExitCode::SUCCESS);
         }
     };
-    let text = report::render(&record, format, a.templates.as_deref())?;
+    let text = report::render(&record, format, a.templates.as_deref()).map_err(|e| match e {
+        // A template folder that cannot be used is bad input, as a bad record is.
+        report::ReportError::TemplateRead { .. } => Failure::usage(e),
+        report::ReportError::Template { .. } if a.templates.is_some() => Failure::usage(e),
+        e => Failure::from(e),
+    })?;
     emit(&text, a.out.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -289,7 +289,7 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
     c.content_type = a.content_type.clone();
     if let Some(path) = a.post_file.as_ref().or(a.put_file.as_ref()) {
         let flag = if a.post_file.is_some() { "-p" } else { "-u" };
-        c.body = Some(std::fs::read(path).map_err(|e| {
+        c.body = Some(userfile::read(path).map_err(|e| {
             usage(format!(
                 "{flag} {}: cannot read the file: {e}",
                 path.display()

@@ -378,3 +378,47 @@ fn a_bad_capacity_target_is_refused_before_anything_starts() {
         assert_no_container(&f, &format!("--capacity {value}"));
     }
 }
+
+#[test]
+fn scenarios_and_sources_that_are_not_regular_files_are_refused_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo.toml");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: c is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let fifo = fifo.to_str().unwrap();
+    let out = dir.path().join("run.json");
+    let chardev = "it is a character device, not a regular file";
+    let named_pipe = "it is a FIFO (named pipe), not a regular file";
+    let cases: &[(&[&str], &str, &str)] = &[
+        (&["validate", "/dev/zero"], "/dev/zero", chardev),
+        (&["validate", fifo], fifo, named_pipe),
+        (
+            &["run", fifo, "-o", out.to_str().unwrap()],
+            fifo,
+            named_pipe,
+        ),
+        (
+            &["images", "build", "nginx", "--source", "/dev/zero"],
+            "/dev/zero",
+            chardev,
+        ),
+        (
+            &["images", "build", "nginx", "--source", fifo],
+            fifo,
+            named_pipe,
+        ),
+    ];
+    for (args, path, says) in cases {
+        let f = benchctl(args);
+        assert_eq!(f.code, Some(2), "benchctl {args:?}\n{}", f.describe());
+        assert!(
+            f.stderr.contains(path) && f.stderr.contains(says),
+            "benchctl {args:?}: the error names the file and what it is\n{}",
+            f.describe()
+        );
+        assert!(f.stdout.is_empty(), "benchctl {args:?}\n{}", f.describe());
+        assert_no_container(&f, &format!("benchctl {args:?}"));
+    }
+    assert!(!out.exists(), "run wrote a results file");
+}

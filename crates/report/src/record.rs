@@ -712,7 +712,7 @@ impl RunRecord {
     /// Reads a results file, telling apart a file that is not JSON, JSON that is not a results
     /// file, and a results file newer than this reader.
     pub fn load(path: &Path) -> Result<RunRecord, ReportError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+        let text = userfile::read_to_string(path).map_err(|source| ReportError::Read {
             path: path.to_path_buf(),
             source,
         })?;

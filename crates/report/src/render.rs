@@ -117,7 +117,7 @@ impl Renderer {
                 return Ok(None);
             };
             let path = dir.join(name);
-            match std::fs::read_to_string(&path) {
+            match userfile::read_to_string(&path) {
                 Ok(s) => Ok(Some(s)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(source) => Err(ReportError::TemplateRead { path, source }),
