@@ -1008,3 +1008,66 @@ fn body_and_ca_files_that_are_not_regular_files_are_refused_at_once() {
     }
     assert_eq!(s.accepted(), 0, "bad input never reaches the server");
 }
+
+#[test]
+fn csv_and_gnuplot_files_are_created_new_never_through_a_symlink() {
+    let s = TestServer::start();
+    let url = s.url("/cl");
+    let dir = tempfile::tempdir().unwrap();
+    let existing = dir.path().join("existing.csv");
+    std::fs::write(&existing, "keep me\n").unwrap();
+    let precious = dir.path().join("precious");
+    std::fs::write(&precious, "keep me too\n").unwrap();
+    let link = dir.path().join("link.tsv");
+    std::os::unix::fs::symlink(&precious, &link).unwrap();
+    let dangling = dir.path().join("dangling.csv");
+    let target = dir.path().join("made-through-a-link");
+    std::os::unix::fs::symlink(&target, &dangling).unwrap();
+    let fresh = dir.path().join("fresh.csv");
+    let p = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec!["-e".into(), p(&existing)],
+            format!("-e {}: the file exists already", existing.display()),
+        ),
+        (
+            vec!["-g".into(), p(&link)],
+            format!("-g {}: the file exists already", link.display()),
+        ),
+        (
+            vec!["-e".into(), p(&dangling)],
+            format!("-e {}: the file exists already", dangling.display()),
+        ),
+        // The first file is made, the second cannot be: neither stays.
+        (
+            vec!["-e".into(), p(&fresh), "-g".into(), p(&existing)],
+            format!("-g {}: the file exists already", existing.display()),
+        ),
+    ];
+    for (flags, says) in cases {
+        let mut args = vec!["load", "-q", "-n", "2"];
+        args.extend(flags.iter().map(String::as_str));
+        args.push(&url);
+        let f = benchctl(&args, SHORT);
+        assert_eq!(f.code, Some(2), "benchctl {args:?}\n{}", f.describe());
+        assert!(
+            f.stderr.starts_with("benchctl: error: ") && f.stderr.contains(&says),
+            "benchctl {args:?}: should say {says:?}\n{}",
+            f.describe()
+        );
+        assert_eq!(f.stderr.trim_end().lines().count(), 1, "{}", f.describe());
+        assert!(f.stdout.is_empty(), "{}", f.describe());
+    }
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me\n");
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me too\n");
+    assert!(
+        !target.exists(),
+        "a file was made through a dangling symlink"
+    );
+    assert!(!fresh.exists(), "the -e file of a refused run was left");
+    assert_eq!(
+        s.accepted(),
+        0,
+        "nothing is sent when an output cannot be created"
+    );
+}
