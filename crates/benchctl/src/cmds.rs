@@ -310,7 +310,9 @@ pub struct GcArgs {
     all_hosts: bool,
 }
 
-/// Removes what runs whose process is gone left behind: containers and private folders.
+/// Removes what runs whose process is gone left behind: containers, private folders (in the
+/// system's temporary folder) and the temporary files of results records they were writing
+/// (`.<name>.<pid>-<start>.tmp`: the one each run folder notes, and any in `results/`).
 pub async fn gc(a: GcArgs) -> Result<ExitCode, Failure> {
     let mut engines: Vec<(String, orchestrator::Endpoint)> = Vec::new();
     if a.hosts.is_empty() {
@@ -386,8 +388,16 @@ pub async fn gc(a: GcArgs) -> Result<ExitCode, Failure> {
             }
         }
     }
-    let folders = runner::rundir::sweep_stale(&std::env::temp_dir());
-    say!("removed {folders} run folder(s)");
+    // Run folders are in the system's temporary folder; each notes its record's temporary
+    // file, wherever -o put it. Default-named records are in the results folder, swept too
+    // for a run killed before its folder was made.
+    let swept = runner::rundir::sweep_stale(&std::env::temp_dir());
+    let records =
+        swept.records + runner::rundir::sweep_stale_records(&runner::RunOptions::new().results_dir);
+    say!(
+        "removed {} run folder(s) and {records} unfinished results record(s)",
+        swept.folders
+    );
     if failed.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {

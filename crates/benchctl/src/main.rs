@@ -39,7 +39,8 @@ enum Command {
     Compare(cmds::CompareArgs),
     /// The seed posts' published figures beside the records measuring them again (Markdown).
     Reproductions(cmds::ReproductionsArgs),
-    /// Remove the containers and temporary folders of benchctl runs that are no longer running.
+    /// Remove the containers, temporary folders and unfinished results records of benchctl runs
+    /// that are no longer running.
     Gc(cmds::GcArgs),
     /// List the server kinds: where each comes from, its options, what its container may do.
     Servers(cmds::ServersArgs),
