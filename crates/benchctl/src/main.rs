@@ -71,7 +71,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("benchctl: error: {e:#}");
+            eprintln!("benchctl: error: {}", printable(&format!("{e:#}")));
             ExitCode::from(e.code)
         }
     }
@@ -211,6 +211,15 @@ impl std::fmt::Display for Failure {
             write!(f, "{}", self.error)
         }
     }
+}
+
+/// `text` with its control characters but line breaks escaped (`\u{1b}`, `\t`): an error
+/// quoting a user's text (a file name, a value) must not restyle or clear the terminal.
+fn printable(text: &str) -> String {
+    text.split('\n')
+        .map(|line| scenario::escape_controls(line).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The error and its causes, joined by ": ", leaving out a cause whose text is already there:

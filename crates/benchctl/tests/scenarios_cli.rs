@@ -422,3 +422,53 @@ fn scenarios_and_sources_that_are_not_regular_files_are_refused_at_once() {
     }
     assert!(!out.exists(), "run wrote a results file");
 }
+
+#[test]
+fn control_characters_in_a_scenario_or_a_name_are_shown_escaped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let quick = std::fs::read_to_string(repo_root().join("scenarios/quick.toml")).unwrap();
+    // An escape sequence in a value, in a key, and in a size.
+    let text = quick
+        .replace(
+            "kind = \"apache\"",
+            "kind = \"apa\\u001b[31mche\"\n\"x\\u001b[2Jy\" = 1",
+        )
+        .replace("size = 468", "size = \"4\\u001b[0m68\"");
+    assert_ne!(text, quick);
+    let file = dir.path().join("escapes.toml");
+    std::fs::write(&file, text).unwrap();
+    let file = file.to_str().unwrap();
+    let out = dir.path().join("run.json");
+    for args in [
+        vec!["validate", file, "--docker-dir", "docker"],
+        vec![
+            "run",
+            file,
+            "--docker-dir",
+            "docker",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    ] {
+        let f = benchctl(&args);
+        assert_eq!(f.code, Some(2), "{args:?}\n{}", f.describe());
+        assert!(
+            !f.stderr.contains('\u{1b}'),
+            "{args:?}: raw escape\n{}",
+            f.describe()
+        );
+        for quoted in [r"`apa\u{1b}[31mche`", r"`x\u{1b}[2Jy`", r"`4\u{1b}[0m68`"] {
+            assert!(
+                f.stderr.contains(quoted),
+                "{args:?}: no {quoted}\n{}",
+                f.describe()
+            );
+        }
+    }
+    // A file name quoted in a command's error.
+    let named = dir.path().join("red\u{1b}[31m.json");
+    let f = benchctl(&["report", named.to_str().unwrap()]);
+    assert_eq!(f.code, Some(2), "{}", f.describe());
+    assert!(!f.stderr.contains('\u{1b}'), "raw escape\n{}", f.describe());
+    assert!(f.stderr.contains(r"red\u{1b}[31m.json"), "{}", f.describe());
+}

@@ -16,7 +16,7 @@ mod validate;
 
 pub use capacity::{CapacitySpec, CapacityTarget, Percentile};
 pub use documents::{materialize, MaterializeError, MaterializedDoc};
-pub use error::{Diagnostic, ScenarioError};
+pub use error::{escape_controls, Diagnostic, ScenarioError};
 pub use kinds::{Kind, Kinds};
 pub use manifest::{Manifest, OptionDecl, OptionType, VersionHeader};
 pub use plan::{
