@@ -777,6 +777,13 @@ impl RunRecord {
                 ))
             })?,
         };
+        if version == 0 {
+            // Versions start at 1: a 0 was made by hand or by something else.
+            return Err(not_record(
+                "\"schema_version\" is 0, a version no benchctl ever wrote (they start at 1)"
+                    .to_string(),
+            ));
+        }
         if version > u64::from(SCHEMA_VERSION) {
             return Err(ReportError::NewerVersion {
                 path: path.to_path_buf(),
@@ -790,6 +797,12 @@ impl RunRecord {
         if let Some(loads) = obj.get("loads").and_then(|l| l.as_array()) {
             for l in loads {
                 if let Some(v) = l.pointer("/load/version").and_then(|v| v.as_u64()) {
+                    if v == 0 {
+                        return Err(not_record(
+                            "a load's \"version\" is 0, a version no benchctl ever wrote (they start at 1)"
+                                .to_string(),
+                        ));
+                    }
                     if v > u64::from(LOAD_REPORT_VERSION) {
                         return Err(ReportError::NewerVersion {
                             path: path.to_path_buf(),
