@@ -295,6 +295,57 @@ fn a_run_compared_with_itself_is_the_same_on_every_metric() {
 }
 
 #[test]
+fn one_round_runs_show_untested_differences_and_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base.json", &common::fixture(1, None));
+    let slowed = write(
+        dir.path(),
+        "slowed.json",
+        &common::fixture(
+            1,
+            Some(Slowdown {
+                server: "nginx",
+                factor: 1.43,
+            }),
+        ),
+    );
+    for format in ["text", "markdown"] {
+        let f = benchctl(&["compare", s(&base), s(&slowed), "-f", format]);
+        assert_eq!(f.code, Some(0), "{format}: {}", f.stderr);
+        let out = f.out();
+        let row = out
+            .lines()
+            .find(|l| l.contains("nginx") && l.contains("hello") && l.contains("requests/s"))
+            .unwrap_or_else(|| panic!("{format}: no nginx hello requests/s row:\n{out}"));
+        assert!(
+            row.contains("-30.1%"),
+            "{format}: the difference stays visible: {row}"
+        );
+        assert!(
+            row.contains("not tested (1 run: worse beyond the threshold)"),
+            "{row}"
+        );
+        assert!(
+            !out.contains("WORSE") && !out.contains("**worse**"),
+            "{out}"
+        );
+        assert!(out.contains("No regression beyond 5.0%."), "{out}");
+    }
+    let f = benchctl(&["compare", s(&base), s(&slowed), "-f", "json"]);
+    assert_eq!(f.code, Some(0), "{}", f.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&f.stdout).unwrap();
+    let verdicts: Vec<&str> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["metrics"].as_array().unwrap())
+        .map(|m| m["verdict"].as_str().unwrap())
+        .collect();
+    assert!(verdicts.contains(&"not_tested"), "{verdicts:?}");
+    assert!(!verdicts.contains(&"worse"), "{verdicts:?}");
+}
+
+#[test]
 fn a_30_percent_slower_server_is_worse_on_requests_per_second_and_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let base = write(dir.path(), "base.json", &common::fixture(3, None));
