@@ -110,13 +110,13 @@ pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
         return push(a.docker_dir.as_deref(), &scenario, &host, &kinds, sources).await;
     }
     let docker_dir = a.docker_dir.unwrap_or_else(|| PathBuf::from("docker"));
-    let orch = Orchestrator::connect().await?;
     let contexts = server_contexts(&docker_dir)?;
     match a.action {
         ImagesAction::Bootstrap => {
+            let orch = Orchestrator::connect().await?;
             let mut bases: Vec<String> = Vec::new();
             for (_, dir) in &contexts {
-                let text = std::fs::read_to_string(dir.join("Dockerfile"))?;
+                let text = userfile::read_to_string(&dir.join("Dockerfile"))?;
                 for b in orchestrator::dockerfile_bases(&text) {
                     if !bases.contains(&b) {
                         bases.push(b);
@@ -151,6 +151,8 @@ pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
                     )));
                 }
             }
+            // The arguments are checked (and the source read) before the engine is asked.
+            let orch = Orchestrator::connect().await?;
             let mut failed = 0;
             for (name, dir) in contexts {
                 if !servers.is_empty() && !servers.contains(&name) {
@@ -418,7 +420,9 @@ pub struct GcArgs {
     all_hosts: bool,
 }
 
-/// Removes what runs whose process is gone left behind: containers and private folders.
+/// Removes what runs whose process is gone left behind: containers, private folders (in the
+/// system's temporary folder) and the temporary files of results records they were writing
+/// (`.<name>.<pid>-<start>.tmp`: the one each run folder notes, and any in `results/`).
 pub async fn gc(a: GcArgs) -> Result<ExitCode, Failure> {
     let mut engines: Vec<(String, orchestrator::Endpoint)> = Vec::new();
     if a.hosts.is_empty() {
@@ -494,8 +498,16 @@ pub async fn gc(a: GcArgs) -> Result<ExitCode, Failure> {
             }
         }
     }
-    let folders = runner::rundir::sweep_stale(&std::env::temp_dir());
-    say!("removed {folders} run folder(s)");
+    // Run folders are in the system's temporary folder; each notes its record's temporary
+    // file, wherever -o put it. Default-named records are in the results folder, swept too
+    // for a run killed before its folder was made.
+    let swept = runner::rundir::sweep_stale(&std::env::temp_dir());
+    let records =
+        swept.records + runner::rundir::sweep_stale_records(&runner::RunOptions::new().results_dir);
+    say!(
+        "removed {} run folder(s) and {records} unfinished results record(s)",
+        swept.folders
+    );
     if failed.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {
@@ -541,7 +553,12 @@ pub fn report(a: ReportArgs) -> Result<ExitCode, Failure> {
             return Ok(ExitCode::SUCCESS);
         }
     };
-    let text = report::render(&record, format, a.templates.as_deref())?;
+    let text = report::render(&record, format, a.templates.as_deref()).map_err(|e| match e {
+        // A template folder that cannot be used is bad input, as a bad record is.
+        report::ReportError::TemplateRead { .. } => Failure::usage(e),
+        report::ReportError::Template { .. } if a.templates.is_some() => Failure::usage(e),
+        e => Failure::from(e),
+    })?;
     emit(&text, a.out.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }

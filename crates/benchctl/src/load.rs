@@ -289,7 +289,7 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
     c.content_type = a.content_type.clone();
     if let Some(path) = a.post_file.as_ref().or(a.put_file.as_ref()) {
         let flag = if a.post_file.is_some() { "-p" } else { "-u" };
-        c.body = Some(std::fs::read(path).map_err(|e| {
+        c.body = Some(userfile::read(path).map_err(|e| {
             usage(format!(
                 "{flag} {}: cannot read the file: {e}",
                 path.display()
@@ -356,31 +356,48 @@ fn method(a: &LoadArgs) -> Result<Method, Failure> {
     })
 }
 
-/// The files -e and -g write after the run, created (or emptied) before it: a path that cannot
-/// be written is bad input, found before any request is sent.
+/// The files -e and -g write after the run, created before it: a path that cannot be created
+/// is bad input, found before any request is sent.
 struct OutputFiles {
     csv: Option<(PathBuf, File)>,
     gnuplot: Option<(PathBuf, File)>,
 }
 
 impl OutputFiles {
+    /// Creates each file exclusively, as build logs are: an existing file is never truncated
+    /// and a symlink is never followed (unlike ab, which overwrites).
     fn open(a: &LoadArgs) -> Result<OutputFiles, Failure> {
+        use std::os::unix::fs::OpenOptionsExt;
         let open = |flag: &str, p: &Option<PathBuf>| -> Result<Option<(PathBuf, File)>, Failure> {
             p.as_ref()
                 .map(|p| {
-                    File::create(p).map(|f| (p.clone(), f)).map_err(|e| {
-                        Failure::usage(anyhow::anyhow!(
-                            "{flag} {}: cannot create the file: {e}",
-                            p.display()
-                        ))
-                    })
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .custom_flags(libc::O_NOFOLLOW)
+                        .open(p)
+                        .map(|f| (p.clone(), f))
+                        .map_err(|e| {
+                            Failure::usage(if e.kind() == std::io::ErrorKind::AlreadyExists {
+                                anyhow::anyhow!(
+                                    "{flag} {}: the file exists already; benchctl does not overwrite it (choose another name, or remove that one)",
+                                    p.display()
+                                )
+                            } else {
+                                anyhow::anyhow!("{flag} {}: cannot create the file: {e}", p.display())
+                            })
+                        })
                 })
                 .transpose()
         };
-        Ok(OutputFiles {
-            csv: open("-e", &a.csv)?,
-            gnuplot: open("-g", &a.gnuplot)?,
-        })
+        let csv = open("-e", &a.csv)?;
+        let gnuplot = open("-g", &a.gnuplot).inspect_err(|_| {
+            // The run does not happen: the CSV file just made goes too.
+            if let Some((p, _)) = &csv {
+                let _ = std::fs::remove_file(p);
+            }
+        })?;
+        Ok(OutputFiles { csv, gnuplot })
     }
 
     fn write(self, m: &loadgen::Measurement) -> Result<(), Failure> {

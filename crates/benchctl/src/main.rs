@@ -39,7 +39,8 @@ enum Command {
     Compare(cmds::CompareArgs),
     /// The seed posts' published figures beside the records measuring them again (Markdown).
     Reproductions(cmds::ReproductionsArgs),
-    /// Remove the containers and temporary folders of benchctl runs that are no longer running.
+    /// Remove the containers, temporary folders and unfinished results records of benchctl runs
+    /// that are no longer running.
     Gc(cmds::GcArgs),
     /// List the server kinds: where each comes from, its options, what its container may do.
     Servers(cmds::ServersArgs),
@@ -70,7 +71,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("benchctl: error: {e:#}");
+            eprintln!("benchctl: error: {}", printable(&format!("{e:#}")));
             ExitCode::from(e.code)
         }
     }
@@ -202,11 +203,39 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
 }
 
 impl std::fmt::Display for Failure {
+    /// `{:#}` is the error and its causes on one line, each said once.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if f.alternate() {
-            write!(f, "{:#}", self.error)
+            write!(f, "{}", chain_text(&self.error))
         } else {
             write!(f, "{}", self.error)
         }
     }
+}
+
+/// `text` with its control characters but line breaks escaped (`\u{1b}`, `\t`): an error
+/// quoting a user's text (a file name, a value) must not restyle or clear the terminal.
+fn printable(text: &str) -> String {
+    text.split('\n')
+        .map(|line| scenario::escape_controls(line).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The error and its causes, joined by ": ", leaving out a cause whose text is already there:
+/// many errors quote their source in their own message ("cannot write X: {source}") and keep it
+/// as their source too, and wrappers repeat their inner error's message, so anyhow's `{:#}`
+/// would print the same words two or three times.
+fn chain_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if text.is_empty() {
+            text = s;
+        } else if !text.contains(&s) {
+            text.push_str(": ");
+            text.push_str(&s);
+        }
+    }
+    text
 }

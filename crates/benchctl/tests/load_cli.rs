@@ -948,3 +948,126 @@ fn start_at_waits_for_its_instant_and_refuses_one_past_or_far_ahead() {
     assert_eq!(f.code, Some(2), "{}", f.describe());
     assert!(f.stderr.contains("passed"), "{}", f.describe());
 }
+
+/// A FIFO at `path`, with no writer.
+fn mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: c is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+#[test]
+fn body_and_ca_files_that_are_not_regular_files_are_refused_at_once() {
+    let s = TestServer::start();
+    let url = s.url("/cl");
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let (fifo, folder) = (fifo.to_str().unwrap(), dir.path().to_str().unwrap());
+    let https = format!("https://127.0.0.1:{}/", s.port);
+    let cases: &[(&[&str], String)] = &[
+        // /dev/zero never ends, and a FIFO without a writer blocks its open and its read.
+        (
+            &["load", "-p", "/dev/zero", &url],
+            "-p /dev/zero: cannot read the file: it is a character device, not a regular file"
+                .into(),
+        ),
+        (
+            &["load", "-u", fifo, &url],
+            format!(
+                "-u {fifo}: cannot read the file: it is a FIFO (named pipe), not a regular file"
+            ),
+        ),
+        (
+            &["load", "-p", folder, &url],
+            format!("-p {folder}: cannot read the file: it is a directory"),
+        ),
+        (
+            &["load", "--verify", fifo, &https],
+            format!("--verify {fifo}: cannot read the file: it is a FIFO (named pipe)"),
+        ),
+        (
+            &["load", "--verify", "/dev/zero", &https],
+            "--verify /dev/zero: cannot read the file: it is a character device".into(),
+        ),
+    ];
+    for (args, names) in cases {
+        let f = benchctl(args, Duration::from_secs(5));
+        assert_eq!(f.code, Some(2), "benchctl {args:?}\n{}", f.describe());
+        assert_eq!(
+            f.stderr.trim_end().lines().count(),
+            1,
+            "{args:?}\n{}",
+            f.describe()
+        );
+        assert!(
+            f.stderr.starts_with("benchctl: error: ") && f.stderr.contains(names.as_str()),
+            "the error for {args:?} should say {names:?}\n{}",
+            f.describe()
+        );
+    }
+    assert_eq!(s.accepted(), 0, "bad input never reaches the server");
+}
+
+#[test]
+fn csv_and_gnuplot_files_are_created_new_never_through_a_symlink() {
+    let s = TestServer::start();
+    let url = s.url("/cl");
+    let dir = tempfile::tempdir().unwrap();
+    let existing = dir.path().join("existing.csv");
+    std::fs::write(&existing, "keep me\n").unwrap();
+    let precious = dir.path().join("precious");
+    std::fs::write(&precious, "keep me too\n").unwrap();
+    let link = dir.path().join("link.tsv");
+    std::os::unix::fs::symlink(&precious, &link).unwrap();
+    let dangling = dir.path().join("dangling.csv");
+    let target = dir.path().join("made-through-a-link");
+    std::os::unix::fs::symlink(&target, &dangling).unwrap();
+    let fresh = dir.path().join("fresh.csv");
+    let p = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec!["-e".into(), p(&existing)],
+            format!("-e {}: the file exists already", existing.display()),
+        ),
+        (
+            vec!["-g".into(), p(&link)],
+            format!("-g {}: the file exists already", link.display()),
+        ),
+        (
+            vec!["-e".into(), p(&dangling)],
+            format!("-e {}: the file exists already", dangling.display()),
+        ),
+        // The first file is made, the second cannot be: neither stays.
+        (
+            vec!["-e".into(), p(&fresh), "-g".into(), p(&existing)],
+            format!("-g {}: the file exists already", existing.display()),
+        ),
+    ];
+    for (flags, says) in cases {
+        let mut args = vec!["load", "-q", "-n", "2"];
+        args.extend(flags.iter().map(String::as_str));
+        args.push(&url);
+        let f = benchctl(&args, SHORT);
+        assert_eq!(f.code, Some(2), "benchctl {args:?}\n{}", f.describe());
+        assert!(
+            f.stderr.starts_with("benchctl: error: ") && f.stderr.contains(&says),
+            "benchctl {args:?}: should say {says:?}\n{}",
+            f.describe()
+        );
+        assert_eq!(f.stderr.trim_end().lines().count(), 1, "{}", f.describe());
+        assert!(f.stdout.is_empty(), "{}", f.describe());
+    }
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me\n");
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me too\n");
+    assert!(
+        !target.exists(),
+        "a file was made through a dangling symlink"
+    );
+    assert!(!fresh.exists(), "the -e file of a refused run was left");
+    assert_eq!(
+        s.accepted(),
+        0,
+        "nothing is sent when an output cannot be created"
+    );
+}

@@ -295,6 +295,57 @@ fn a_run_compared_with_itself_is_the_same_on_every_metric() {
 }
 
 #[test]
+fn one_round_runs_show_untested_differences_and_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base.json", &common::fixture(1, None));
+    let slowed = write(
+        dir.path(),
+        "slowed.json",
+        &common::fixture(
+            1,
+            Some(Slowdown {
+                server: "nginx",
+                factor: 1.43,
+            }),
+        ),
+    );
+    for format in ["text", "markdown"] {
+        let f = benchctl(&["compare", s(&base), s(&slowed), "-f", format]);
+        assert_eq!(f.code, Some(0), "{format}: {}", f.stderr);
+        let out = f.out();
+        let row = out
+            .lines()
+            .find(|l| l.contains("nginx") && l.contains("hello") && l.contains("requests/s"))
+            .unwrap_or_else(|| panic!("{format}: no nginx hello requests/s row:\n{out}"));
+        assert!(
+            row.contains("-30.1%"),
+            "{format}: the difference stays visible: {row}"
+        );
+        assert!(
+            row.contains("not tested (1 run: worse beyond the threshold)"),
+            "{row}"
+        );
+        assert!(
+            !out.contains("WORSE") && !out.contains("**worse**"),
+            "{out}"
+        );
+        assert!(out.contains("No regression beyond 5.0%."), "{out}");
+    }
+    let f = benchctl(&["compare", s(&base), s(&slowed), "-f", "json"]);
+    assert_eq!(f.code, Some(0), "{}", f.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&f.stdout).unwrap();
+    let verdicts: Vec<&str> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["metrics"].as_array().unwrap())
+        .map(|m| m["verdict"].as_str().unwrap())
+        .collect();
+    assert!(verdicts.contains(&"not_tested"), "{verdicts:?}");
+    assert!(!verdicts.contains(&"worse"), "{verdicts:?}");
+}
+
+#[test]
 fn a_30_percent_slower_server_is_worse_on_requests_per_second_and_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let base = write(dir.path(), "base.json", &common::fixture(3, None));
@@ -588,4 +639,63 @@ fn two_live_runs_of_the_same_scenario_compare_without_a_regression() {
         Some(0),
         "two runs of the same scenario judged worse on {worse:?}:\n{out}"
     );
+}
+
+/// A FIFO at `path`, with no writer.
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(s(path)).unwrap();
+    // SAFETY: c is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+#[test]
+fn inputs_that_are_not_regular_files_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = recorded_run();
+    let fifo = dir.path().join("fifo.json");
+    mkfifo(&fifo);
+    // A reproductions folder whose published figures are a FIFO, and a templates folder whose
+    // text report is one.
+    let repro = dir.path().join("repro");
+    std::fs::create_dir(&repro).unwrap();
+    mkfifo(&repro.join("published.toml"));
+    let templates = dir.path().join("templates");
+    std::fs::create_dir(&templates).unwrap();
+    mkfifo(&templates.join("report.txt.tera"));
+    let zero = Path::new("/dev/zero");
+    let folder = dir.path();
+    let chardev = "it is a character device, not a regular file";
+    let named_pipe = "it is a FIFO (named pipe), not a regular file";
+    let cases: Vec<(Vec<&str>, &Path, &str)> = vec![
+        (vec!["report", s(zero)], zero, chardev),
+        (vec!["report", s(&fifo)], &fifo, named_pipe),
+        (
+            vec!["report", s(folder)],
+            folder,
+            "it is a directory, not a regular file",
+        ),
+        (vec!["compare", s(&fifo), s(&good)], &fifo, named_pipe),
+        (vec!["compare", s(&good), s(zero)], zero, chardev),
+        (vec!["compare", s(zero)], zero, chardev),
+        (vec!["reproductions", s(&repro)], &repro, named_pipe),
+        (
+            vec!["report", s(&good), "--templates", s(&templates)],
+            &templates,
+            named_pipe,
+        ),
+    ];
+    for (args, path, says) in cases {
+        let f = benchctl_within(Duration::from_secs(10), &args);
+        let ctx = format!("benchctl {args:?}: stderr {:?}", f.stderr);
+        assert_eq!(f.code, Some(2), "{ctx}");
+        assert!(f.stdout.is_empty(), "{ctx}: printed {:?}", f.out());
+        assert!(f.stderr.starts_with("benchctl: error: "), "{ctx}");
+        assert_eq!(f.stderr.trim_end().lines().count(), 1, "{ctx}: one line");
+        assert!(f.stderr.contains(s(path)), "{ctx}: does not name the file");
+        assert_eq!(
+            f.stderr.matches(says).count(),
+            1,
+            "{ctx}: says {says:?} once"
+        );
+    }
 }

@@ -276,6 +276,12 @@ fn run_never_overwrites_a_results_file() {
         f.describe()
     );
     assert_eq!(
+        f.stderr.matches("exists already").count(),
+        1,
+        "the error says it once\n{}",
+        f.describe()
+    );
+    assert_eq!(
         std::fs::read(&out).expect("read back"),
         before,
         "the existing file changed"
@@ -306,6 +312,28 @@ fn an_unusable_results_file_or_run_count_is_refused_before_anything_starts() {
     );
     assert!(!dir.path().join("no-such-folder").exists(), "it was made");
     assert_no_container(&f, "run -o MISSING/x.json");
+
+    // A folder that is a file.
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let inside = file.join("x.json");
+    let f = benchctl(&[
+        "run",
+        "scenarios/quick.toml",
+        "-o",
+        inside.to_str().unwrap(),
+    ]);
+    assert_eq!(f.code, Some(2), "{}", f.describe());
+    assert!(
+        f.stderr.contains(&format!(
+            "{}: {} is not a folder",
+            inside.display(),
+            file.display()
+        )),
+        "{}",
+        f.describe()
+    );
+    assert_no_container(&f, "run -o FILE/x.json");
 
     let f = benchctl(&["run", "scenarios/quick.toml", "--runs", "0"]);
     assert_eq!(f.code, Some(2), "{}", f.describe());
@@ -471,4 +499,98 @@ fn images_push_refuses_what_it_cannot_send_before_it_connects() {
         );
         assert!(f.stdout.is_empty(), "{all:?}\n{}", f.describe());
     }
+}
+
+#[test]
+fn scenarios_and_sources_that_are_not_regular_files_are_refused_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo.toml");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: c is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let fifo = fifo.to_str().unwrap();
+    let out = dir.path().join("run.json");
+    let chardev = "it is a character device, not a regular file";
+    let named_pipe = "it is a FIFO (named pipe), not a regular file";
+    let cases: &[(&[&str], &str, &str)] = &[
+        (&["validate", "/dev/zero"], "/dev/zero", chardev),
+        (&["validate", fifo], fifo, named_pipe),
+        (
+            &["run", fifo, "-o", out.to_str().unwrap()],
+            fifo,
+            named_pipe,
+        ),
+        (
+            &["images", "build", "nginx", "--source", "/dev/zero"],
+            "/dev/zero",
+            chardev,
+        ),
+        (
+            &["images", "build", "nginx", "--source", fifo],
+            fifo,
+            named_pipe,
+        ),
+    ];
+    for (args, path, says) in cases {
+        let f = benchctl(args);
+        assert_eq!(f.code, Some(2), "benchctl {args:?}\n{}", f.describe());
+        assert!(
+            f.stderr.contains(path) && f.stderr.contains(says),
+            "benchctl {args:?}: the error names the file and what it is\n{}",
+            f.describe()
+        );
+        assert!(f.stdout.is_empty(), "benchctl {args:?}\n{}", f.describe());
+        assert_no_container(&f, &format!("benchctl {args:?}"));
+    }
+    assert!(!out.exists(), "run wrote a results file");
+}
+
+#[test]
+fn control_characters_in_a_scenario_or_a_name_are_shown_escaped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let quick = std::fs::read_to_string(repo_root().join("scenarios/quick.toml")).unwrap();
+    // An escape sequence in a value, in a key, and in a size.
+    let text = quick
+        .replace(
+            "kind = \"apache\"",
+            "kind = \"apa\\u001b[31mche\"\n\"x\\u001b[2Jy\" = 1",
+        )
+        .replace("size = 468", "size = \"4\\u001b[0m68\"");
+    assert_ne!(text, quick);
+    let file = dir.path().join("escapes.toml");
+    std::fs::write(&file, text).unwrap();
+    let file = file.to_str().unwrap();
+    let out = dir.path().join("run.json");
+    for args in [
+        vec!["validate", file, "--docker-dir", "docker"],
+        vec![
+            "run",
+            file,
+            "--docker-dir",
+            "docker",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    ] {
+        let f = benchctl(&args);
+        assert_eq!(f.code, Some(2), "{args:?}\n{}", f.describe());
+        assert!(
+            !f.stderr.contains('\u{1b}'),
+            "{args:?}: raw escape\n{}",
+            f.describe()
+        );
+        for quoted in [r"`apa\u{1b}[31mche`", r"`x\u{1b}[2Jy`", r"`4\u{1b}[0m68`"] {
+            assert!(
+                f.stderr.contains(quoted),
+                "{args:?}: no {quoted}\n{}",
+                f.describe()
+            );
+        }
+    }
+    // A file name quoted in a command's error.
+    let named = dir.path().join("red\u{1b}[31m.json");
+    let f = benchctl(&["report", named.to_str().unwrap()]);
+    assert_eq!(f.code, Some(2), "{}", f.describe());
+    assert!(!f.stderr.contains('\u{1b}'), "raw escape\n{}", f.describe());
+    assert!(f.stderr.contains(r"red\u{1b}[31m.json"), "{}", f.describe());
 }

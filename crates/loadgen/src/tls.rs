@@ -198,9 +198,10 @@ impl Tls {
         let mut config = match &opts.verify {
             Some(path) => {
                 let mut roots = RootCertStore::empty();
-                let certs = CertificateDer::pem_file_iter(path)
-                    .map_err(|e| format!("--verify {}: {e}", path.display()))?;
-                for cert in certs {
+                let pem = userfile::read(path).map_err(|e| {
+                    format!("--verify {}: cannot read the file: {e}", path.display())
+                })?;
+                for cert in CertificateDer::pem_slice_iter(&pem) {
                     let cert = cert.map_err(|e| format!("--verify {}: {e}", path.display()))?;
                     roots.add(cert).map_err(|e| {
                         format!(

@@ -190,7 +190,7 @@ pub struct BuildSource {
 impl BuildSource {
     /// Reads the file (a source tarball is a few MB).
     pub fn read(path: &Path) -> Result<BuildSource> {
-        let data = std::fs::read(path).map_err(|e| {
+        let data = userfile::read(path).map_err(|e| {
             OrchestratorError::io(format!("reading the source {}", path.display()), e)
         })?;
         let sha256 = hex::encode(Sha256::digest(&data));

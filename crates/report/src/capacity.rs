@@ -580,6 +580,8 @@ pub fn compare(
         );
         let same_target = b.criteria.percentile == c.criteria.percentile
             && b.criteria.target_us == c.criteria.target_us;
+        // One search a side is never tested: a move beyond the threshold is "not tested".
+        let moved = m.verdict == Verdict::NotTested;
         m.note = Some(if !same_target {
             m.verdict = Verdict::Same;
             format!(
@@ -587,14 +589,20 @@ pub fn compare(
                 b.criteria.target_text(),
                 c.criteria.target_text()
             )
-        } else if m.verdict == Verdict::Worse && c.result.is_lower_bound() {
+        } else if moved && m.change < 0.0 && c.result.is_lower_bound() {
             m.verdict = Verdict::Same;
             format!("{}; now only a lower bound", c.criteria.target_text())
-        } else if m.verdict == Verdict::Better && b.result.is_lower_bound() {
+        } else if moved && m.change > 0.0 && b.result.is_lower_bound() {
             m.verdict = Verdict::Same;
             format!(
                 "{}; the baseline was only a lower bound",
                 c.criteria.target_text()
+            )
+        } else if moved {
+            format!(
+                "{}; one search each: {} beyond the threshold",
+                c.criteria.target_text(),
+                if m.change < 0.0 { "worse" } else { "better" }
             )
         } else {
             format!("{}; one search each", c.criteria.target_text())

@@ -8,7 +8,9 @@
 //! p-value is 2/20 = 0.1, so it could never report a regression; Welch's test does not assume
 //! equal variances, which two runs on different days do not have. A move beyond the threshold
 //! that is not significant is **same** (within noise). With a single round on either side no
-//! test is possible: the threshold alone decides, and the verdict says so.
+//! test is possible: a move within the threshold is **same**, one beyond it is **not tested**
+//! (the change is shown, with its direction), and never fails the comparison: a single round
+//! of a shared machine moves by more than any threshold with nothing changed.
 //!
 //! One comparison tests many metrics at once (7 per server and document), so at p < 0.05 each,
 //! two identical runs would be called worse somewhere far too often. The p-values of one
@@ -36,6 +38,9 @@ pub enum Verdict {
     Better,
     Same,
     Worse,
+    /// Beyond the threshold, but no test could say whether the move is more than noise (a side
+    /// has a single round): neither better nor worse, and no regression.
+    NotTested,
 }
 
 impl Verdict {
@@ -44,6 +49,7 @@ impl Verdict {
             Verdict::Better => "better",
             Verdict::Same => "same",
             Verdict::Worse => "worse",
+            Verdict::NotTested => "not tested",
         }
     }
 }
@@ -91,18 +97,30 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// Any metric worse beyond the threshold (and significant, where testable), or anything
-    /// the baseline measured that the current run did not.
+    /// Any metric significantly worse beyond the threshold, or anything the baseline measured
+    /// that the current run did not. A move that could not be tested is none.
     pub fn has_regression(&self) -> bool {
         self.regressions().next().is_some() || !self.missing_in_current.is_empty()
     }
 
     /// Every worse metric, with its group.
     pub fn regressions(&self) -> impl Iterator<Item = (&GroupComparison, &MetricComparison)> {
-        self.groups.iter().flat_map(|g| {
+        self.with_verdict(Verdict::Worse)
+    }
+
+    /// Every metric that moved beyond the threshold untested, with its group.
+    pub fn untested(&self) -> impl Iterator<Item = (&GroupComparison, &MetricComparison)> {
+        self.with_verdict(Verdict::NotTested)
+    }
+
+    fn with_verdict(
+        &self,
+        verdict: Verdict,
+    ) -> impl Iterator<Item = (&GroupComparison, &MetricComparison)> {
+        self.groups.iter().flat_map(move |g| {
             g.metrics
                 .iter()
-                .filter(|m| m.verdict == Verdict::Worse)
+                .filter(move |m| m.verdict == verdict)
                 .map(move |m| (g, m))
         })
     }
@@ -247,8 +265,8 @@ fn verdict(
         (true, Some(p)) if p < ALPHA => (direction, None),
         (true, Some(p)) => (Verdict::Same, Some(format!("within noise, p = {p:.2}"))),
         (true, None) => (
-            direction,
-            Some("1 run: not tested for significance".to_string()),
+            Verdict::NotTested,
+            Some(format!("1 run: {} beyond the threshold", direction.label())),
         ),
     }
 }
@@ -296,13 +314,16 @@ mod tests {
     }
 
     #[test]
-    fn single_run_uses_threshold_alone() {
+    fn a_single_run_beyond_the_threshold_is_not_tested() {
         let c = compare_metric(Metric::RequestsPerSecond, &s(&[100.0]), &s(&[80.0]), 0.05);
-        assert_eq!(c.verdict, Verdict::Worse);
+        assert_eq!(c.verdict, Verdict::NotTested);
         assert_eq!(c.p_value, None);
+        assert_eq!(c.note.as_deref(), Some("1 run: worse beyond the threshold"));
+        let c = compare_metric(Metric::MeanLatencyMs, &s(&[100.0]), &s(&[80.0]), 0.05);
+        assert_eq!(c.verdict, Verdict::NotTested);
         assert_eq!(
             c.note.as_deref(),
-            Some("1 run: not tested for significance")
+            Some("1 run: better beyond the threshold")
         );
         let c = compare_metric(Metric::RequestsPerSecond, &s(&[100.0]), &s(&[97.0]), 0.05);
         assert_eq!(c.verdict, Verdict::Same);
@@ -310,9 +331,11 @@ mod tests {
 
     #[test]
     fn failures_from_zero_are_worse() {
-        let c = compare_metric(Metric::Failures, &s(&[0.0]), &s(&[3.0]), 0.05);
+        let c = compare_metric(Metric::Failures, &s(&[0.0, 0.0]), &s(&[3.0, 3.0]), 0.05);
         assert_eq!(c.verdict, Verdict::Worse);
         assert!(c.change.is_infinite());
+        let c = compare_metric(Metric::Failures, &s(&[0.0]), &s(&[3.0]), 0.05);
+        assert_eq!(c.verdict, Verdict::NotTested);
         let c = compare_metric(Metric::Failures, &s(&[0.0, 0.0]), &s(&[0.0, 0.0]), 0.05);
         assert_eq!(c.verdict, Verdict::Same);
     }

@@ -557,9 +557,11 @@ pub struct Usage {
 
 /// A results file claimed by one run: created exclusively, then replaced atomically.
 ///
-/// Every write goes to a temporary file beside it whose name derives from the record's own
-/// (`.<name>.tmp`), so it is known before it exists: whoever must clean up after a run that
-/// could not (a second Ctrl-C) can remove it without searching.
+/// Every write goes to a temporary file beside it whose name derives from the record's own and
+/// from its writer's (`.<name>.<writer>.tmp`), so it is known before it exists: whoever must
+/// clean up after a run that could not (a second Ctrl-C) can remove it without searching, and a
+/// temporary file a killed writer left behind says whose it was ([`RecordFile::writer_of`]), so
+/// a sweep can tell it from a live writer's.
 #[derive(Debug)]
 pub struct RecordFile {
     path: PathBuf,
@@ -571,10 +573,17 @@ impl RecordFile {
     /// run's record) or cannot be written (a missing folder, no permission, a full disk), and
     /// otherwise leaves `record` there, complete. Two runs claiming the same path at once: one
     /// wins, the other gets [`ReportError::Exists`].
-    pub fn create(path: &Path, record: &RunRecord) -> Result<RecordFile, ReportError> {
+    ///
+    /// `writer` names the process writing in the temporary file's name: digits and '-', such
+    /// as its pid and start time (`1234-5678`); any other character is replaced by '-'.
+    pub fn create(
+        path: &Path,
+        record: &RunRecord,
+        writer: &str,
+    ) -> Result<RecordFile, ReportError> {
         let file = RecordFile {
             path: path.to_path_buf(),
-            tmp: tmp_path(path),
+            tmp: tmp_path(path, writer),
         };
         if path.exists() {
             return Err(ReportError::Exists {
@@ -654,13 +663,34 @@ impl RecordFile {
     }
 }
 
-/// `.<name>.tmp` beside `path`.
-fn tmp_path(path: &Path) -> PathBuf {
+impl RecordFile {
+    /// The writer named in a record's temporary file name (`.<name>.<writer>.tmp`), or `None`
+    /// for any other name (including an older writer's `.<name>.tmp`, which names no one).
+    pub fn writer_of(file_name: &str) -> Option<&str> {
+        let inner = file_name.strip_prefix('.')?.strip_suffix(TMP_SUFFIX)?;
+        let (name, writer) = inner.rsplit_once('.')?;
+        let is_tag = |w: &str| {
+            w.starts_with(|c: char| c.is_ascii_digit())
+                && w.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+        };
+        (!name.is_empty() && is_tag(writer)).then_some(writer)
+    }
+}
+
+const TMP_SUFFIX: &str = ".tmp";
+
+/// `.<name>.<writer>.tmp` beside `path`.
+fn tmp_path(path: &Path, writer: &str) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "results".to_string());
-    path.with_file_name(format!(".{name}.tmp"))
+    let writer: String = writer
+        .chars()
+        .map(|c| if c.is_ascii_digit() { c } else { '-' })
+        .collect();
+    let writer = if writer.is_empty() { "-" } else { &writer };
+    path.with_file_name(format!(".{name}.{writer}{TMP_SUFFIX}"))
 }
 
 /// Makes a rename or link in `path`'s folder durable.
@@ -712,7 +742,7 @@ impl RunRecord {
     /// Reads a results file, telling apart a file that is not JSON, JSON that is not a results
     /// file, and a results file newer than this reader.
     pub fn load(path: &Path) -> Result<RunRecord, ReportError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+        let text = userfile::read_to_string(path).map_err(|source| ReportError::Read {
             path: path.to_path_buf(),
             source,
         })?;
@@ -747,6 +777,13 @@ impl RunRecord {
                 ))
             })?,
         };
+        if version == 0 {
+            // Versions start at 1: a 0 was made by hand or by something else.
+            return Err(not_record(
+                "\"schema_version\" is 0, a version no benchctl ever wrote (they start at 1)"
+                    .to_string(),
+            ));
+        }
         if version > u64::from(SCHEMA_VERSION) {
             return Err(ReportError::NewerVersion {
                 path: path.to_path_buf(),
@@ -760,6 +797,12 @@ impl RunRecord {
         if let Some(loads) = obj.get("loads").and_then(|l| l.as_array()) {
             for l in loads {
                 if let Some(v) = l.pointer("/load/version").and_then(|v| v.as_u64()) {
+                    if v == 0 {
+                        return Err(not_record(
+                            "a load's \"version\" is 0, a version no benchctl ever wrote (they start at 1)"
+                                .to_string(),
+                        ));
+                    }
                     if v > u64::from(LOAD_REPORT_VERSION) {
                         return Err(ReportError::NewerVersion {
                             path: path.to_path_buf(),
@@ -986,6 +1029,29 @@ mod tests {
         assert!(h.cores >= 1);
         assert!(!h.kernel.is_empty());
         assert!(h.docker_version.is_none());
+    }
+
+    #[test]
+    fn a_temporary_record_names_its_writer() {
+        let tmp = tmp_path(Path::new("results/run-1.json"), "1234-5678");
+        assert_eq!(tmp, Path::new("results/.run-1.json.1234-5678.tmp"));
+        let name = tmp.file_name().unwrap().to_str().unwrap();
+        assert_eq!(RecordFile::writer_of(name), Some("1234-5678"));
+        assert_eq!(
+            tmp_path(Path::new("x.json"), "12:34/5"),
+            Path::new(".x.json.12-34-5.tmp")
+        );
+        // Not a record's temporary file, or one that names no writer.
+        for other in [
+            "run-1.json",
+            ".run-1.json.tmp",
+            ".run-1.json.12:34.tmp",
+            "..tmp",
+            ".x..tmp",
+            ".benchctl-results-abc123.tmp",
+        ] {
+            assert_eq!(RecordFile::writer_of(other), None, "{other}");
+        }
     }
 
     #[test]

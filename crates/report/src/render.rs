@@ -117,7 +117,7 @@ impl Renderer {
                 return Ok(None);
             };
             let path = dir.join(name);
-            match std::fs::read_to_string(&path) {
+            match userfile::read_to_string(&path) {
                 Ok(s) => Ok(Some(s)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(source) => Err(ReportError::TemplateRead { path, source }),
@@ -1217,6 +1217,8 @@ struct ComparisonContext {
     scenario_changed: bool,
     regression: bool,
     regressions: usize,
+    /// Metrics beyond the threshold that no test could judge ("not tested").
+    untested: usize,
     rows: Vec<ComparisonRow>,
     /// The rows as the text template lays them out.
     table: TextTable,
@@ -1313,6 +1315,7 @@ fn comparison_context(cmp: &Comparison) -> ComparisonContext {
         scenario_changed: cmp.scenario_changed,
         regression: cmp.has_regression(),
         regressions: cmp.regressions().count(),
+        untested: cmp.untested().count(),
         rows,
         table,
         missing_in_current: cmp.missing_in_current.iter().map(pair).collect(),

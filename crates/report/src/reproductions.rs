@@ -93,7 +93,7 @@ impl Reproductions {
     /// missing is left out (the page says so); one that cannot be read is an error.
     pub fn load(dir: &Path) -> Result<Reproductions, ReportError> {
         let path = dir.join(PUBLISHED_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|source| ReportError::Read {
+        let text = userfile::read_to_string(&path).map_err(|source| ReportError::Read {
             path: path.clone(),
             source,
         })?;

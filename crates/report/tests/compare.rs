@@ -127,7 +127,7 @@ fn a_small_drop_within_the_threshold_is_the_same() {
 }
 
 #[test]
-fn single_rounds_use_the_threshold_alone_and_say_so() {
+fn single_rounds_beyond_the_threshold_are_not_tested_and_never_a_regression() {
     let base = common::fixture(1, None);
     let slow = common::fixture(
         1,
@@ -137,19 +137,46 @@ fn single_rounds_use_the_threshold_alone_and_say_so() {
         }),
     );
     let cmp = compare(&base, &slow, DEFAULT_THRESHOLD);
-    assert!(cmp.has_regression());
-    let (g, m) = cmp.regressions().next().unwrap();
-    assert_eq!(g.server, "nginx");
-    assert_eq!(m.p_value, None);
+    assert!(!cmp.has_regression());
+    assert_eq!(cmp.regressions().count(), 0);
+    let (g, m) = cmp.untested().next().unwrap();
     assert_eq!(
-        m.note.as_deref(),
-        Some("1 run: not tested for significance")
+        (g.server.as_str(), m.metric),
+        ("nginx", Metric::RequestsPerSecond)
     );
-    let text = render_comparison(&cmp, Format::Text, None).unwrap();
+    assert_eq!(m.p_value, None);
     assert!(
-        text.contains("WORSE (1 run: not tested for significance)"),
-        "{text}"
+        (m.change + 0.30).abs() < 0.01,
+        "the change stays: {}",
+        m.change
     );
+    assert_eq!(m.note.as_deref(), Some("1 run: worse beyond the threshold"));
+    assert!(cmp.untested().all(|(g, _)| g.server == "nginx"));
+    let untested = cmp.untested().count();
+    for (format, says_verdict) in [
+        (
+            Format::Text,
+            "  not tested (1 run: worse beyond the threshold)",
+        ),
+        (
+            Format::Markdown,
+            "| not tested (1 run: worse beyond the threshold) |",
+        ),
+    ] {
+        let text = render_comparison(&cmp, format, None).unwrap();
+        assert!(text.contains(says_verdict), "{text}");
+        assert!(text.contains("-30.1%"), "{text}");
+        assert!(
+            !text.contains("WORSE") && !text.contains("**worse**"),
+            "{text}"
+        );
+        assert!(!text.to_lowercase().contains("regression:"), "{text}");
+        assert!(text.contains("No regression beyond 5.0%."), "{text}");
+        assert!(
+            text.contains(&format!("{untested} metrics moved beyond 5.0% with a single round on a side, where no test can tell a change from noise: not tested, and no regression.")),
+            "{text}"
+        );
+    }
 
     // One round against three cannot be tested either.
     let cmp = compare(
@@ -252,14 +279,19 @@ fn capacity_is_a_metric_where_higher_is_better() {
     assert_eq!((m.verdict, m.change), (Verdict::Same, 0.0));
     assert_eq!(m.note.as_deref(), Some("p99 <= 10ms; one search each"));
 
-    // Apache's capacity fell by a fifth: worse, and the comparison fails.
+    // Apache's capacity fell by a fifth: one search a side cannot be tested, so the move is
+    // shown, not tested, and the comparison does not fail on it.
     let mut cur = base.clone();
     cur.capacity[0].result.rate = Some(1500.0);
     let cmp = compare(&base, &cur, DEFAULT_THRESHOLD);
     let m = capacity_of(&cmp, "apache");
-    assert_eq!(m.verdict, Verdict::Worse);
+    assert_eq!(m.verdict, Verdict::NotTested);
     assert!((m.change + 0.2).abs() < 1e-12, "{}", m.change);
-    assert!(cmp.has_regression());
+    assert_eq!(
+        m.note.as_deref(),
+        Some("p99 <= 10ms; one search each: worse beyond the threshold")
+    );
+    assert!(!cmp.has_regression());
     let text = render_comparison(&cmp, Format::Text, None).unwrap();
     let row = text
         .lines()
@@ -269,16 +301,20 @@ fn capacity_is_a_metric_where_higher_is_better() {
         row.contains("1875")
             && row.contains("1500")
             && row.contains("-20.0%")
-            && row.contains("WORSE"),
+            && row.contains("not tested (p99 <= 10ms; one search each: worse"),
         "{row}"
     );
 
-    // Up by a fifth: better.
+    // Up by a fifth: not tested either.
     cur.capacity[0].result.rate = Some(2250.0);
     let m = capacity_of(&compare(&base, &cur, DEFAULT_THRESHOLD), "apache").clone();
-    assert_eq!(m.verdict, Verdict::Better);
+    assert_eq!(m.verdict, Verdict::NotTested);
+    assert_eq!(
+        m.note.as_deref(),
+        Some("p99 <= 10ms; one search each: better beyond the threshold")
+    );
 
-    // Nothing passed any more: a capacity of 0, worse.
+    // Nothing passed any more: a capacity of 0, not tested.
     cur.capacity[0].result = report::CapacityResult {
         kind: report::capacity::CapacityKind::NonePassed,
         rate: None,
@@ -286,7 +322,7 @@ fn capacity_is_a_metric_where_higher_is_better() {
         stop: report::capacity::StopReason::MinimumRate,
     };
     let m = capacity_of(&compare(&base, &cur, DEFAULT_THRESHOLD), "apache").clone();
-    assert_eq!((m.verdict, m.current.median), (Verdict::Worse, 0.0));
+    assert_eq!((m.verdict, m.current.median), (Verdict::NotTested, 0.0));
 }
 
 #[test]

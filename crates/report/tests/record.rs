@@ -209,6 +209,25 @@ fn a_record_missing_a_field_names_the_field() {
 }
 
 #[test]
+fn version_0_was_never_written_and_is_refused() {
+    let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
+    v["schema_version"] = serde_json::json!(0);
+    let msg = load_err(&v.to_string());
+    assert!(msg.contains("not a benchctl results file"), "{msg}");
+    assert!(
+        msg.contains("\"schema_version\" is 0, a version no benchctl ever wrote"),
+        "{msg}"
+    );
+    let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
+    v["loads"][0]["load"]["version"] = serde_json::json!(0);
+    let msg = load_err(&v.to_string());
+    assert!(
+        msg.contains("a load's \"version\" is 0, a version no benchctl ever wrote"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn a_newer_schema_asks_for_a_newer_benchctl() {
     let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
     v["schema_version"] = serde_json::json!(4);

@@ -471,7 +471,7 @@ pub async fn run(
         }),
     };
     // Claimed before any work: a file that exists or cannot be written stops the run here.
-    let file = RecordFile::create(&out, &record)?;
+    let file = RecordFile::create(&out, &record, &rundir::writer_tag())?;
     opts.cleanup.set_run(&run_id);
     opts.cleanup.set_endpoints(
         connected.iter().map(|o| o.endpoint().clone()).collect(),
@@ -484,7 +484,7 @@ pub async fn run(
     for orch in &connected {
         containers += orch.gc_stale().await.unwrap_or(0);
     }
-    let folders = rundir::sweep_stale(&std::env::temp_dir());
+    let folders = rundir::sweep_stale(&std::env::temp_dir()).folders;
     if containers + folders > 0 {
         observer.event(&Event::SweptStale {
             containers,
@@ -497,6 +497,9 @@ pub async fn run(
         Err(e) => Err(format!("cannot make the run's private folder: {e}")),
         Ok(run_dir) => 'run: {
             opts.cleanup.add_path(run_dir.path().to_path_buf());
+            // Should this run be killed while writing its record, the sweep that removes this
+            // folder removes the temporary record too (a note lost costs only that).
+            let _ = run_dir.note_record_tmp(results.tmp_path());
             let (scheme, tls_dir) = if plan.tls {
                 let addresses: Vec<std::net::IpAddr> =
                     plan.hosts.iter().map(|h| h.address).collect();
@@ -703,6 +706,13 @@ fn results_path(opts: &RunOptions, plan: &Plan) -> Result<Option<PathBuf>, RunEr
                 Some(d) if !d.as_os_str().is_empty() => d,
                 _ => Path::new("."),
             };
+            if dir.exists() && !dir.is_dir() {
+                return Err(RunError::Invalid(format!(
+                    "{}: {} is not a folder",
+                    p.display(),
+                    dir.display()
+                )));
+            }
             if !dir.is_dir() {
                 return Err(RunError::Invalid(format!(
                     "{}: the folder {} does not exist (make it first; a run does not guess where results belong)",

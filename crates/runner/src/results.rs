@@ -50,6 +50,11 @@ impl Results {
         }
     }
 
+    /// The temporary file the record is written through.
+    pub(crate) fn tmp_path(&self) -> &std::path::Path {
+        self.file.tmp_path()
+    }
+
     /// Writes the record; a failure is reported once and remembered, never fatal.
     pub(crate) fn save(&mut self, record: &RunRecord, observer: &dyn Observer) {
         match self.file.write(record) {
@@ -81,7 +86,7 @@ impl Results {
             places.push(PathBuf::from(home).join(&name));
         }
         for at in places {
-            if RecordFile::create(&at, record).is_ok() {
+            if RecordFile::create(&at, record, &crate::rundir::writer_tag()).is_ok() {
                 return Saved::Rescued { wanted, at, error };
             }
         }

@@ -22,23 +22,43 @@ pub struct Diagnostic {
 }
 
 impl fmt::Display for Diagnostic {
+    /// Control characters of the file's name or of text quoted from the file are shown
+    /// escaped (`\u{1b}`, `\t`): printed raw, an escape sequence would restyle the terminal
+    /// and a line break would split the diagnostic.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "{}:{}:{}: error: {}",
-            self.file.display(),
+            escape_controls(&self.file.display().to_string()),
             self.line,
             self.column,
-            self.message
+            escape_controls(&self.message)
         )
     }
+}
+
+/// `text` with each control character written as Rust writes it in a literal (`\u{1b}`,
+/// `\n`, `\t`); other characters as they are.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Why a scenario could not become a [`crate::Plan`].
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
     /// The file could not be read at all.
-    #[error("{}: error: cannot read the scenario file: {source} (check the path and its permissions)", path.display())]
+    #[error("{}: error: cannot read the scenario file: {source} (check the path and its permissions)", escape_controls(&path.display().to_string()))]
     Read {
         path: PathBuf,
         #[source]
@@ -189,5 +209,19 @@ mod tests {
             message: "bad (fix it)".into(),
         };
         assert_eq!(d.to_string(), "scenarios/x.toml:12:5: error: bad (fix it)");
+    }
+
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        let d = Diagnostic {
+            file: PathBuf::from("x\u{1b}[2J.toml"),
+            line: 1,
+            column: 1,
+            message: "`\u{1b}[31mred` is\tnot\nknown (é stays)".into(),
+        };
+        assert_eq!(
+            d.to_string(),
+            r"x\u{1b}[2J.toml:1:1: error: `\u{1b}[31mred` is\tnot\nknown (é stays)"
+        );
     }
 }

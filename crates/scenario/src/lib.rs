@@ -16,7 +16,7 @@ mod validate;
 
 pub use capacity::{CapacitySpec, CapacityTarget, Percentile};
 pub use documents::{materialize, MaterializeError, MaterializedDoc};
-pub use error::{Diagnostic, ScenarioError};
+pub use error::{escape_controls, Diagnostic, ScenarioError};
 pub use kinds::{Kind, Kinds};
 pub use manifest::{Manifest, OptionDecl, OptionType, VersionHeader};
 pub use plan::{
@@ -39,7 +39,7 @@ pub fn load_file(path: &Path) -> Result<Plan, ScenarioError> {
 
 /// Reads and validates a scenario file whose server kinds are `kinds`.
 pub fn load_file_with(path: &Path, kinds: &Kinds) -> Result<Plan, ScenarioError> {
-    let bytes = std::fs::read(path).map_err(|source| ScenarioError::Read {
+    let bytes = userfile::read(path).map_err(|source| ScenarioError::Read {
         path: path.to_path_buf(),
         source,
     })?;

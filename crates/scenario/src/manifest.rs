@@ -348,7 +348,7 @@ impl Manifest {
     /// Reads `<dir>/server.toml`; `dir`'s name is the kind.
     pub fn load(dir: &Path) -> Result<Manifest, ScenarioError> {
         let path = dir.join(MANIFEST_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|source| ScenarioError::Read {
+        let text = userfile::read_to_string(&path).map_err(|source| ScenarioError::Read {
             path: path.clone(),
             source,
         })?;
