@@ -29,13 +29,20 @@
 //! stream started, the connection is closed with every stream on it). After a GOAWAY the
 //! connection takes no new streams; once its last one ends it is closed and a new one opened,
 //! so the load carries on.
+//!
+//! Whatever a server sends, what a connection holds stays bounded: a frame is at most
+//! [`h2::MAX_FRAME_RECV`], a header block at most [`h2::MAX_HEADER_BLOCK`] in at most
+//! [`h2::MAX_CONTINUATIONS`] CONTINUATION frames, decoding to at most [`h2::MAX_HEADER_LIST`].
+//! A server beyond these limits has the connection ended with a GOAWAY saying why
+//! (ENHANCE_YOUR_CALM for a header block), its open streams counted as exceptions, and the run
+//! notes the reason.
 
 use super::{
     note_connect_error, tighten_timer_slack, token, untoken, Request, Shared, Tally,
     CONNECT_RETRY_PAUSE, EVENTS, READ_BUF, STOP_CHECK, TURN_BYTES, UNKNOWN,
 };
 use crate::coalesce::Napper;
-use crate::h2::{self, Event, FrameError, FrameReader, ResponseHead};
+use crate::h2::{self, ConnError, Event, FrameReader, ResponseHead};
 use crate::sock::{self, Recv, Stamp};
 use crate::stats::{FailureKind, Recorder, Sample};
 use mio::net::TcpStream;
@@ -62,6 +69,16 @@ enum Table {
     /// The server shrank the table: the next block says so and indexes nothing.
     Shrink,
     Unindexed,
+}
+
+/// A header block being gathered: its HEADERS arrived without END_HEADERS.
+struct Cont {
+    stream: u32,
+    /// The HEADERS frame's flags.
+    flags: u8,
+    block: Vec<u8>,
+    /// CONTINUATION frames so far.
+    frames: u32,
 }
 
 struct Stream {
@@ -146,8 +163,8 @@ struct Conn {
     unacked: u64,
     /// When something last arrived on the connection.
     heard_at: Instant,
-    /// A HEADERS frame waiting for its CONTINUATION: stream, flags, the block so far.
-    cont: Option<(u32, u8, Vec<u8>)>,
+    /// A HEADERS frame waiting for its CONTINUATION.
+    cont: Option<Cont>,
     retry_at: Option<Instant>,
     dirty: bool,
 }
@@ -658,11 +675,12 @@ impl H2Worker {
                         self.conn_failed(idx, kind);
                         break;
                     }
-                    if self.frames(idx, &buf[..len], now, arrival).is_err() {
+                    if let Err(e) = self.frames(idx, &buf[..len], now, arrival) {
                         let c = &mut self.conns[idx];
                         let last = c.next_id.saturating_sub(2);
-                        h2::goaway(&mut c.out, last, h2::PROTOCOL_ERROR);
+                        h2::goaway(&mut c.out, last, e.code());
                         self.flush(idx);
+                        self.sh.note_h2_error(e);
                         self.conn_failed(idx, FailureKind::Exception);
                         break;
                     }
@@ -700,7 +718,7 @@ impl H2Worker {
         data: &[u8],
         now: Instant,
         arrival: Option<(Stamp, Stamp)>,
-    ) -> Result<(), FrameError> {
+    ) -> Result<(), ConnError> {
         let mut pos = 0;
         loop {
             let c = &mut self.conns[idx];
@@ -714,7 +732,7 @@ impl H2Worker {
                     head,
                 }) => {
                     if c.cont.is_some() || stream == 0 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
                     c.unacked += flow as u64;
                     if c.unacked >= u64::from(h2::RECV_WINDOW / 2) {
@@ -746,12 +764,12 @@ impl H2Worker {
             let c = &mut self.conns[idx];
             let payload = std::mem::take(&mut self.scratch);
             if c.cont.is_some() && head.kind != h2::CONTINUATION {
-                return Err(FrameError);
+                return Err(ConnError::Protocol);
             }
             match head.kind {
                 h2::HEADERS => {
                     if head.stream == 0 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
                     let frag = h2::headers_fragment(&head, &payload)?;
                     if let Some(s) = c.slots.iter_mut().find(|s| s.id == head.stream) {
@@ -760,29 +778,41 @@ impl H2Worker {
                     if head.flags & h2::END_HEADERS != 0 {
                         self.block(idx, head.stream, head.flags, frag, now, arrival)?;
                     } else {
-                        c.cont = Some((head.stream, head.flags, frag));
+                        c.cont = Some(Cont {
+                            stream: head.stream,
+                            flags: head.flags,
+                            block: frag,
+                            frames: 0,
+                        });
                     }
                 }
                 h2::CONTINUATION => {
-                    let Some((stream, flags, mut block)) = c.cont.take() else {
-                        return Err(FrameError);
+                    let Some(mut cont) = c.cont.take() else {
+                        return Err(ConnError::Protocol);
                     };
-                    if stream != head.stream {
-                        return Err(FrameError);
+                    if cont.stream != head.stream {
+                        return Err(ConnError::Protocol);
+                    }
+                    cont.frames += 1;
+                    if cont.frames > h2::MAX_CONTINUATIONS {
+                        return Err(ConnError::Continuations);
+                    }
+                    if cont.block.len() + payload.len() > h2::MAX_HEADER_BLOCK {
+                        return Err(ConnError::HeaderBlock);
                     }
                     if let Some(s) = c.slots.iter_mut().find(|s| s.id == head.stream) {
                         s.wire_len += 9 + head.len as u64;
                     }
-                    block.extend_from_slice(&payload);
+                    cont.block.extend_from_slice(&payload);
                     if head.flags & h2::END_HEADERS != 0 {
-                        self.block(idx, stream, flags, block, now, arrival)?;
+                        self.block(idx, cont.stream, cont.flags, cont.block, now, arrival)?;
                     } else {
-                        self.conns[idx].cont = Some((stream, flags, block));
+                        c.cont = Some(cont);
                     }
                 }
                 h2::SETTINGS if head.flags & h2::ACK == 0 => {
                     if head.stream != 0 || payload.len() % 6 != 0 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
                     for e in payload.chunks_exact(6) {
                         let id = u16::from_be_bytes([e[0], e[1]]);
@@ -796,7 +826,7 @@ impl H2Worker {
                             h2::SETTINGS_MAX_CONCURRENT_STREAMS => c.peer_max = v,
                             h2::SETTINGS_INITIAL_WINDOW_SIZE => {
                                 if v > MAX_ID {
-                                    return Err(FrameError);
+                                    return Err(ConnError::Protocol);
                                 }
                                 let delta = i64::from(v) - c.peer_window;
                                 for s in c.slots.iter_mut().filter(|s| s.id != 0) {
@@ -806,7 +836,7 @@ impl H2Worker {
                             }
                             h2::SETTINGS_MAX_FRAME_SIZE => {
                                 if !(16_384..=16_777_215).contains(&v) {
-                                    return Err(FrameError);
+                                    return Err(ConnError::Protocol);
                                 }
                                 c.max_frame = v as usize;
                             }
@@ -830,13 +860,13 @@ impl H2Worker {
                 }
                 h2::PING if head.flags & h2::ACK == 0 => {
                     if payload.len() != 8 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
                     h2::ping_ack(&mut c.out, &payload);
                 }
                 h2::GOAWAY => {
                     if payload.len() < 8 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
                     let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
                         & MAX_ID;
@@ -850,7 +880,7 @@ impl H2Worker {
                 }
                 h2::RST_STREAM => {
                     if head.stream == 0 || payload.len() != 4 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
                     if let Some(k) = c.slots.iter().position(|s| s.id == head.stream) {
                         self.fail_stream(idx, k, FailureKind::Reset, now);
@@ -858,7 +888,7 @@ impl H2Worker {
                 }
                 h2::WINDOW_UPDATE => {
                     if payload.len() != 4 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
                     let inc = i64::from(
                         u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
@@ -871,7 +901,7 @@ impl H2Worker {
                     }
                 }
                 // Server push was turned off in the client's SETTINGS.
-                h2::PUSH_PROMISE => return Err(FrameError),
+                h2::PUSH_PROMISE => return Err(ConnError::Protocol),
                 _ => {}
             }
             self.scratch = payload;
@@ -887,7 +917,7 @@ impl H2Worker {
         block: Vec<u8>,
         now: Instant,
         arrival: Option<(Stamp, Stamp)>,
-    ) -> Result<(), FrameError> {
+    ) -> Result<(), ConnError> {
         let c = &mut self.conns[idx];
         let k = c.slots.iter().position(|s| s.id == stream);
         let want = k.is_some_and(|k| c.slots[k].req.want_server);
@@ -1033,6 +1063,7 @@ impl H2Worker {
         c.registered = None;
         c.out.clear();
         c.out_pos = 0;
+        c.cont = None;
     }
 
     fn finish(&mut self, idx: usize) {
