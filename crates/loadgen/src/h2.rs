@@ -74,6 +74,10 @@ pub const MAX_HEADER_LIST: u32 = 64 << 10;
 /// the default size, 64 leaves room for a server that writes it in pieces of 1 KiB, and ends a
 /// flood of empty ones at once.
 pub const MAX_CONTINUATIONS: u32 = 64;
+/// Answers to the server's control frames (PING and SETTINGS ACKs) that may wait unwritten on a
+/// connection, as nghttp2's limit on queued outbound control frames: a server that sends more
+/// without reading the answers is flooding the client.
+pub const MAX_QUEUED_REPLIES: usize = 1000;
 
 /// Appends a frame header.
 pub fn frame_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
@@ -308,6 +312,9 @@ pub enum ConnError {
     HeaderBlock,
     /// More than [`MAX_CONTINUATIONS`] CONTINUATION frames in one header block.
     Continuations,
+    /// More than [`MAX_QUEUED_REPLIES`] answers to the server's control frames waiting
+    /// unwritten.
+    Flood,
 }
 
 impl ConnError {
@@ -317,7 +324,9 @@ impl ConnError {
             ConnError::Protocol => PROTOCOL_ERROR,
             ConnError::FrameSize => FRAME_SIZE_ERROR,
             ConnError::Compression => COMPRESSION_ERROR,
-            ConnError::HeaderBlock | ConnError::Continuations => ENHANCE_YOUR_CALM,
+            ConnError::HeaderBlock | ConnError::Continuations | ConnError::Flood => {
+                ENHANCE_YOUR_CALM
+            }
         }
     }
 }
@@ -349,6 +358,11 @@ impl std::fmt::Display for ConnError {
                 f,
                 "the server sent more than {MAX_CONTINUATIONS} CONTINUATION frames for one \
                  header block (GOAWAY ENHANCE_YOUR_CALM)"
+            ),
+            ConnError::Flood => write!(
+                f,
+                "the server sent PING or SETTINGS frames faster than it read their answers: \
+                 {MAX_QUEUED_REPLIES} answers waited unwritten (GOAWAY ENHANCE_YOUR_CALM)"
             ),
         }
     }
@@ -666,7 +680,11 @@ mod tests {
             );
         }
         assert_eq!(ConnError::FrameSize.code(), FRAME_SIZE_ERROR);
-        for e in [ConnError::HeaderBlock, ConnError::Continuations] {
+        for e in [
+            ConnError::HeaderBlock,
+            ConnError::Continuations,
+            ConnError::Flood,
+        ] {
             assert_eq!(e.code(), ENHANCE_YOUR_CALM);
             assert!(e.to_string().contains("ENHANCE_YOUR_CALM"), "{e}");
         }

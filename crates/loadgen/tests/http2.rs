@@ -273,3 +273,26 @@ fn a_header_block_that_never_ends_ends_its_connection() {
         assert_eq!(s.accepted.load(SeqCst), 1);
     }
 }
+
+#[test]
+fn a_ping_flood_whose_answers_are_never_read_ends_its_connection() {
+    let s = FloodServer::start(Flood::Ping);
+    let mut cfg = h2(&s.url(), 1, 1, 1);
+    cfg.load.timeout = Duration::from_secs(10);
+    let started = Instant::now();
+    let m = run_ok(cfg);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert_eq!(m.complete(), 1);
+    assert_eq!(m.rec.failures.exception, 1, "{:?}", m.rec.failures);
+    assert_eq!(m.failed(), 1, "{:?}", m.rec.failures);
+    let first = h2_error(&m);
+    assert!(first.contains("PING"), "{first}");
+    assert!(first.contains("ENHANCE_YOUR_CALM"), "{first}");
+    // The answers went out as far as the socket took them; then the client closed the
+    // connection (its GOAWAY cannot get past the answers the server never read).
+    assert!(soon(|| s.closed_by_client.load(SeqCst) == 1));
+    let sent = s.sent.load(SeqCst);
+    assert!(sent > 1000, "the flood was cut short after {sent} PINGs");
+    assert_eq!(s.accepted.load(SeqCst), 1);
+}

@@ -32,10 +32,11 @@
 //!
 //! Whatever a server sends, what a connection holds stays bounded: a frame is at most
 //! [`h2::MAX_FRAME_RECV`], a header block at most [`h2::MAX_HEADER_BLOCK`] in at most
-//! [`h2::MAX_CONTINUATIONS`] CONTINUATION frames, decoding to at most [`h2::MAX_HEADER_LIST`].
-//! A server beyond these limits has the connection ended with a GOAWAY saying why
-//! (ENHANCE_YOUR_CALM for a header block), its open streams counted as exceptions, and the run
-//! notes the reason.
+//! [`h2::MAX_CONTINUATIONS`] CONTINUATION frames, decoding to at most [`h2::MAX_HEADER_LIST`];
+//! and at most [`h2::MAX_QUEUED_REPLIES`] answers to its PINGs and SETTINGS wait unwritten. A
+//! server beyond these limits has the connection ended with a GOAWAY saying why
+//! (ENHANCE_YOUR_CALM for the floods), its open streams counted as exceptions, and the run notes
+//! the reason.
 
 use super::{
     note_connect_error, tighten_timer_slack, token, untoken, Request, Shared, Tally,
@@ -48,7 +49,7 @@ use crate::stats::{FailureKind, Recorder, Sample};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Write as _};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
@@ -165,6 +166,9 @@ struct Conn {
     heard_at: Instant,
     /// A HEADERS frame waiting for its CONTINUATION.
     cont: Option<Cont>,
+    /// Where each answer to the server's control frames that may still be unwritten ends in
+    /// the output (as `out_end`), oldest first; at most [`h2::MAX_QUEUED_REPLIES`].
+    replies: VecDeque<u64>,
     retry_at: Option<Instant>,
     dirty: bool,
 }
@@ -247,6 +251,7 @@ pub(super) fn run_worker(
                 unacked: 0,
                 heard_at: start,
                 cont: None,
+                replies: VecDeque::new(),
                 retry_at: None,
                 dirty: false,
             })
@@ -429,6 +434,33 @@ impl H2Worker {
         self.flush(idx);
     }
 
+    /// Room for one more answer to the server's control frames: fewer than
+    /// [`h2::MAX_QUEUED_REPLIES`] wait unwritten, once what the socket takes has been written;
+    /// else the server is flooding the client. `Ok(false)`: the connection failed meanwhile.
+    fn reply_room(&mut self, idx: usize) -> Result<bool, ConnError> {
+        if self.unwritten_replies(idx) < h2::MAX_QUEUED_REPLIES {
+            return Ok(true);
+        }
+        self.flush(idx);
+        if self.conns[idx].stream.is_none() {
+            return Ok(false);
+        }
+        if self.unwritten_replies(idx) < h2::MAX_QUEUED_REPLIES {
+            Ok(true)
+        } else {
+            Err(ConnError::Flood)
+        }
+    }
+
+    fn unwritten_replies(&mut self, idx: usize) -> usize {
+        let c = &mut self.conns[idx];
+        let written = c.out_base + c.out_pos as u64;
+        while c.replies.front().is_some_and(|&end| end <= written) {
+            c.replies.pop_front();
+        }
+        c.replies.len()
+    }
+
     /// Opens a new connection and queues the client's preface.
     fn connect(&mut self, idx: usize, now: Instant) -> Result<(), FailureKind> {
         let s = crate::connect::connect(self.sh.addr, &self.sh.cfg.socket)
@@ -467,6 +499,7 @@ impl H2Worker {
         c.unacked = 0;
         c.heard_at = now;
         c.cont = None;
+        c.replies.clear();
         h2::client_preface(&mut c.out);
         Ok(())
     }
@@ -856,13 +889,25 @@ impl H2Worker {
                             c.peer_max = u32::MAX;
                         }
                     }
+                    if !self.reply_room(idx)? {
+                        self.scratch = payload;
+                        return Ok(());
+                    }
+                    let c = &mut self.conns[idx];
                     h2::settings_ack(&mut c.out);
+                    c.replies.push_back(c.out_base + c.out.len() as u64);
                 }
                 h2::PING if head.flags & h2::ACK == 0 => {
                     if payload.len() != 8 {
                         return Err(ConnError::Protocol);
                     }
+                    if !self.reply_room(idx)? {
+                        self.scratch = payload;
+                        return Ok(());
+                    }
+                    let c = &mut self.conns[idx];
                     h2::ping_ack(&mut c.out, &payload);
+                    c.replies.push_back(c.out_base + c.out.len() as u64);
                 }
                 h2::GOAWAY => {
                     if payload.len() < 8 {
@@ -1064,6 +1109,7 @@ impl H2Worker {
         c.out.clear();
         c.out_pos = 0;
         c.cont = None;
+        c.replies.clear();
     }
 
     fn finish(&mut self, idx: usize) {

@@ -17,8 +17,9 @@
 //! the last one it answered and closes that connection.
 //!
 //! [`FloodServer`] is hand-written and hostile (h2c only): on every connection it sends frames
-//! without end, CONTINUATION frames for a header block it never ends, until the client closes
-//! the connection or the flood reaches its bound ([`FLOOD_BYTES`], [`FLOOD_TIME`]).
+//! without end, CONTINUATION frames for a header block it never ends, or PINGs while never
+//! reading the answers, until the client closes the connection or the flood reaches its bound
+//! ([`FLOOD_BYTES`], [`FLOOD_TIME`]).
 
 use bytes::Bytes;
 use std::io::{Read, Write};
@@ -365,6 +366,8 @@ pub enum Flood {
     /// then CONTINUATION frames of this many bytes, none with END_HEADERS. What the client
     /// sends meanwhile is read (GOAWAY's code kept).
     Continuation(usize),
+    /// PING after PING once the preface arrived, never reading anything after it.
+    Ping,
 }
 
 /// The most a flood writes on one connection.
@@ -493,6 +496,13 @@ fn flood_conn(
                 frame(&mut b, 0x9, 0, stream, &vec![0u8; len]);
             }
             (b, 16)
+        }
+        Flood::Ping => {
+            let mut b = Vec::new();
+            for i in 0..1024u64 {
+                frame(&mut b, 0x6, 0, 0, &i.to_be_bytes());
+            }
+            (b, 1024)
         }
     };
     let started = Instant::now();
