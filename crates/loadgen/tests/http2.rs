@@ -117,6 +117,20 @@ fn request_bodies_respect_the_servers_windows() {
 }
 
 #[test]
+fn request_bodies_beyond_the_output_limit_go_out_whole() {
+    // Windows that take every body at once: the client queues no more than its output limit
+    // (64 KiB) at a time, and carries on as the socket takes it.
+    let s = H2Server::start_with_window(Mode::H2c, 100, Some(16 << 20));
+    let mut cfg = h2(&s.url("http", "/"), 12, 1, 4);
+    let body: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+    cfg.body = Some(body);
+    cfg.load.method = loadgen::Method::Post;
+    let m = run_ok(cfg);
+    assert_clean(&m, 12);
+    assert_eq!(s.counters.body_bytes.load(SeqCst), 12 * 1_000_000);
+}
+
+#[test]
 fn a_server_that_does_not_select_h2_is_a_clear_error() {
     // One that refuses the handshake for want of a protocol in common, one that completes it
     // without choosing any.

@@ -33,10 +33,10 @@
 //! Whatever a server sends, what a connection holds stays bounded: a frame is at most
 //! [`h2::MAX_FRAME_RECV`], a header block at most [`h2::MAX_HEADER_BLOCK`] in at most
 //! [`h2::MAX_CONTINUATIONS`] CONTINUATION frames, decoding to at most [`h2::MAX_HEADER_LIST`];
-//! and at most [`h2::MAX_QUEUED_REPLIES`] answers to its PINGs and SETTINGS wait unwritten. A
-//! server beyond these limits has the connection ended with a GOAWAY saying why
-//! (ENHANCE_YOUR_CALM for the floods), its open streams counted as exceptions, and the run notes
-//! the reason.
+//! at most [`h2::MAX_QUEUED_REPLIES`] answers to its PINGs and SETTINGS wait unwritten; and no
+//! stream is opened nor request body queued while [`OUT_CAP`] bytes wait to be written. A server
+//! beyond these limits has the connection ended with a GOAWAY saying why (ENHANCE_YOUR_CALM for
+//! the floods), its open streams counted as exceptions, and the run notes the reason.
 
 use super::{
     note_connect_error, tighten_timer_slack, token, untoken, Request, Shared, Tally,
@@ -62,6 +62,11 @@ use std::time::{Duration, Instant};
 const BEFORE_SETTINGS: u32 = 1;
 /// The largest stream id; a connection that reaches it is closed and replaced.
 const MAX_ID: u32 = 0x7fff_ffff;
+/// Output waiting unwritten on a connection beyond which it opens no stream and queues no
+/// request body until some has gone out: 64 KiB, a read's worth ([`READ_BUF`]). The kernel's
+/// send buffer behind it keeps the socket busy; more here would only wait, and grow without
+/// bound behind a server that does not read.
+const OUT_CAP: usize = 64 * 1024;
 
 /// How the connection's header blocks use the server's dynamic table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -407,6 +412,10 @@ impl H2Worker {
             if c.stream.is_some() && (c.goaway || c.next_id > MAX_ID || c.open >= self.limit(c)) {
                 break;
             }
+            if !self.room(idx) {
+                // The server is not reading: the stream waits for the socket to take more.
+                break;
+            }
             let measured = now >= self.measure_start;
             if measured && (self.end.is_some_and(|e| now >= e) || !self.sh.take_ticket()) {
                 self.conns[idx].done = true;
@@ -430,8 +439,28 @@ impl H2Worker {
         if c.open == 0 && (stopping || c.done) {
             return self.finish(idx);
         }
-        self.send_bodies(idx);
+        loop {
+            let stalled = self.send_bodies(idx);
+            self.flush(idx);
+            let c = &self.conns[idx];
+            // Bodies stopped at the cap and all went out: more follow now, as no event will
+            // come for a socket that took everything.
+            if !stalled || c.stream.is_none() || c.out_pos < c.out.len() {
+                break;
+            }
+        }
+    }
+
+    /// The connection may queue more output of its own (a stream, a request body): less than
+    /// [`OUT_CAP`] waits unwritten, once what the socket takes has been written.
+    fn room(&mut self, idx: usize) -> bool {
+        let c = &self.conns[idx];
+        if c.out.len() - c.out_pos < OUT_CAP {
+            return true;
+        }
         self.flush(idx);
+        let c = &self.conns[idx];
+        c.stream.is_some() && c.out.len() - c.out_pos < OUT_CAP
     }
 
     /// Room for one more answer to the server's control frames: fewer than
@@ -554,10 +583,11 @@ impl H2Worker {
         }
     }
 
-    /// Queues the request bodies of the connection's streams as far as the windows allow.
-    fn send_bodies(&mut self, idx: usize) {
+    /// Queues the request bodies of the connection's streams as far as the windows allow;
+    /// true when it stopped short of that for the output waiting ([`OUT_CAP`]).
+    fn send_bodies(&mut self, idx: usize) -> bool {
         let Some(body) = self.sh.cfg.body.as_deref() else {
-            return;
+            return false;
         };
         let c = &mut self.conns[idx];
         for s in c.slots.iter_mut() {
@@ -565,6 +595,9 @@ impl H2Worker {
                 continue;
             }
             loop {
+                if c.out.len() - c.out_pos >= OUT_CAP {
+                    return true;
+                }
                 let left = body.len() - s.body_sent;
                 let n = (left as i64)
                     .min(c.max_frame as i64)
@@ -593,6 +626,7 @@ impl H2Worker {
                 }
             }
         }
+        false
     }
 
     /// Writes what the connection has queued; the first write that goes through establishes
@@ -650,6 +684,12 @@ impl H2Worker {
         if c.out_pos == c.out.len() {
             c.out_base += c.out.len() as u64;
             c.out.clear();
+            c.out_pos = 0;
+        } else if c.out_pos >= OUT_CAP {
+            // Never emptied, behind a server that reads slowly: what went out is dropped, or
+            // it would stay in front of what waits for good.
+            c.out.drain(..c.out_pos);
+            c.out_base += c.out_pos as u64;
             c.out_pos = 0;
         }
         let flushed = c.out_base + c.out_pos as u64;

@@ -80,6 +80,12 @@ fn tls_config(alpn: &[&[u8]]) -> rustls::ServerConfig {
 impl H2Server {
     /// `max_streams`: the SETTINGS_MAX_CONCURRENT_STREAMS the server advertises.
     pub fn start(mode: Mode, max_streams: u32) -> H2Server {
+        H2Server::start_with_window(mode, max_streams, None)
+    }
+
+    /// `window`: the flow-control window the server gives each stream and the connection
+    /// (the `h2` crate's default, 65,535, when `None`).
+    pub fn start_with_window(mode: Mode, max_streams: u32, window: Option<u32>) -> H2Server {
         let counters = Arc::new(Counters::default());
         let (tx, rx) = oneshot::channel::<()>();
         let (port_tx, port_rx) = std::sync::mpsc::channel();
@@ -119,11 +125,11 @@ impl H2Server {
                         let acceptor = acceptor.clone();
                         tokio::spawn(async move {
                             match acceptor {
-                                None => serve_conn(s, c, max_streams).await,
+                                None => serve_conn(s, c, max_streams, window).await,
                                 Some(a) => {
                                     if let Ok(t) = a.accept(s).await {
                                         if t.get_ref().1.alpn_protocol() == Some(b"h2") {
-                                            serve_conn(t, c, max_streams).await
+                                            serve_conn(t, c, max_streams, window).await
                                         }
                                     }
                                 }
@@ -162,15 +168,16 @@ impl Drop for H2Server {
     }
 }
 
-async fn serve_conn<T>(io: T, c: Arc<Counters>, max_streams: u32)
+async fn serve_conn<T>(io: T, c: Arc<Counters>, max_streams: u32, window: Option<u32>)
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let Ok(mut conn) = h2::server::Builder::new()
-        .max_concurrent_streams(max_streams)
-        .handshake::<_, Bytes>(io)
-        .await
-    else {
+    let mut b = h2::server::Builder::new();
+    b.max_concurrent_streams(max_streams);
+    if let Some(w) = window {
+        b.initial_window_size(w).initial_connection_window_size(w);
+    }
+    let Ok(mut conn) = b.handshake::<_, Bytes>(io).await else {
         return;
     };
     let in_flight = Arc::new(AtomicU64::new(0));
