@@ -887,6 +887,9 @@ impl H2Worker {
                     if head.stream != 0 || payload.len() % 6 != 0 {
                         return Err(ConnError::Protocol);
                     }
+                    // Applied once per frame, as the last value leaves it: a frame of thousands
+                    // of entries costs no more than one.
+                    let mut window = None;
                     for e in payload.chunks_exact(6) {
                         let id = u16::from_be_bytes([e[0], e[1]]);
                         let v = u32::from_be_bytes([e[2], e[3], e[4], e[5]]);
@@ -901,11 +904,7 @@ impl H2Worker {
                                 if v > MAX_ID {
                                     return Err(ConnError::Protocol);
                                 }
-                                let delta = i64::from(v) - c.peer_window;
-                                for s in c.slots.iter_mut().filter(|s| s.id != 0) {
-                                    s.send_window += delta;
-                                }
-                                c.peer_window = i64::from(v);
+                                window = Some(i64::from(v));
                             }
                             h2::SETTINGS_MAX_FRAME_SIZE => {
                                 if !(16_384..=16_777_215).contains(&v) {
@@ -915,6 +914,13 @@ impl H2Worker {
                             }
                             _ => {}
                         }
+                    }
+                    if let Some(v) = window {
+                        let delta = v - c.peer_window;
+                        for s in c.slots.iter_mut().filter(|s| s.id != 0) {
+                            s.send_window += delta;
+                        }
+                        c.peer_window = v;
                     }
                     if !c.settings_seen {
                         c.settings_seen = true;
