@@ -158,6 +158,10 @@ struct Shared {
     tls_failed: AtomicBool,
     /// The first connect error was a server that does not speak HTTP/2.
     h2_failed: AtomicBool,
+    /// HTTP/2 connections the client ended for the server's errors, and the first one's
+    /// reason ([`Note::Http2Errors`]).
+    h2_errors: AtomicU64,
+    first_h2_error: OnceLock<String>,
     /// `https://`: what every connection's TLS is made from.
     tls: Option<crate::tls::Tls>,
     /// HTTP/2: the request's header blocks.
@@ -183,6 +187,14 @@ impl Shared {
         };
         if let Some(session) = conn.session(tls.sni()) {
             let _ = self.tls_session.set(session);
+        }
+    }
+
+    /// An HTTP/2 connection was ended for the server's error `e`.
+    fn note_h2_error(&self, e: crate::h2::ConnError) {
+        self.h2_errors.fetch_add(1, Relaxed);
+        if self.first_h2_error.get().is_none() {
+            let _ = self.first_h2_error.set(e.to_string());
         }
     }
 
@@ -294,6 +306,8 @@ pub fn run_observed(
         first_connect_error: Mutex::new(None),
         tls_failed: AtomicBool::new(false),
         h2_failed: AtomicBool::new(false),
+        h2_errors: AtomicU64::new(0),
+        first_h2_error: OnceLock::new(),
         tls,
         h2,
         stamps: if cfg.load.rx_stamps {
@@ -447,6 +461,13 @@ pub fn run_observed(
         notes.push(Note::ConntrackFull {
             count: t.count,
             max: t.max,
+        });
+    }
+    let h2_errors = sh.h2_errors.load(Relaxed);
+    if h2_errors > 0 {
+        notes.push(Note::Http2Errors {
+            connections: h2_errors,
+            first: sh.first_h2_error.get().cloned().unwrap_or_default(),
         });
     }
     if let Some(note) = read_delay_note(&rec) {

@@ -39,10 +39,14 @@ pub const SETTINGS_ENABLE_PUSH: u16 = 0x2;
 pub const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
 pub const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
 pub const SETTINGS_MAX_FRAME_SIZE: u16 = 0x5;
+pub const SETTINGS_MAX_HEADER_LIST_SIZE: u16 = 0x6;
 
 pub const NO_ERROR: u32 = 0x0;
 pub const PROTOCOL_ERROR: u32 = 0x1;
+pub const FRAME_SIZE_ERROR: u32 = 0x6;
 pub const CANCEL: u32 = 0x8;
+pub const COMPRESSION_ERROR: u32 = 0x9;
+pub const ENHANCE_YOUR_CALM: u32 = 0xb;
 
 /// The flow-control window every stream starts with before SETTINGS say otherwise.
 pub const DEFAULT_WINDOW: i64 = 65_535;
@@ -53,8 +57,27 @@ pub const DEFAULT_TABLE: u32 = 4_096;
 /// The receive window the client gives every stream and the connection: 1 GiB, as h2load's
 /// defaults (`-w 30 -W 30`), so that no body waits for the client's flow control.
 pub const RECV_WINDOW: u32 = 1 << 30;
-/// Largest payload of a frame other than DATA accepted (header blocks included).
-const MAX_CONTROL_PAYLOAD: usize = 1 << 20;
+/// Largest frame payload the client takes, of any type: the default SETTINGS_MAX_FRAME_SIZE,
+/// which it never raises. A larger frame is a FRAME_SIZE_ERROR (RFC 9113, section 4.2); the
+/// frames the client gathers whole are never larger.
+pub const MAX_FRAME_RECV: usize = DEFAULT_MAX_FRAME;
+/// Largest response header block the client gathers, HEADERS and CONTINUATION fragments
+/// together, encoded: 64 KiB, four times what one frame carries. A connection holds at most
+/// one such block at a time (HEADERS and its CONTINUATIONs may not be interleaved).
+pub const MAX_HEADER_BLOCK: usize = 64 << 10;
+/// Largest header list a response block may decode to, counted as
+/// SETTINGS_MAX_HEADER_LIST_SIZE counts it (each field's name and value, plus 32), and
+/// advertised so in the client's SETTINGS: 64 KiB, as [`MAX_HEADER_BLOCK`]. It bounds what a
+/// small block of references into the dynamic table can expand to.
+pub const MAX_HEADER_LIST: u32 = 64 << 10;
+/// CONTINUATION frames one header block may take: a block of [`MAX_HEADER_BLOCK`] needs 4 of
+/// the default size, 64 leaves room for a server that writes it in pieces of 1 KiB, and ends a
+/// flood of empty ones at once.
+pub const MAX_CONTINUATIONS: u32 = 64;
+/// Answers to the server's control frames (PING and SETTINGS ACKs) that may wait unwritten on a
+/// connection, as nghttp2's limit on queued outbound control frames: a server that sends more
+/// without reading the answers is flooding the client.
+pub const MAX_QUEUED_REPLIES: usize = 1000;
 
 /// Appends a frame header.
 pub fn frame_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
@@ -64,13 +87,15 @@ pub fn frame_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u3
 }
 
 /// The client's connection preface: the magic, its SETTINGS (no server push, the large
-/// stream window) and the connection window raised to [`RECV_WINDOW`].
+/// stream window, the largest header list it takes) and the connection window raised to
+/// [`RECV_WINDOW`].
 pub fn client_preface(out: &mut Vec<u8>) {
     out.extend_from_slice(PREFACE);
-    frame_head(out, 12, SETTINGS, 0, 0);
+    frame_head(out, 18, SETTINGS, 0, 0);
     for (id, v) in [
         (SETTINGS_ENABLE_PUSH, 0u32),
         (SETTINGS_INITIAL_WINDOW_SIZE, RECV_WINDOW),
+        (SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST),
     ] {
         out.extend_from_slice(&id.to_be_bytes());
         out.extend_from_slice(&v.to_be_bytes());
@@ -272,9 +297,76 @@ pub enum Event<'a> {
     Frame { head: Head, payload: &'a [u8] },
 }
 
-/// The frame is not HTTP/2 this client can take: a connection error.
+/// Why the client ends a connection (a connection error, RFC 9113, section 5.4.1): the
+/// server broke HTTP/2, or asked more of the client than it gives any server. The GOAWAY that
+/// ends the connection carries [`ConnError::code`]; the reason is the run's to report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FrameError;
+pub enum ConnError {
+    /// A frame HTTP/2 does not allow where it came.
+    Protocol,
+    /// A frame larger than [`MAX_FRAME_RECV`].
+    FrameSize,
+    /// A header block that does not decode.
+    Compression,
+    /// A header block beyond [`MAX_HEADER_BLOCK`] encoded or [`MAX_HEADER_LIST`] decoded.
+    HeaderBlock,
+    /// More than [`MAX_CONTINUATIONS`] CONTINUATION frames in one header block.
+    Continuations,
+    /// More than [`MAX_QUEUED_REPLIES`] answers to the server's control frames waiting
+    /// unwritten.
+    Flood,
+}
+
+impl ConnError {
+    /// The error code of the GOAWAY that says so.
+    pub fn code(self) -> u32 {
+        match self {
+            ConnError::Protocol => PROTOCOL_ERROR,
+            ConnError::FrameSize => FRAME_SIZE_ERROR,
+            ConnError::Compression => COMPRESSION_ERROR,
+            ConnError::HeaderBlock | ConnError::Continuations | ConnError::Flood => {
+                ENHANCE_YOUR_CALM
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ConnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnError::Protocol => write!(
+                f,
+                "the server sent a frame HTTP/2 does not allow there (GOAWAY PROTOCOL_ERROR)"
+            ),
+            ConnError::FrameSize => write!(
+                f,
+                "the server sent a frame larger than {MAX_FRAME_RECV} bytes, the client's \
+                 SETTINGS_MAX_FRAME_SIZE (GOAWAY FRAME_SIZE_ERROR)"
+            ),
+            ConnError::Compression => write!(
+                f,
+                "the server sent a header block that does not decode (HPACK; GOAWAY \
+                 COMPRESSION_ERROR)"
+            ),
+            ConnError::HeaderBlock => write!(
+                f,
+                "the server sent a header block larger than {} KiB, encoded or decoded \
+                 (GOAWAY ENHANCE_YOUR_CALM)",
+                MAX_HEADER_BLOCK >> 10
+            ),
+            ConnError::Continuations => write!(
+                f,
+                "the server sent more than {MAX_CONTINUATIONS} CONTINUATION frames for one \
+                 header block (GOAWAY ENHANCE_YOUR_CALM)"
+            ),
+            ConnError::Flood => write!(
+                f,
+                "the server sent PING or SETTINGS frames faster than it read their answers: \
+                 {MAX_QUEUED_REPLIES} answers waited unwritten (GOAWAY ENHANCE_YOUR_CALM)"
+            ),
+        }
+    }
+}
 
 /// Splits the bytes a connection receives into frames, across reads.
 #[derive(Debug, Default)]
@@ -307,7 +399,7 @@ impl FrameReader {
         &'a mut self,
         buf: &'a [u8],
         pos: &mut usize,
-    ) -> Result<Option<Event<'a>>, FrameError> {
+    ) -> Result<Option<Event<'a>>, ConnError> {
         loop {
             let rest = &buf[*pos..];
             let Some(head) = self.cur else {
@@ -329,10 +421,10 @@ impl FrameReader {
                     flags: h[4],
                     stream: u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff,
                 };
-                self.gather = head.kind != DATA || head.flags & PADDED != 0;
-                if self.gather && head.len > MAX_CONTROL_PAYLOAD {
-                    return Err(FrameError);
+                if head.len > MAX_FRAME_RECV {
+                    return Err(ConnError::FrameSize);
                 }
+                self.gather = head.kind != DATA || head.flags & PADDED != 0;
                 self.cur = Some(head);
                 self.data_left = head.len;
                 self.data_started = true;
@@ -377,9 +469,9 @@ impl FrameReader {
             self.cur = None;
             if head.kind == DATA {
                 // Padded: the pad length, the data, the padding.
-                let pad = usize::from(*payload.first().ok_or(FrameError)?);
+                let pad = usize::from(*payload.first().ok_or(ConnError::Protocol)?);
                 if pad + 1 > head.len {
-                    return Err(FrameError);
+                    return Err(ConnError::Protocol);
                 }
                 return Ok(Some(Event::Data {
                     stream: head.stream,
@@ -395,18 +487,18 @@ impl FrameReader {
 }
 
 /// The header block fragment of a HEADERS frame's payload, without its padding and priority.
-pub fn headers_fragment(head: &Head, payload: &[u8]) -> Result<Vec<u8>, FrameError> {
+pub fn headers_fragment(head: &Head, payload: &[u8]) -> Result<Vec<u8>, ConnError> {
     let mut p = payload;
     let mut pad = 0;
     if head.flags & PADDED != 0 {
-        pad = usize::from(*p.first().ok_or(FrameError)?);
+        pad = usize::from(*p.first().ok_or(ConnError::Protocol)?);
         p = &p[1..];
     }
     if head.flags & PRIORITY != 0 {
-        p = p.get(5..).ok_or(FrameError)?;
+        p = p.get(5..).ok_or(ConnError::Protocol)?;
     }
     if pad > p.len() {
-        return Err(FrameError);
+        return Err(ConnError::Protocol);
     }
     Ok(p[..p.len() - pad].to_vec())
 }
@@ -420,7 +512,8 @@ pub struct ResponseHead {
 }
 
 /// Decodes a complete header block, keeping the decoder's table in step; a block that does
-/// not decode is a connection error (the table is then out of step with the server's).
+/// not decode is a connection error (the table is then out of step with the server's), and so
+/// is one whose fields add up to more than [`MAX_HEADER_LIST`].
 ///
 /// Decoding uses `httlib-hpack`, whose Huffman decoder works from static tables: every
 /// response's head is decoded, and servers send most values Huffman-coded.
@@ -428,25 +521,37 @@ pub fn decode_head(
     dec: &mut httlib_hpack::Decoder<'static>,
     mut block: Vec<u8>,
     want_server: bool,
-) -> Result<ResponseHead, FrameError> {
-    let mut fields = Vec::with_capacity(8);
-    dec.decode(&mut block, &mut fields)
-        .map_err(|_| FrameError)?;
+) -> Result<ResponseHead, ConnError> {
+    // A few fields at a time (the decoder stops once `fields` is full, and it never grows), so
+    // that a block that expands beyond the limit is refused before it is all expanded.
+    let mut fields = Vec::with_capacity(16);
+    let mut list = 0usize;
     let mut h = ResponseHead::default();
     let mut status = None;
-    for (k, v, _) in &fields {
-        match k.as_slice() {
-            b":status" => {
-                status = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok());
+    while !block.is_empty() {
+        fields.clear();
+        dec.decode_exact(&mut block, &mut fields)
+            .map_err(|_| ConnError::Compression)?;
+        for (k, v, _) in &fields {
+            list += k.len() + v.len() + 32;
+            match k.as_slice() {
+                b":status" => {
+                    status = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok());
+                }
+                b"content-length" => {
+                    h.content_length = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok())
+                }
+                b"server" if want_server => {
+                    h.server = Some(String::from_utf8_lossy(v).into_owned())
+                }
+                _ => {}
             }
-            b"content-length" => {
-                h.content_length = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok())
-            }
-            b"server" if want_server => h.server = Some(String::from_utf8_lossy(v).into_owned()),
-            _ => {}
+        }
+        if list > MAX_HEADER_LIST as usize {
+            return Err(ConnError::HeaderBlock);
         }
     }
-    h.status = status.ok_or(FrameError)?;
+    h.status = status.ok_or(ConnError::Protocol)?;
     Ok(h)
 }
 
@@ -555,6 +660,84 @@ mod tests {
         assert_eq!(dec.decode(&b.unindexed).unwrap(), fields);
         assert_eq!(fields[2].1, b"127.0.0.1:8080");
         assert_eq!(fields[4].0, b"x-test");
+    }
+
+    #[test]
+    fn frames_beyond_the_largest_the_client_takes_end_the_connection() {
+        for kind in [DATA, HEADERS, SETTINGS, CONTINUATION, 0xfa] {
+            let mut b = Vec::new();
+            frame_head(&mut b, MAX_FRAME_RECV, kind, 0, 1);
+            b.resize(b.len() + MAX_FRAME_RECV, 0);
+            let mut pos = 0;
+            assert!(FrameReader::new().next(&b, &mut pos).is_ok(), "type {kind}");
+            let mut b = Vec::new();
+            frame_head(&mut b, MAX_FRAME_RECV + 1, kind, 0, 1);
+            let mut pos = 0;
+            assert_eq!(
+                FrameReader::new().next(&b, &mut pos),
+                Err(ConnError::FrameSize),
+                "type {kind}"
+            );
+        }
+        assert_eq!(ConnError::FrameSize.code(), FRAME_SIZE_ERROR);
+        for e in [
+            ConnError::HeaderBlock,
+            ConnError::Continuations,
+            ConnError::Flood,
+        ] {
+            assert_eq!(e.code(), ENHANCE_YOUR_CALM);
+            assert!(e.to_string().contains("ENHANCE_YOUR_CALM"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_header_block_that_expands_beyond_the_list_limit_ends_the_connection() {
+        // A field of 4,000 bytes added to the dynamic table (4,033 as the list counts it), then
+        // :status 200 and `refs` one-byte references to that field.
+        let block = |refs: usize| {
+            let mut b = vec![0x40, 1, b'x', 0x7f, 0xa1, 0x1e];
+            b.resize(b.len() + 4000, b'v');
+            b.push(0x88);
+            b.resize(b.len() + refs, 0xbe);
+            b
+        };
+        let mut dec = httlib_hpack::Decoder::default();
+        let head = decode_head(&mut dec, block(10), false).unwrap();
+        assert_eq!(head.status, 200);
+        // 17 fields of 4,033 are beyond 64 KiB: refused before the rest are expanded.
+        let mut dec = httlib_hpack::Decoder::default();
+        assert_eq!(
+            decode_head(&mut dec, block(100_000), false),
+            Err(ConnError::HeaderBlock)
+        );
+        let mut dec = httlib_hpack::Decoder::default();
+        assert_eq!(
+            decode_head(&mut dec, vec![0xff, 0xff, 0xff, 0x0f], false),
+            Err(ConnError::Compression)
+        );
+    }
+
+    #[test]
+    fn the_preface_advertises_the_header_list_limit() {
+        let mut out = Vec::new();
+        client_preface(&mut out);
+        let mut pos = PREFACE.len();
+        let mut r = FrameReader::new();
+        let Ok(Some(Event::Frame { head, payload })) = r.next(&out, &mut pos) else {
+            panic!("no SETTINGS after the magic");
+        };
+        assert_eq!(head.kind, SETTINGS);
+        let entries: Vec<(u16, u32)> = payload
+            .chunks_exact(6)
+            .map(|e| {
+                (
+                    u16::from_be_bytes([e[0], e[1]]),
+                    u32::from_be_bytes([e[2], e[3], e[4], e[5]]),
+                )
+            })
+            .collect();
+        assert!(entries.contains(&(SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST)));
+        assert!(entries.contains(&(SETTINGS_ENABLE_PUSH, 0)));
     }
 
     #[test]

@@ -340,6 +340,12 @@ pub enum Note {
     /// Connections could not be opened because this process or the system ran out of file
     /// descriptors (EMFILE, ENFILE): the generator's limit, not the server's.
     OutOfFileDescriptors { connections: u64, limit: u64 },
+    /// HTTP/2 connections the generator ended for the server's errors, with a GOAWAY saying
+    /// why: frames HTTP/2 does not allow, or more than the generator gives any server (a
+    /// header block beyond its limits, a flood of control frames whose answers it does not
+    /// read). The streams open on them are counted as exceptions; `first` is the first
+    /// connection's reason.
+    Http2Errors { connections: u64, first: String },
     /// Responses waited longer for the generator to read them than the server took to send
     /// them (means, µs): the generator was the bottleneck.
     GeneratorBound {

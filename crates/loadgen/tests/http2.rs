@@ -1,8 +1,9 @@
 //! HTTP/2 against real servers started by the test on 127.0.0.1 port 0: the `h2` crate's
-//! server in cleartext (prior knowledge) and over TLS with ALPN, and a hand-written server
-//! that resets streams or sends GOAWAY mid-run. Counts are exact, streams run side by side on
-//! a connection up to the smaller of `--streams` and the server's limit, bodies of every size
-//! arrive whole through flow control, and failures are counted by kind without a hang.
+//! server in cleartext (prior knowledge) and over TLS with ALPN, a hand-written server
+//! that resets streams or sends GOAWAY mid-run, and a hostile one that floods the client.
+//! Counts are exact, streams run side by side on a connection up to the smaller of `--streams`
+//! and the server's limit, bodies of every size arrive whole through flow control, failures
+//! are counted by kind without a hang, and a flood ends its connection at once.
 //!
 //! Every run is bounded in requests and wrapped in a deadline.
 
@@ -10,8 +11,8 @@
 mod h2srv;
 mod support;
 
-use h2srv::{H2Server, Mode, Rude, RudeServer};
-use loadgen::{HttpVersion, LoadConfig, LoadError, Measurement, Timer};
+use h2srv::{Flood, FloodServer, H2Server, Mode, Rude, RudeServer};
+use loadgen::{HttpVersion, LoadConfig, LoadError, Measurement, Note, Timer};
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::{Duration, Instant};
 use support::{config, run_within};
@@ -116,6 +117,20 @@ fn request_bodies_respect_the_servers_windows() {
 }
 
 #[test]
+fn request_bodies_beyond_the_output_limit_go_out_whole() {
+    // Windows that take every body at once: the client queues no more than its output limit
+    // (64 KiB) at a time, and carries on as the socket takes it.
+    let s = H2Server::start_with_window(Mode::H2c, 100, Some(16 << 20));
+    let mut cfg = h2(&s.url("http", "/"), 12, 1, 4);
+    let body: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+    cfg.body = Some(body);
+    cfg.load.method = loadgen::Method::Post;
+    let m = run_ok(cfg);
+    assert_clean(&m, 12);
+    assert_eq!(s.counters.body_bytes.load(SeqCst), 12 * 1_000_000);
+}
+
+#[test]
 fn a_server_that_does_not_select_h2_is_a_clear_error() {
     // One that refuses the handshake for want of a protocol in common, one that completes it
     // without choosing any.
@@ -212,4 +227,86 @@ fn options_http2_cannot_take_are_refused() {
     assert!(e(cfg).contains("HTTP/2 forbids"));
     assert!(e(h2(url, 10, 1, 0)).contains("out of range"));
     assert!(h2(url, 10, 1, 100).validate().is_ok());
+}
+
+/// The reason the run gives for the first HTTP/2 connection it ended for the server's errors.
+fn h2_error(m: &Measurement) -> String {
+    m.notes
+        .iter()
+        .find_map(|n| match n {
+            Note::Http2Errors { first, .. } => Some(first.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no note of an HTTP/2 error: {:?}", m.notes))
+}
+
+/// Waits up to 3 s for `done`.
+fn soon(done: impl Fn() -> bool) -> bool {
+    let until = Instant::now() + Duration::from_secs(3);
+    while !done() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    done()
+}
+
+#[test]
+fn a_header_block_that_never_ends_ends_its_connection() {
+    // CONTINUATION frames that grow the block past its size limit, and empty ones that only
+    // add to their number.
+    for (flood, why) in [
+        (
+            Flood::Continuation(16_384),
+            "header block larger than 64 KiB",
+        ),
+        (Flood::Continuation(0), "more than 64 CONTINUATION frames"),
+    ] {
+        let s = FloodServer::start(flood);
+        let mut cfg = h2(&s.url(), 1, 1, 1);
+        cfg.load.timeout = Duration::from_secs(10);
+        let started = Instant::now();
+        let m = run_ok(cfg);
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(3), "{flood:?}: took {took:?}");
+        assert_eq!(m.complete(), 1);
+        assert_eq!(
+            m.rec.failures.exception, 1,
+            "{flood:?}: {:?}",
+            m.rec.failures
+        );
+        assert_eq!(m.failed(), 1, "{flood:?}: {:?}", m.rec.failures);
+        let first = h2_error(&m);
+        assert!(first.contains(why), "{flood:?}: {first}");
+        assert!(first.contains("ENHANCE_YOUR_CALM"), "{flood:?}: {first}");
+        // The client said why, and dropped the connection long before the flood's bound.
+        assert!(
+            soon(|| s.goaway_code.load(SeqCst) == 0xb),
+            "{flood:?}: GOAWAY code {:#x}",
+            s.goaway_code.load(SeqCst)
+        );
+        assert!(soon(|| s.closed_by_client.load(SeqCst) == 1), "{flood:?}");
+        assert_eq!(s.accepted.load(SeqCst), 1);
+    }
+}
+
+#[test]
+fn a_ping_flood_whose_answers_are_never_read_ends_its_connection() {
+    let s = FloodServer::start(Flood::Ping);
+    let mut cfg = h2(&s.url(), 1, 1, 1);
+    cfg.load.timeout = Duration::from_secs(10);
+    let started = Instant::now();
+    let m = run_ok(cfg);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert_eq!(m.complete(), 1);
+    assert_eq!(m.rec.failures.exception, 1, "{:?}", m.rec.failures);
+    assert_eq!(m.failed(), 1, "{:?}", m.rec.failures);
+    let first = h2_error(&m);
+    assert!(first.contains("PING"), "{first}");
+    assert!(first.contains("ENHANCE_YOUR_CALM"), "{first}");
+    // The answers went out as far as the socket took them; then the client closed the
+    // connection (its GOAWAY cannot get past the answers the server never read).
+    assert!(soon(|| s.closed_by_client.load(SeqCst) == 1));
+    let sent = s.sent.load(SeqCst);
+    assert!(sent > 1000, "the flood was cut short after {sent} PINGs");
+    assert_eq!(s.accepted.load(SeqCst), 1);
 }

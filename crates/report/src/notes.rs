@@ -24,6 +24,11 @@ pub fn describe(note: &Note) -> String {
              of file descriptors (its open-files limit is {limit}): a limit of the generator, not \
              of the server; raise it (ulimit -n) or lower the concurrency"
         ),
+        Note::Http2Errors { connections, first } => format!(
+            "{connections} HTTP/2 connections were ended by the generator, with a GOAWAY, for \
+             the server's errors, and the streams open on them counted as Exceptions; the \
+             first because {first}"
+        ),
         Note::GeneratorBound {
             read_delay_mean_us,
             total_mean_us,

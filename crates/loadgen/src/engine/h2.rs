@@ -29,19 +29,27 @@
 //! stream started, the connection is closed with every stream on it). After a GOAWAY the
 //! connection takes no new streams; once its last one ends it is closed and a new one opened,
 //! so the load carries on.
+//!
+//! Whatever a server sends, what a connection holds stays bounded: a frame is at most
+//! [`h2::MAX_FRAME_RECV`], a header block at most [`h2::MAX_HEADER_BLOCK`] in at most
+//! [`h2::MAX_CONTINUATIONS`] CONTINUATION frames, decoding to at most [`h2::MAX_HEADER_LIST`];
+//! at most [`h2::MAX_QUEUED_REPLIES`] answers to its PINGs and SETTINGS wait unwritten; and no
+//! stream is opened nor request body queued while [`OUT_CAP`] bytes wait to be written. A server
+//! beyond these limits has the connection ended with a GOAWAY saying why (ENHANCE_YOUR_CALM for
+//! the floods), its open streams counted as exceptions, and the run notes the reason.
 
 use super::{
     note_connect_error, tighten_timer_slack, token, untoken, Request, Shared, Tally,
     CONNECT_RETRY_PAUSE, EVENTS, READ_BUF, STOP_CHECK, TURN_BYTES, UNKNOWN,
 };
 use crate::coalesce::Napper;
-use crate::h2::{self, Event, FrameError, FrameReader, ResponseHead};
+use crate::h2::{self, ConnError, Event, FrameReader, ResponseHead};
 use crate::sock::{self, Recv, Stamp};
 use crate::stats::{FailureKind, Recorder, Sample};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Write as _};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
@@ -54,6 +62,11 @@ use std::time::{Duration, Instant};
 const BEFORE_SETTINGS: u32 = 1;
 /// The largest stream id; a connection that reaches it is closed and replaced.
 const MAX_ID: u32 = 0x7fff_ffff;
+/// Output waiting unwritten on a connection beyond which it opens no stream and queues no
+/// request body until some has gone out: 64 KiB, a read's worth ([`READ_BUF`]). The kernel's
+/// send buffer behind it keeps the socket busy; more here would only wait, and grow without
+/// bound behind a server that does not read.
+const OUT_CAP: usize = 64 * 1024;
 
 /// How the connection's header blocks use the server's dynamic table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +75,16 @@ enum Table {
     /// The server shrank the table: the next block says so and indexes nothing.
     Shrink,
     Unindexed,
+}
+
+/// A header block being gathered: its HEADERS arrived without END_HEADERS.
+struct Cont {
+    stream: u32,
+    /// The HEADERS frame's flags.
+    flags: u8,
+    block: Vec<u8>,
+    /// CONTINUATION frames so far.
+    frames: u32,
 }
 
 struct Stream {
@@ -146,8 +169,11 @@ struct Conn {
     unacked: u64,
     /// When something last arrived on the connection.
     heard_at: Instant,
-    /// A HEADERS frame waiting for its CONTINUATION: stream, flags, the block so far.
-    cont: Option<(u32, u8, Vec<u8>)>,
+    /// A HEADERS frame waiting for its CONTINUATION.
+    cont: Option<Cont>,
+    /// Where each answer to the server's control frames that may still be unwritten ends in
+    /// the output (as `out_end`), oldest first; at most [`h2::MAX_QUEUED_REPLIES`].
+    replies: VecDeque<u64>,
     retry_at: Option<Instant>,
     dirty: bool,
 }
@@ -230,6 +256,7 @@ pub(super) fn run_worker(
                 unacked: 0,
                 heard_at: start,
                 cont: None,
+                replies: VecDeque::new(),
                 retry_at: None,
                 dirty: false,
             })
@@ -385,6 +412,10 @@ impl H2Worker {
             if c.stream.is_some() && (c.goaway || c.next_id > MAX_ID || c.open >= self.limit(c)) {
                 break;
             }
+            if !self.room(idx) {
+                // The server is not reading: the stream waits for the socket to take more.
+                break;
+            }
             let measured = now >= self.measure_start;
             if measured && (self.end.is_some_and(|e| now >= e) || !self.sh.take_ticket()) {
                 self.conns[idx].done = true;
@@ -408,8 +439,55 @@ impl H2Worker {
         if c.open == 0 && (stopping || c.done) {
             return self.finish(idx);
         }
-        self.send_bodies(idx);
+        loop {
+            let stalled = self.send_bodies(idx);
+            self.flush(idx);
+            let c = &self.conns[idx];
+            // Bodies stopped at the cap and all went out: more follow now, as no event will
+            // come for a socket that took everything.
+            if !stalled || c.stream.is_none() || c.out_pos < c.out.len() {
+                break;
+            }
+        }
+    }
+
+    /// The connection may queue more output of its own (a stream, a request body): less than
+    /// [`OUT_CAP`] waits unwritten, once what the socket takes has been written.
+    fn room(&mut self, idx: usize) -> bool {
+        let c = &self.conns[idx];
+        if c.out.len() - c.out_pos < OUT_CAP {
+            return true;
+        }
         self.flush(idx);
+        let c = &self.conns[idx];
+        c.stream.is_some() && c.out.len() - c.out_pos < OUT_CAP
+    }
+
+    /// Room for one more answer to the server's control frames: fewer than
+    /// [`h2::MAX_QUEUED_REPLIES`] wait unwritten, once what the socket takes has been written;
+    /// else the server is flooding the client. `Ok(false)`: the connection failed meanwhile.
+    fn reply_room(&mut self, idx: usize) -> Result<bool, ConnError> {
+        if self.unwritten_replies(idx) < h2::MAX_QUEUED_REPLIES {
+            return Ok(true);
+        }
+        self.flush(idx);
+        if self.conns[idx].stream.is_none() {
+            return Ok(false);
+        }
+        if self.unwritten_replies(idx) < h2::MAX_QUEUED_REPLIES {
+            Ok(true)
+        } else {
+            Err(ConnError::Flood)
+        }
+    }
+
+    fn unwritten_replies(&mut self, idx: usize) -> usize {
+        let c = &mut self.conns[idx];
+        let written = c.out_base + c.out_pos as u64;
+        while c.replies.front().is_some_and(|&end| end <= written) {
+            c.replies.pop_front();
+        }
+        c.replies.len()
     }
 
     /// Opens a new connection and queues the client's preface.
@@ -450,6 +528,7 @@ impl H2Worker {
         c.unacked = 0;
         c.heard_at = now;
         c.cont = None;
+        c.replies.clear();
         h2::client_preface(&mut c.out);
         Ok(())
     }
@@ -504,10 +583,11 @@ impl H2Worker {
         }
     }
 
-    /// Queues the request bodies of the connection's streams as far as the windows allow.
-    fn send_bodies(&mut self, idx: usize) {
+    /// Queues the request bodies of the connection's streams as far as the windows allow;
+    /// true when it stopped short of that for the output waiting ([`OUT_CAP`]).
+    fn send_bodies(&mut self, idx: usize) -> bool {
         let Some(body) = self.sh.cfg.body.as_deref() else {
-            return;
+            return false;
         };
         let c = &mut self.conns[idx];
         for s in c.slots.iter_mut() {
@@ -515,6 +595,9 @@ impl H2Worker {
                 continue;
             }
             loop {
+                if c.out.len() - c.out_pos >= OUT_CAP {
+                    return true;
+                }
                 let left = body.len() - s.body_sent;
                 let n = (left as i64)
                     .min(c.max_frame as i64)
@@ -543,6 +626,7 @@ impl H2Worker {
                 }
             }
         }
+        false
     }
 
     /// Writes what the connection has queued; the first write that goes through establishes
@@ -601,6 +685,12 @@ impl H2Worker {
             c.out_base += c.out.len() as u64;
             c.out.clear();
             c.out_pos = 0;
+        } else if c.out_pos >= OUT_CAP {
+            // Never emptied, behind a server that reads slowly: what went out is dropped, or
+            // it would stay in front of what waits for good.
+            c.out.drain(..c.out_pos);
+            c.out_base += c.out_pos as u64;
+            c.out_pos = 0;
         }
         let flushed = c.out_base + c.out_pos as u64;
         for st in c.slots.iter_mut() {
@@ -658,11 +748,12 @@ impl H2Worker {
                         self.conn_failed(idx, kind);
                         break;
                     }
-                    if self.frames(idx, &buf[..len], now, arrival).is_err() {
+                    if let Err(e) = self.frames(idx, &buf[..len], now, arrival) {
                         let c = &mut self.conns[idx];
                         let last = c.next_id.saturating_sub(2);
-                        h2::goaway(&mut c.out, last, h2::PROTOCOL_ERROR);
+                        h2::goaway(&mut c.out, last, e.code());
                         self.flush(idx);
+                        self.sh.note_h2_error(e);
                         self.conn_failed(idx, FailureKind::Exception);
                         break;
                     }
@@ -700,7 +791,7 @@ impl H2Worker {
         data: &[u8],
         now: Instant,
         arrival: Option<(Stamp, Stamp)>,
-    ) -> Result<(), FrameError> {
+    ) -> Result<(), ConnError> {
         let mut pos = 0;
         loop {
             let c = &mut self.conns[idx];
@@ -714,7 +805,7 @@ impl H2Worker {
                     head,
                 }) => {
                     if c.cont.is_some() || stream == 0 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
                     c.unacked += flow as u64;
                     if c.unacked >= u64::from(h2::RECV_WINDOW / 2) {
@@ -746,12 +837,12 @@ impl H2Worker {
             let c = &mut self.conns[idx];
             let payload = std::mem::take(&mut self.scratch);
             if c.cont.is_some() && head.kind != h2::CONTINUATION {
-                return Err(FrameError);
+                return Err(ConnError::Protocol);
             }
             match head.kind {
                 h2::HEADERS => {
                     if head.stream == 0 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
                     let frag = h2::headers_fragment(&head, &payload)?;
                     if let Some(s) = c.slots.iter_mut().find(|s| s.id == head.stream) {
@@ -760,30 +851,45 @@ impl H2Worker {
                     if head.flags & h2::END_HEADERS != 0 {
                         self.block(idx, head.stream, head.flags, frag, now, arrival)?;
                     } else {
-                        c.cont = Some((head.stream, head.flags, frag));
+                        c.cont = Some(Cont {
+                            stream: head.stream,
+                            flags: head.flags,
+                            block: frag,
+                            frames: 0,
+                        });
                     }
                 }
                 h2::CONTINUATION => {
-                    let Some((stream, flags, mut block)) = c.cont.take() else {
-                        return Err(FrameError);
+                    let Some(mut cont) = c.cont.take() else {
+                        return Err(ConnError::Protocol);
                     };
-                    if stream != head.stream {
-                        return Err(FrameError);
+                    if cont.stream != head.stream {
+                        return Err(ConnError::Protocol);
+                    }
+                    cont.frames += 1;
+                    if cont.frames > h2::MAX_CONTINUATIONS {
+                        return Err(ConnError::Continuations);
+                    }
+                    if cont.block.len() + payload.len() > h2::MAX_HEADER_BLOCK {
+                        return Err(ConnError::HeaderBlock);
                     }
                     if let Some(s) = c.slots.iter_mut().find(|s| s.id == head.stream) {
                         s.wire_len += 9 + head.len as u64;
                     }
-                    block.extend_from_slice(&payload);
+                    cont.block.extend_from_slice(&payload);
                     if head.flags & h2::END_HEADERS != 0 {
-                        self.block(idx, stream, flags, block, now, arrival)?;
+                        self.block(idx, cont.stream, cont.flags, cont.block, now, arrival)?;
                     } else {
-                        self.conns[idx].cont = Some((stream, flags, block));
+                        c.cont = Some(cont);
                     }
                 }
                 h2::SETTINGS if head.flags & h2::ACK == 0 => {
                     if head.stream != 0 || payload.len() % 6 != 0 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
+                    // Applied once per frame, as the last value leaves it: a frame of thousands
+                    // of entries costs no more than one.
+                    let mut window = None;
                     for e in payload.chunks_exact(6) {
                         let id = u16::from_be_bytes([e[0], e[1]]);
                         let v = u32::from_be_bytes([e[2], e[3], e[4], e[5]]);
@@ -796,22 +902,25 @@ impl H2Worker {
                             h2::SETTINGS_MAX_CONCURRENT_STREAMS => c.peer_max = v,
                             h2::SETTINGS_INITIAL_WINDOW_SIZE => {
                                 if v > MAX_ID {
-                                    return Err(FrameError);
+                                    return Err(ConnError::Protocol);
                                 }
-                                let delta = i64::from(v) - c.peer_window;
-                                for s in c.slots.iter_mut().filter(|s| s.id != 0) {
-                                    s.send_window += delta;
-                                }
-                                c.peer_window = i64::from(v);
+                                window = Some(i64::from(v));
                             }
                             h2::SETTINGS_MAX_FRAME_SIZE => {
                                 if !(16_384..=16_777_215).contains(&v) {
-                                    return Err(FrameError);
+                                    return Err(ConnError::Protocol);
                                 }
                                 c.max_frame = v as usize;
                             }
                             _ => {}
                         }
+                    }
+                    if let Some(v) = window {
+                        let delta = v - c.peer_window;
+                        for s in c.slots.iter_mut().filter(|s| s.id != 0) {
+                            s.send_window += delta;
+                        }
+                        c.peer_window = v;
                     }
                     if !c.settings_seen {
                         c.settings_seen = true;
@@ -826,17 +935,29 @@ impl H2Worker {
                             c.peer_max = u32::MAX;
                         }
                     }
+                    if !self.reply_room(idx)? {
+                        self.scratch = payload;
+                        return Ok(());
+                    }
+                    let c = &mut self.conns[idx];
                     h2::settings_ack(&mut c.out);
+                    c.replies.push_back(c.out_base + c.out.len() as u64);
                 }
                 h2::PING if head.flags & h2::ACK == 0 => {
                     if payload.len() != 8 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
+                    if !self.reply_room(idx)? {
+                        self.scratch = payload;
+                        return Ok(());
+                    }
+                    let c = &mut self.conns[idx];
                     h2::ping_ack(&mut c.out, &payload);
+                    c.replies.push_back(c.out_base + c.out.len() as u64);
                 }
                 h2::GOAWAY => {
                     if payload.len() < 8 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
                     let last = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
                         & MAX_ID;
@@ -850,7 +971,7 @@ impl H2Worker {
                 }
                 h2::RST_STREAM => {
                     if head.stream == 0 || payload.len() != 4 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
                     if let Some(k) = c.slots.iter().position(|s| s.id == head.stream) {
                         self.fail_stream(idx, k, FailureKind::Reset, now);
@@ -858,7 +979,7 @@ impl H2Worker {
                 }
                 h2::WINDOW_UPDATE => {
                     if payload.len() != 4 {
-                        return Err(FrameError);
+                        return Err(ConnError::Protocol);
                     }
                     let inc = i64::from(
                         u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]])
@@ -871,7 +992,7 @@ impl H2Worker {
                     }
                 }
                 // Server push was turned off in the client's SETTINGS.
-                h2::PUSH_PROMISE => return Err(FrameError),
+                h2::PUSH_PROMISE => return Err(ConnError::Protocol),
                 _ => {}
             }
             self.scratch = payload;
@@ -887,7 +1008,7 @@ impl H2Worker {
         block: Vec<u8>,
         now: Instant,
         arrival: Option<(Stamp, Stamp)>,
-    ) -> Result<(), FrameError> {
+    ) -> Result<(), ConnError> {
         let c = &mut self.conns[idx];
         let k = c.slots.iter().position(|s| s.id == stream);
         let want = k.is_some_and(|k| c.slots[k].req.want_server);
@@ -1033,6 +1154,8 @@ impl H2Worker {
         c.registered = None;
         c.out.clear();
         c.out_pos = 0;
+        c.cont = None;
+        c.replies.clear();
     }
 
     fn finish(&mut self, idx: usize) {

@@ -15,13 +15,18 @@
 //! with a fixed header block and "hello", and either resets every third stream it sees
 //! (RST_STREAM) or, after answering a number of streams on a connection, sends GOAWAY naming
 //! the last one it answered and closes that connection.
+//!
+//! [`FloodServer`] is hand-written and hostile (h2c only): on every connection it sends frames
+//! without end, CONTINUATION frames for a header block it never ends, or PINGs while never
+//! reading the answers, until the client closes the connection or the flood reaches its bound
+//! ([`FLOOD_BYTES`], [`FLOOD_TIME`]).
 
 use bytes::Bytes;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 #[derive(Default)]
@@ -75,6 +80,12 @@ fn tls_config(alpn: &[&[u8]]) -> rustls::ServerConfig {
 impl H2Server {
     /// `max_streams`: the SETTINGS_MAX_CONCURRENT_STREAMS the server advertises.
     pub fn start(mode: Mode, max_streams: u32) -> H2Server {
+        H2Server::start_with_window(mode, max_streams, None)
+    }
+
+    /// `window`: the flow-control window the server gives each stream and the connection
+    /// (the `h2` crate's default, 65,535, when `None`).
+    pub fn start_with_window(mode: Mode, max_streams: u32, window: Option<u32>) -> H2Server {
         let counters = Arc::new(Counters::default());
         let (tx, rx) = oneshot::channel::<()>();
         let (port_tx, port_rx) = std::sync::mpsc::channel();
@@ -114,11 +125,11 @@ impl H2Server {
                         let acceptor = acceptor.clone();
                         tokio::spawn(async move {
                             match acceptor {
-                                None => serve_conn(s, c, max_streams).await,
+                                None => serve_conn(s, c, max_streams, window).await,
                                 Some(a) => {
                                     if let Ok(t) = a.accept(s).await {
                                         if t.get_ref().1.alpn_protocol() == Some(b"h2") {
-                                            serve_conn(t, c, max_streams).await
+                                            serve_conn(t, c, max_streams, window).await
                                         }
                                     }
                                 }
@@ -157,15 +168,16 @@ impl Drop for H2Server {
     }
 }
 
-async fn serve_conn<T>(io: T, c: Arc<Counters>, max_streams: u32)
+async fn serve_conn<T>(io: T, c: Arc<Counters>, max_streams: u32, window: Option<u32>)
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let Ok(mut conn) = h2::server::Builder::new()
-        .max_concurrent_streams(max_streams)
-        .handshake::<_, Bytes>(io)
-        .await
-    else {
+    let mut b = h2::server::Builder::new();
+    b.max_concurrent_streams(max_streams);
+    if let Some(w) = window {
+        b.initial_window_size(w).initial_connection_window_size(w);
+    }
+    let Ok(mut conn) = b.handshake::<_, Bytes>(io).await else {
         return;
     };
     let in_flight = Arc::new(AtomicU64::new(0));
@@ -352,4 +364,186 @@ fn rude_conn(
             s.write_all(&out)?;
         }
     }
+}
+
+/// What [`FloodServer`] sends without end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flood {
+    /// Once the client's first HEADERS arrived: HEADERS without END_HEADERS on its stream,
+    /// then CONTINUATION frames of this many bytes, none with END_HEADERS. What the client
+    /// sends meanwhile is read (GOAWAY's code kept).
+    Continuation(usize),
+    /// PING after PING once the preface arrived, never reading anything after it.
+    Ping,
+}
+
+/// The most a flood writes on one connection.
+pub const FLOOD_BYTES: u64 = 64 << 20;
+/// The longest a flood lasts on one connection.
+pub const FLOOD_TIME: Duration = Duration::from_secs(10);
+
+pub struct FloodServer {
+    pub port: u16,
+    pub accepted: Arc<AtomicU64>,
+    /// Connections the client closed during the flood (a write failed).
+    pub closed_by_client: Arc<AtomicU64>,
+    /// Frames of the flood written, on every connection.
+    pub sent: Arc<AtomicU64>,
+    /// The error code of the last GOAWAY the client sent; [`NO_GOAWAY`] for none.
+    pub goaway_code: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+pub const NO_GOAWAY: u64 = u64::MAX;
+
+impl FloodServer {
+    pub fn start(how: Flood) -> FloodServer {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.set_nonblocking(true).unwrap();
+        let s = FloodServer {
+            port: l.local_addr().unwrap().port(),
+            accepted: Arc::default(),
+            closed_by_client: Arc::default(),
+            sent: Arc::default(),
+            goaway_code: Arc::new(AtomicU64::new(NO_GOAWAY)),
+            stop: Arc::default(),
+        };
+        let (accepted, closed, sent, goaway, stop) = (
+            s.accepted.clone(),
+            s.closed_by_client.clone(),
+            s.sent.clone(),
+            s.goaway_code.clone(),
+            s.stop.clone(),
+        );
+        std::thread::spawn(move || {
+            while !stop.load(SeqCst) {
+                match l.accept() {
+                    Ok((conn, _)) => {
+                        accepted.fetch_add(1, SeqCst);
+                        let (closed, sent, goaway, stop) =
+                            (closed.clone(), sent.clone(), goaway.clone(), stop.clone());
+                        std::thread::spawn(move || {
+                            if let Ok(true) = flood_conn(conn, how, &sent, &goaway, &stop) {
+                                closed.fetch_add(1, SeqCst);
+                            }
+                        });
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        s
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for FloodServer {
+    fn drop(&mut self) {
+        self.stop.store(true, SeqCst);
+    }
+}
+
+/// Reads one frame: its type, flags, stream and payload.
+fn read_frame(s: &mut std::net::TcpStream) -> std::io::Result<(u8, u8, u32, Vec<u8>)> {
+    let mut head = [0u8; 9];
+    s.read_exact(&mut head)?;
+    let len = (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload)?;
+    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+    Ok((head[3], head[4], stream, payload))
+}
+
+/// Floods one connection; true when the client closed it first.
+fn flood_conn(
+    mut s: std::net::TcpStream,
+    how: Flood,
+    sent: &AtomicU64,
+    goaway: &Arc<AtomicU64>,
+    stop: &AtomicBool,
+) -> std::io::Result<bool> {
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(FLOOD_TIME))?;
+    let mut preface = [0u8; 24];
+    s.read_exact(&mut preface)?;
+    let mut out = Vec::new();
+    frame(&mut out, 0x4, 0, 0, &[]); // SETTINGS
+    s.write_all(&out)?;
+    // Each write is a batch of frames; one that does not go through in a second is tried again
+    // until the flood's time is up.
+    s.set_write_timeout(Some(Duration::from_secs(1)))?;
+    let (batch, frames) = match how {
+        Flood::Continuation(len) => {
+            let stream = loop {
+                let (kind, _, stream, _) = read_frame(&mut s)?;
+                if kind == 0x1 {
+                    break stream;
+                }
+            };
+            let mut reader = s.try_clone()?;
+            let goaway = goaway.clone();
+            std::thread::spawn(move || {
+                while let Ok((kind, _, _, payload)) = read_frame(&mut reader) {
+                    if kind == 0x7 && payload.len() >= 8 {
+                        let code =
+                            u32::from_be_bytes([payload[4], payload[5], payload[6], payload[7]]);
+                        goaway.store(u64::from(code), SeqCst);
+                    }
+                }
+            });
+            // :status 200, then a block that never ends.
+            out.clear();
+            frame(&mut out, 0x1, 0, stream, &[0x88]);
+            s.write_all(&out)?;
+            let mut b = Vec::new();
+            for _ in 0..16 {
+                frame(&mut b, 0x9, 0, stream, &vec![0u8; len]);
+            }
+            (b, 16)
+        }
+        Flood::Ping => {
+            let mut b = Vec::new();
+            for i in 0..1024u64 {
+                frame(&mut b, 0x6, 0, 0, &i.to_be_bytes());
+            }
+            (b, 1024)
+        }
+    };
+    let started = Instant::now();
+    let (mut written, mut at) = (0u64, 0usize);
+    while written < FLOOD_BYTES && started.elapsed() < FLOOD_TIME && !stop.load(SeqCst) {
+        match s.write(&batch[at..]) {
+            Ok(0) => return Ok(true),
+            Ok(n) => {
+                written += n as u64;
+                at += n;
+                if at == batch.len() {
+                    at = 0;
+                    sent.fetch_add(frames, SeqCst);
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                ) =>
+            {
+                return Ok(true)
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // Bound reached: hold the connection, unread, until the client closes it or time is up.
+    while started.elapsed() < FLOOD_TIME && !stop.load(SeqCst) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(false)
 }
