@@ -61,7 +61,7 @@ build() {
     [ "${SMOKE_NO_BUILD:-0}" = 1 ] && return 0
     t0=$(now_ms)
     log=/tmp/$(echo "$repo" | tr / -)-build-$1.log
-    if ! docker build --network host --force-rm -t "$repo/$1:$tag" "$here/$1" > "$log" 2>&1; then
+    if ! docker build --force-rm -t "$repo/$1:$tag" "$here/$1" > "$log" 2>&1; then
         echo "build of $1 failed; last lines of $log:"; tail -n 15 "$log"
         exit 1
     fi
