@@ -201,17 +201,7 @@ async fn push(
 ) -> Result<ExitCode, Failure> {
     let kinds = runner::kinds_for(file, docker_dir).map_err(Failure::usage)?;
     let plan = scenario::load_file_with(file, &kinds).map_err(Failure::usage)?;
-    let Some(h) = plan.hosts.iter().position(|h| h.name == host) else {
-        return Err(Failure::usage(anyhow!(
-            "--host {host}: {} has no [[host]] of that name (it has: {})",
-            file.display(),
-            plan.hosts
-                .iter()
-                .map(|h| h.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    };
+    let h = host_named(&plan, file, host)?;
     let spec = &plan.hosts[h];
     let targets =
         runner::push_targets(&plan, &kinds, h, names).map_err(|e| Failure::usage(anyhow!(e)))?;
@@ -432,17 +422,7 @@ pub async fn gc(a: GcArgs) -> Result<ExitCode, Failure> {
         let kinds = runner::kinds_for(file, a.docker_dir.as_deref()).map_err(Failure::usage)?;
         let plan = scenario::load_file_with(file, &kinds).map_err(Failure::usage)?;
         for name in &a.hosts {
-            let Some(h) = plan.hosts.iter().find(|h| &h.name == name) else {
-                return Err(Failure::usage(anyhow!(
-                    "--host {name}: {} has no [[host]] of that name (it has: {})",
-                    file.display(),
-                    plan.hosts
-                        .iter()
-                        .map(|h| h.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            };
+            let h = &plan.hosts[host_named(&plan, file, name)?];
             engines.push((h.name.clone(), runner::hosts::endpoint(h)));
         }
         if a.all_hosts {
@@ -703,4 +683,22 @@ fn emit(text: &str, out: Option<&Path>) -> anyhow::Result<()> {
         None => crate::stdout(text)?,
     }
     Ok(())
+}
+
+/// Where in `plan` (read from `file`) the `[[host]]` that `--host NAME` names is.
+fn host_named(plan: &scenario::Plan, file: &Path, name: &str) -> Result<usize, Failure> {
+    plan.hosts
+        .iter()
+        .position(|h| h.name == name)
+        .ok_or_else(|| {
+            Failure::usage(anyhow!(
+                "--host {name}: {} has no [[host]] of that name (it has: {})",
+                file.display(),
+                plan.hosts
+                    .iter()
+                    .map(|h| h.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
 }
