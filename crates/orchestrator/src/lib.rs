@@ -119,21 +119,9 @@ impl Orchestrator {
         &self.endpoint
     }
 
-    /// Overrides the limit on one image build (default 30 min).
-    pub fn with_build_timeout(mut self, timeout: Duration) -> Self {
-        self.build_timeout = timeout;
-        self
-    }
-
     /// Overrides the limit on one base-image pull attempt (default 15 s).
     pub fn with_pull_timeout(mut self, timeout: Duration) -> Self {
         self.pull_timeout = timeout;
-        self
-    }
-
-    /// Overrides the limit on one mmdebstrap run (default 15 min).
-    pub fn with_bootstrap_timeout(mut self, timeout: Duration) -> Self {
-        self.bootstrap_timeout = timeout;
         self
     }
 

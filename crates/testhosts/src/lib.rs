@@ -73,11 +73,6 @@ impl TestHost {
         self.run_dir.join("docker.sock")
     }
 
-    /// `unix://` URL of [`socket`](Self::socket).
-    pub fn unix_url(&self) -> String {
-        format!("unix://{}", self.socket().display())
-    }
-
     /// The dockerd's own log.
     pub fn log(&self) -> PathBuf {
         self.run_dir.join("dockerd.log")
