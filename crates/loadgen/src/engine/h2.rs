@@ -56,6 +56,10 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The Last-Stream-ID of the client's GOAWAY: the highest stream the server opened that the
+/// client acted on (RFC 9113, 6.8). Servers open none here (push is off), so 0.
+const LAST_PEER_STREAM: u32 = 0;
+
 /// Streams a new connection opens before the server's SETTINGS say how many it takes: the
 /// first request leaves with the preface, the others once the server's limit is known, so
 /// that none is refused for opening beyond it.
@@ -750,8 +754,7 @@ impl H2Worker {
                     }
                     if let Err(e) = self.frames(idx, &buf[..len], now, arrival) {
                         let c = &mut self.conns[idx];
-                        let last = c.next_id.saturating_sub(2);
-                        h2::goaway(&mut c.out, last, e.code());
+                        h2::goaway(&mut c.out, LAST_PEER_STREAM, e.code());
                         self.flush(idx);
                         self.sh.note_h2_error(e);
                         self.conn_failed(idx, FailureKind::Exception);
@@ -1164,10 +1167,9 @@ impl H2Worker {
             c.finished = true;
             if c.connected {
                 // Says goodbye as a client does; nothing waits for it.
-                let last = c.next_id.saturating_sub(2);
                 c.out.clear();
                 c.out_pos = 0;
-                h2::goaway(&mut c.out, last, h2::NO_ERROR);
+                h2::goaway(&mut c.out, LAST_PEER_STREAM, h2::NO_ERROR);
                 self.flush(idx);
             }
             self.drop_socket(idx);
