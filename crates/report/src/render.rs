@@ -1,7 +1,7 @@
 //! Reports rendered from tera templates: ab's text layout with head-to-head tables, Markdown for
 //! CI summaries, and one self-contained HTML page with SVG charts.
 //!
-//! The templates live in this crate's `templates/` and are embedded in the binary; a directory given to
+//! The templates live in the repository's `templates/` and are embedded in the binary; a directory given to
 //! [`Renderer::new`] overrides any of them by file name. The Rust side computes every number,
 //! already formatted, into a serializable context; templates only lay it out. Nothing depends
 //! on the clock or on hash order, so the same record always renders to the same bytes.
@@ -49,44 +49,44 @@ impl FromStr for Format {
 pub const TEMPLATES: [(&str, &str); 11] = [
     (
         "report.txt.tera",
-        include_str!("../templates/report.txt.tera"),
+        include_str!("../../../templates/report.txt.tera"),
     ),
     (
         "report.md.tera",
-        include_str!("../templates/report.md.tera"),
+        include_str!("../../../templates/report.md.tera"),
     ),
     (
         "report.html.tera",
-        include_str!("../templates/report.html.tera"),
+        include_str!("../../../templates/report.html.tera"),
     ),
     (
         "compare.txt.tera",
-        include_str!("../templates/compare.txt.tera"),
+        include_str!("../../../templates/compare.txt.tera"),
     ),
     (
         "compare.md.tera",
-        include_str!("../templates/compare.md.tera"),
+        include_str!("../../../templates/compare.md.tera"),
     ),
-    (AB_TEMPLATE, include_str!("../templates/ab.txt.tera")),
+    (AB_TEMPLATE, include_str!("../../../templates/ab.txt.tera")),
     (
         "capacity.txt.tera",
-        include_str!("../templates/capacity.txt.tera"),
+        include_str!("../../../templates/capacity.txt.tera"),
     ),
     (
         "capacity.md.tera",
-        include_str!("../templates/capacity.md.tera"),
+        include_str!("../../../templates/capacity.md.tera"),
     ),
     (
         "capacity.html.tera",
-        include_str!("../templates/capacity.html.tera"),
+        include_str!("../../../templates/capacity.html.tera"),
     ),
     (
         "paired.txt.tera",
-        include_str!("../templates/paired.txt.tera"),
+        include_str!("../../../templates/paired.txt.tera"),
     ),
     (
         "paired.md.tera",
-        include_str!("../templates/paired.md.tera"),
+        include_str!("../../../templates/paired.md.tera"),
     ),
 ];
 

@@ -25,7 +25,7 @@
 //! which options it takes and the environment variables they set, and what its container may
 //! do; [`kinds_for`] finds them.
 
-pub mod ab;
+pub mod against;
 pub mod cancel;
 pub mod capacity;
 pub mod events;
@@ -38,7 +38,7 @@ mod results;
 pub mod rundir;
 pub mod tls;
 
-pub use ab::Against;
+pub use against::Against;
 pub use cancel::{Cancel, Cleanup};
 pub use events::{Event, Observer, Quiet};
 pub use headroom::Headroom;

@@ -4,7 +4,7 @@
 
 mod capacity;
 
-use crate::ab::{self, AbPlan, Against, BaselineImage};
+use crate::against::{self, Against, AgainstPlan, BaselineImage};
 use crate::cancel::{Cancel, Cleanup};
 use crate::events::{Event, Observer};
 use crate::headroom::{self, Headroom, Reading, MAX_TRIES};
@@ -52,7 +52,7 @@ pub struct RunOptions {
     /// of the scenario's `[capacity]` or their defaults (the command line's `--capacity`).
     pub capacity: Option<scenario::CapacityTarget>,
     /// An A/B run: measure the baseline record's images beside the candidate's, round by
-    /// round, until the paired comparison is decided ([`crate::ab`]); `runs` is then ignored
+    /// round, until the paired comparison is decided ([`crate::against`]); `runs` is then ignored
     /// for the against's `max_rounds`.
     pub against: Option<Against>,
     /// The benchctl binary `[load] generators` run (an image is made of it on each generator
@@ -285,7 +285,7 @@ pub async fn run(
 ) -> Result<RunOutcome, RunError> {
     // Everything that can be checked is checked before anything starts.
     let ab = match &opts.against {
-        Some(a) => Some(ab::prepare(plan, &opts, a)?),
+        Some(a) => Some(against::prepare(plan, &opts, a)?),
         None => None,
     };
     let runs = match &ab {
@@ -407,7 +407,7 @@ pub async fn run(
     }
     // An A/B run's baseline images must be here, on this machine's engine.
     if let (Some(ab), Some(orch)) = (&ab, engines[0].as_ref()) {
-        ab::check_images(orch, ab).await?;
+        against::check_images(orch, ab).await?;
     }
 
     let started_at = report::record::now_rfc3339();
@@ -758,7 +758,7 @@ struct Ctx<'a> {
     scheme: Scheme,
     tls_dir: Option<PathBuf>,
     /// An A/B run's plan.
-    ab: Option<&'a AbPlan>,
+    ab: Option<&'a AgainstPlan>,
     /// `[load] generators`, ready once the run has made their image on each host.
     generators: std::sync::OnceLock<Vec<crate::generators::Generator>>,
     /// The `[[host]]`s whose engine stopped answering about a server during the run.
@@ -1176,7 +1176,12 @@ impl Ctx<'_> {
     /// Replaces every container of one side of an A/B run by a fresh one of the same image, in
     /// dependency order (a cache's backend first, so the cache is told its new address): how
     /// many started, and the servers that could not start again, with why.
-    async fn renew(&self, side: &mut Vec<Live>, expected: &[ExpectedDoc], ab: &AbPlan) -> Renewed {
+    async fn renew(
+        &self,
+        side: &mut Vec<Live>,
+        expected: &[ExpectedDoc],
+        ab: &AgainstPlan,
+    ) -> Renewed {
         let old: Vec<Live> = std::mem::take(side);
         let mut keep = Vec::with_capacity(old.len());
         let mut removals = Vec::with_capacity(old.len());
@@ -1962,7 +1967,7 @@ impl Ctx<'_> {
             .filter(|_| l.baseline);
         let measured = async {
             Ok::<_, RunError>(match (baseline_generator, self.generators.get()) {
-                (Some(g), _) => crate::ab::measure_with(
+                (Some(g), _) => crate::against::measure_with(
                     g,
                     load,
                     &self.plan.cpus.loadgen,

@@ -61,7 +61,7 @@ impl Against {
 
 /// An A/B run's plan, worked out from the scenario and the baseline record.
 #[derive(Debug)]
-pub(crate) struct AbPlan {
+pub(crate) struct AgainstPlan {
     pub against: Against,
     /// Per scenario server (by index): the image the baseline side runs, by id where the
     /// record has one (a tag may have been rebuilt since; the id is what was measured).
@@ -91,7 +91,7 @@ pub(crate) struct BaselineImage {
     pub kind: String,
 }
 
-impl AbPlan {
+impl AgainstPlan {
     /// The CPU share both sides of `server` get for `document`: the one the baseline's loads
     /// had (their last round), else the scenario's.
     pub fn share(&self, plan: &Plan, server: &str, document: &str) -> Option<f64> {
@@ -105,7 +105,7 @@ impl AbPlan {
     }
 }
 
-impl AbPlan {
+impl AgainstPlan {
     /// The cores `server` used serving `document` in the baseline record's last load of it,
     /// at most its share (or its cpuset's cores): what a slowed candidate gets a fraction of.
     /// A share is a ceiling, and a server held back by something else (its generator, its own
@@ -132,7 +132,11 @@ impl AbPlan {
 
 /// Checks an A/B run's options against the scenario and the baseline record, before anything
 /// starts.
-pub(crate) fn prepare(plan: &Plan, opts: &RunOptions, a: &Against) -> Result<AbPlan, RunError> {
+pub(crate) fn prepare(
+    plan: &Plan,
+    opts: &RunOptions,
+    a: &Against,
+) -> Result<AgainstPlan, RunError> {
     let bad = |m: String| Err(RunError::Invalid(m));
     let path = a.path.display();
     if opts.headroom == Headroom::Auto {
@@ -235,7 +239,7 @@ pub(crate) fn prepare(plan: &Plan, opts: &RunOptions, a: &Against) -> Result<AbP
         Some(p) => Some(baseline_generator(p, plan)?),
         None => None,
     };
-    Ok(AbPlan {
+    Ok(AgainstPlan {
         against: a.clone(),
         images,
         slowed,
@@ -332,7 +336,7 @@ pub(crate) async fn measure_with(
 }
 
 /// Every baseline image is on this machine: a missing one is named, with how to get it back.
-pub(crate) async fn check_images(orch: &Orchestrator, ab: &AbPlan) -> Result<(), RunError> {
+pub(crate) async fn check_images(orch: &Orchestrator, ab: &AgainstPlan) -> Result<(), RunError> {
     let mut indices: Vec<&usize> = ab.images.keys().collect();
     indices.sort();
     for i in indices {
