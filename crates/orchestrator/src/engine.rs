@@ -278,44 +278,10 @@ fn unix_seconds(t: SystemTime) -> f64 {
 /// Seconds since the Unix epoch of an RFC 3339 time as Docker writes it
 /// (`2026-12-02T00:25:01.123456789Z`, or with a `+01:00` offset).
 pub fn parse_rfc3339(text: &str) -> Option<f64> {
-    let text = text.trim();
-    let (date, rest) = text.split_once(['T', 't', ' '])?;
-    let mut d = date.split('-');
-    let year: i64 = d.next()?.parse().ok()?;
-    let month: i64 = d.next()?.parse().ok()?;
-    let day: i64 = d.next()?.parse().ok()?;
-    if d.next().is_some() || !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
-    }
-    // The zone: Z, or +HH:MM / -HH:MM at the end.
-    let (clock, zone_s) = if let Some(c) = rest.strip_suffix(['Z', 'z']) {
-        (c, 0i64)
-    } else {
-        let at = rest.rfind(['+', '-'])?;
-        let (c, z) = rest.split_at(at);
-        let sign = if z.starts_with('-') { -1 } else { 1 };
-        let (h, m) = z[1..].split_once(':')?;
-        (
-            c,
-            sign * (h.parse::<i64>().ok()? * 3600 + m.parse::<i64>().ok()? * 60),
-        )
-    };
-    let mut c = clock.split(':');
-    let hour: i64 = c.next()?.parse().ok()?;
-    let minute: i64 = c.next()?.parse().ok()?;
-    let second: f64 = c.next()?.parse().ok()?;
-    if c.next().is_some() || hour > 23 || minute > 59 || !(0.0..61.0).contains(&second) {
-        return None;
-    }
-    // Days from 1970-01-01 to the date (Howard Hinnant's days_from_civil).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some((days * 86_400 + hour * 3600 + minute * 60 - zone_s) as f64 + second)
+    let t =
+        time::OffsetDateTime::parse(text.trim(), &time::format_description::well_known::Rfc3339)
+            .ok()?;
+    Some(t.unix_timestamp() as f64 + f64::from(t.nanosecond()) / 1e9)
 }
 
 #[cfg(test)]

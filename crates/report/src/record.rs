@@ -963,35 +963,18 @@ fn json_kind(v: &serde_json::Value) -> &'static str {
 /// clamped to the epoch, which no run can have started before.
 pub fn rfc3339(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    time::OffsetDateTime::from_unix_timestamp(secs as i64)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_string())
 }
 
 /// The current time as [`rfc3339`].
 pub fn now_rfc3339() -> String {
     rfc3339(SystemTime::now())
-}
-
-/// Gregorian (year, month, day) of a day count since 1970-01-01, by splitting time into
-/// 400-year eras of 146 097 days whose years start on March 1st, so leap days fall at the end.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468; // days from 0000-03-01 to 1970-01-01
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // day of era, 0..=146096
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // year of era, 0..=399
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // day of year from March 1st
-    let mp = (5 * doy + 2) / 153; // month from March, 0..=11
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]
