@@ -453,7 +453,6 @@ enum Part {
 
 /// One load sent by every usable generator, each its share, all starting [`lead`] from now: the merged report and each generator's record; `None` when the run was cancelled
 /// meanwhile. Fails only when no generator measured anything.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn measure(
     gens: &[Generator],
     url: &str,

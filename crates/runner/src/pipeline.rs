@@ -795,12 +795,8 @@ const CONNTRACK_WAIT: Duration = Duration::from_secs(130);
 
 /// What became of one load.
 enum Turn {
-    Measured {
-        load: Box<LoadReport>,
-        usage: Option<Usage>,
-        share: Option<f64>,
-        generators: Vec<GeneratorRecord>,
-    },
+    /// Measured at the CPU share it ended with.
+    Measured(Box<Measured>, Option<f64>),
     /// The server, or one it needs, died: these servers are unavailable from here on.
     Died(Vec<(usize, String)>),
     /// The run was stopped during the load, which is not kept.
@@ -1004,8 +1000,14 @@ impl Ctx<'_> {
                         // scenario's: headroom found once holds for the later rounds.
                         let key = (l.index, doc.url_path.clone());
                         let share = shares.get(&key).copied().or(plan.cpus.server_share);
+                        let at = LoadAt {
+                            round,
+                            server,
+                            doc,
+                            spec,
+                        };
                         let turn = self
-                            .one_load(l, &live, round, doc, spec, share, headroom, &mut applied)
+                            .one_load(l, &live, at, share, headroom, &mut applied)
                             .await?;
                         match turn {
                             Turn::Stopped => return Ok(()),
@@ -1013,12 +1015,7 @@ impl Ctx<'_> {
                                 self.report_deaths(record, results, deaths, false);
                                 break;
                             }
-                            Turn::Measured {
-                                load,
-                                usage,
-                                share,
-                                generators,
-                            } => {
+                            Turn::Measured(measured, share) => {
                                 if let Some(s) = share {
                                     shares.insert(key, s);
                                 }
@@ -1027,10 +1024,7 @@ impl Ctx<'_> {
                                 // alike.
                                 let share =
                                     share.or(headroom.then_some(plan.cpus.servers.len() as f64));
-                                self.keep_load(
-                                    record, results, round, server, doc, spec, *load, usage, share,
-                                    generators, false,
-                                );
+                                self.keep_load(record, results, at, *measured, share, false);
                             }
                         }
                         continue;
@@ -1073,8 +1067,14 @@ impl Ctx<'_> {
                         } else {
                             (l, &live, cand_share)
                         };
+                        let at = LoadAt {
+                            round,
+                            server,
+                            doc,
+                            spec,
+                        };
                         let turn = self
-                            .one_load(lv, lives, round, doc, spec, share, false, &mut applied)
+                            .one_load(lv, lives, at, share, false, &mut applied)
                             .await?;
                         match turn {
                             Turn::Stopped => return Ok(()),
@@ -1083,15 +1083,9 @@ impl Ctx<'_> {
                                 died = true;
                                 break;
                             }
-                            Turn::Measured {
-                                load,
-                                usage,
-                                share,
-                                generators,
-                            } => self.keep_load(
-                                record, results, round, server, doc, spec, *load, usage, share,
-                                generators, baseline,
-                            ),
+                            Turn::Measured(measured, share) => {
+                                self.keep_load(record, results, at, *measured, share, baseline)
+                            }
                         }
                     }
                     if died {
@@ -1289,18 +1283,18 @@ impl Ctx<'_> {
 
     /// One load of one server and document at CPU share `share`, measured again at smaller
     /// shares while `auto` headroom says the generator had none.
-    #[allow(clippy::too_many_arguments)]
     async fn one_load(
         &self,
         l: &Live,
         live: &[Live],
-        round: u32,
-        doc: &scenario::MaterializedDoc,
-        spec: &scenario::DocumentSpec,
+        at: LoadAt<'_>,
         mut share: Option<f64>,
         auto: bool,
         applied: &mut HashMap<(bool, usize), Option<f64>>,
     ) -> Result<Turn, RunError> {
+        let LoadAt {
+            round, doc, spec, ..
+        } = at;
         let shown = self.shown(l.index, l.baseline);
         // A server that died (before its turn or during the load), or one whose backend did,
         // is reported and skipped from here on; the others still run.
@@ -1325,25 +1319,17 @@ impl Ctx<'_> {
             if let Some(death) = self.find_death(l, live, &during).await? {
                 return Ok(Turn::Died(death));
             }
-            let Some(Measured {
-                load,
-                usage,
-                generators,
-            }) = m.map_err(|e| RunError::Step(format!("{shown} {}: {e}", doc.url_path)))?
+            let Some(measured) =
+                m.map_err(|e| RunError::Step(format!("{shown} {}: {e}", doc.url_path)))?
             else {
                 return Ok(Turn::Stopped); // stopped mid-load: a partial load is not kept
             };
-            let reading = self.reading(&load, usage.as_ref(), share);
+            let reading = self.reading(&measured.load, measured.usage.as_ref(), share);
             let next = (auto && tries < MAX_TRIES)
                 .then(|| headroom::next_share(&reading, scenario::MIN_SERVER_SHARE))
                 .flatten();
             let Some(next) = next else {
-                return Ok(Turn::Measured {
-                    load: Box::new(load),
-                    usage,
-                    share,
-                    generators,
-                });
+                return Ok(Turn::Measured(Box::new(measured), share));
             };
             self.observer.event(&Event::Headroom {
                 server: &shown,
@@ -1356,22 +1342,27 @@ impl Ctx<'_> {
         }
     }
 
-    /// Records a measured load on its side and saves the record.
-    #[allow(clippy::too_many_arguments)]
+    /// Records a measured load, made at CPU share `share`, on its side and saves the record.
     fn keep_load(
         &self,
         record: &mut RunRecord,
         results: &mut Results,
-        round: u32,
-        server: &scenario::ServerSpec,
-        doc: &scenario::MaterializedDoc,
-        spec: &scenario::DocumentSpec,
-        load: LoadReport,
-        usage: Option<Usage>,
+        at: LoadAt<'_>,
+        measured: Measured,
         share: Option<f64>,
-        generators: Vec<GeneratorRecord>,
         baseline: bool,
     ) {
+        let LoadAt {
+            round,
+            server,
+            doc,
+            spec,
+        } = at;
+        let Measured {
+            load,
+            usage,
+            generators,
+        } = measured;
         // With several generators the load was client-bound when any of them was.
         let client_bound =
             report::record::is_client_bound(&load) || generators.iter().any(|g| g.client_bound);
@@ -2026,6 +2017,15 @@ fn usage_of(u: orchestrator::ContainerUsage) -> Option<Usage> {
         cpu_s: u.cpu_seconds,
         peak_memory_bytes: u.peak_memory_bytes,
     })
+}
+
+/// What one load is of: the round, the server, and the document with its load.
+#[derive(Clone, Copy)]
+struct LoadAt<'a> {
+    round: u32,
+    server: &'a scenario::ServerSpec,
+    doc: &'a scenario::MaterializedDoc,
+    spec: &'a scenario::DocumentSpec,
 }
 
 /// One load as measured: the generator's report and the server's resource use; with `[load]
