@@ -4,7 +4,7 @@
 //! capacity at a latency target when asked ([`capacity`]), and keeps the results record on
 //! disk after every load; with [`RunOptions::against`], an A/B run measures a stored record's
 //! images beside the candidate's, round by round, until the paired comparison is decided
-//! ([`ab`]). The command line maps its arguments onto [`RunOptions`]
+//! ([`against`]). The command line maps its arguments onto [`RunOptions`]
 //! and prints what an [`Observer`] hears; tests call [`run`] in-process.
 //!
 //! What a run promises, whatever happens:

@@ -1,0 +1,190 @@
+//! One load measured: the CPU share applied, room in connection tracking, the load sent (here,
+//! from `[load] generators`, or by a baseline binary) and the server's CPU and memory read.
+
+use super::*;
+
+/// The longest a load waits for room in the kernel's connection tracking table: its entries
+/// of closed connections expire after 120 s.
+pub(super) const CONNTRACK_WAIT: Duration = Duration::from_secs(130);
+
+/// A server's resource use over a load, when Docker reported any.
+pub(super) fn usage_of(u: orchestrator::ContainerUsage) -> Option<Usage> {
+    (u.samples > 0).then_some(Usage {
+        cpu_s: u.cpu_seconds,
+        peak_memory_bytes: u.peak_memory_bytes,
+    })
+}
+
+/// One load as measured: the generator's report and the server's resource use; with `[load]
+/// generators`, each one's part (the report is their merge).
+pub(super) struct Measured {
+    pub(super) load: LoadReport,
+    pub(super) usage: Option<Usage>,
+    pub(super) generators: Vec<GeneratorRecord>,
+}
+
+impl Ctx<'_> {
+    /// Gives `l`'s container the CPU share `share` (`None`: its whole cpuset) unless it has it.
+    pub(super) async fn apply_share(
+        &self,
+        l: &Live,
+        share: Option<f64>,
+        applied: &mut HashMap<(bool, usize), Option<f64>>,
+    ) -> Result<(), OrchestratorError> {
+        let key = (l.baseline, l.index);
+        let current = applied
+            .get(&key)
+            .copied()
+            .unwrap_or(self.plan.cpus.server_share);
+        if share != current {
+            self.orch(l.index).set_cpu_share(&l.guard, share).await?;
+            applied.insert(key, share);
+        }
+        Ok(())
+    }
+
+    /// What a load says about the generator's headroom: its own CPU time (the kernel's
+    /// interrupt work for its sockets outside its own time is not counted: on a shared machine
+    /// it cannot be told apart from other tenants').
+    pub(super) fn reading(
+        &self,
+        load: &LoadReport,
+        usage: Option<&Usage>,
+        share: Option<f64>,
+    ) -> Reading {
+        let secs = load.elapsed_s.max(1e-9);
+        Reading {
+            generator: load.client_cpu_s / secs / load.settings.threads.max(1) as f64,
+            lagging: report::record::fell_behind(load),
+            server_cores: usage.map(|u| u.cpu_s / secs),
+            share,
+            cpuset_cores: self.plan.cpus.servers.len() as f64,
+        }
+    }
+
+    /// Waits, at most [`CONNTRACK_WAIT`], until the kernel's connection tracking table has room
+    /// for the connections a load here opens: a load started into a full table has its new
+    /// connections dropped by the kernel, and would blame the server for the timeouts. Back to
+    /// back loads of a connection per request fill it (each entry outlives its connection by
+    /// two minutes), and fresh entries expire at the rate they were made.
+    pub(super) async fn conntrack_room(&self, load: &LoadSpec) {
+        let Some(t) = loadgen::limits::Conntrack::read() else {
+            return;
+        };
+        // A load bounded by time alone opens an unknown number: room for a twentieth of the
+        // table is asked, as for a burst.
+        let opened = if load.keep_alive || load.version == loadgen::HttpVersion::Http2 {
+            u64::from(load.concurrency)
+        } else {
+            load.requests.unwrap_or(t.max / 20)
+        };
+        let need = opened.min(t.max / 2);
+        if t.has_room_for(need) {
+            return;
+        }
+        self.observer.event(&Event::ConntrackWait {
+            count: t.count,
+            max: t.max,
+            need,
+        });
+        let deadline = Instant::now() + CONNTRACK_WAIT;
+        while Instant::now() < deadline {
+            tokio::select! {
+                _ = self.opts.cancel.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            }
+            if loadgen::limits::Conntrack::read().is_none_or(|t| t.has_room_for(need)) {
+                return;
+            }
+        }
+    }
+
+    /// One load against one document, with the server's resource use when `usage`; `None`
+    /// when the run was stopped during it.
+    pub(super) async fn measure(
+        &self,
+        l: &Live,
+        load: &LoadSpec,
+        url_path: &str,
+        usage: bool,
+    ) -> Result<Option<Measured>, RunError> {
+        let guard = &l.guard;
+        let url = format!(
+            "{}://{}{}",
+            self.scheme.name(),
+            guard.socket_addr(),
+            url_path
+        );
+        let target = Target::parse(&url).map_err(|e| RunError::Step(format!("{url}: {e}")))?;
+        if self.generators.get().is_none() {
+            self.conntrack_room(load).await;
+        }
+        // The server's CPU counts from where the load's measured part begins: after its
+        // warm-up, which the load's requests leave out as well.
+        let sampler = async {
+            if !usage {
+                return None;
+            }
+            if !load.warmup.is_zero() {
+                tokio::time::sleep(load.warmup).await;
+            }
+            self.orch(l.index).sample_stats(guard).await.ok()
+        };
+        let baseline_generator = self
+            .ab
+            .and_then(|ab| ab.generator.as_ref())
+            .filter(|_| l.baseline);
+        let measured = async {
+            Ok::<_, RunError>(match (baseline_generator, self.generators.get()) {
+                (Some(g), _) => crate::against::measure_with(
+                    g,
+                    load,
+                    &self.plan.cpus.loadgen,
+                    &url,
+                    &self.opts.cancel,
+                )
+                .await?
+                .map(|r| (r, Vec::new())),
+                (None, Some(gens)) => {
+                    crate::generators::measure(
+                        gens,
+                        &url,
+                        load,
+                        &self.plan.cpus.loadgen,
+                        self.run_id,
+                        &self.opts.cancel,
+                        self.observer,
+                    )
+                    .await?
+                }
+                (None, None) => {
+                    let mut cfg = LoadConfig::new(target, load.clone());
+                    cfg.cpus = Some(self.plan.cpus.loadgen.clone());
+                    cfg.threads = self.plan.cpus.loadgen.len().max(1);
+                    let stop = self.opts.cancel.stop_flag().clone();
+                    let observer = Arc::clone(self.observer_arc);
+                    let planned = load.requests;
+                    let m = tokio::task::spawn_blocking(move || {
+                        loadgen::run_observed(cfg, &stop, &mut |n| observer.progress(n, planned))
+                    })
+                    .await
+                    .map_err(|e| RunError::Step(format!("the load generator panicked: {e}")))?
+                    .map_err(|e| RunError::Step(e.to_string()))?;
+                    (m.stopped_early != Some(StopReason::Interrupted))
+                        .then(|| (LoadReport::from_measurement(&m), Vec::new()))
+                }
+            })
+        };
+        let (sampler, measured) = tokio::join!(sampler, measured);
+        let measured: Option<(LoadReport, Vec<GeneratorRecord>)> = measured?;
+        let usage = match sampler {
+            Some(s) => usage_of(s.finish().await),
+            None => None,
+        };
+        Ok(measured.map(|(load, generators)| Measured {
+            load,
+            usage,
+            generators,
+        }))
+    }
+}

@@ -1,0 +1,178 @@
+//! How a run ended: the error that stopped it before or while it ran ([`RunError`]), and the
+//! outcome of one that ran ([`RunOutcome`]) with the problems that make it a failure.
+
+use super::*;
+
+/// Why a run could not start, or could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The options, the scenario and this machine do not fit together; found before anything
+    /// started.
+    #[error("{0}")]
+    Invalid(String),
+    /// A server kind's manifest is missing or wrong.
+    #[error("{0}")]
+    Manifest(#[from] scenario::ScenarioError),
+    /// The results file cannot be claimed.
+    #[error("{0}")]
+    Results(#[from] ReportError),
+    /// Docker itself is unusable.
+    #[error(transparent)]
+    Docker(#[from] OrchestratorError),
+    /// The engine of a `[[host]]` the scenario's servers use cannot be reached.
+    #[error("host {host}: {source}")]
+    Host {
+        host: String,
+        #[source]
+        source: OrchestratorError,
+    },
+    /// A step of a run that had started failed.
+    #[error("{0}")]
+    Step(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl RunError {
+    /// A mistake in what was asked (exit status 2), rather than a failure while doing it.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            RunError::Invalid(_) | RunError::Manifest(_) | RunError::Results(_)
+        )
+    }
+}
+
+pub(super) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunError {
+    let context = context.into();
+    move |source| RunError::Io { context, source }
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub record: RunRecord,
+    pub saved: Saved,
+    /// Why the run did not fully succeed; empty when it did.
+    pub problems: Vec<Problem>,
+}
+
+impl RunOutcome {
+    /// Every planned load of every required server was measured and the record is where it was
+    /// asked to go.
+    pub fn succeeded(&self) -> bool {
+        self.problems.is_empty() && self.saved.is_where_wanted()
+    }
+
+    /// The reason given when the run was cancelled.
+    pub fn interrupted(&self) -> Option<&str> {
+        match &self.record.status {
+            RunStatus::Interrupted { reason } => Some(reason),
+            _ => None,
+        }
+    }
+}
+
+/// One reason a run did not fully succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// Cancelled before every load ran.
+    Interrupted(String),
+    /// An error ended the run before every load ran.
+    Failed(String),
+    /// Not a single load was measured.
+    NothingMeasured,
+    /// A server the scenario does not mark optional could not be measured (in full).
+    Unavailable { server: String, reason: String },
+    /// The load generator ran into a limit of its own (file descriptors, local ports) during
+    /// these loads: their failures are the generator's, not the server's.
+    GeneratorLimited {
+        server: String,
+        document: String,
+        /// 0-based, in order.
+        rounds: Vec<u32>,
+        /// Over those rounds.
+        failures: u64,
+    },
+    /// One of `[load] generators` failed during this load, which holds only the others' part.
+    GeneratorFailed {
+        server: String,
+        document: String,
+        /// 0-based.
+        round: u32,
+        host: String,
+        reason: String,
+    },
+    /// The run's containers could not all be removed from an engine (one that stopped
+    /// answering): they stay, labelled, for `benchctl gc` or the next run on that engine.
+    LeftBehind {
+        /// The `[[host]]`; `None` for this machine's engine.
+        host: Option<String>,
+        scenario: PathBuf,
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Problem::Interrupted(r) => write!(f, "the run was {r} before every load ran"),
+            Problem::Failed(r) => write!(f, "the run failed: {r}"),
+            Problem::NothingMeasured => f.write_str(
+                "no load was measured: every server was unavailable (reasons above)",
+            ),
+            Problem::Unavailable { server, reason } => write!(
+                f,
+                "{server} was not measured: {} (mark it `optional = true` in the scenario if the run may go without it)",
+                first_line(reason)
+            ),
+            Problem::GeneratorLimited {
+                server,
+                document,
+                rounds,
+                failures,
+            } => {
+                let rounds: Vec<String> = rounds.iter().map(|r| (r + 1).to_string()).collect();
+                write!(
+                    f,
+                    "{server} / {document} (round{} {}): {failures} requests failed for lack of the load generator's own resources (file descriptors or local ports), not the server's",
+                    if rounds.len() == 1 { "" } else { "s" },
+                    rounds.join(", ")
+                )
+            }
+            Problem::GeneratorFailed {
+                server,
+                document,
+                round,
+                host,
+                reason,
+            } => write!(
+                f,
+                "{server} / {document} (round {}): the generator on {host} failed ({}); the load holds the other generators' part only",
+                round + 1,
+                first_line(reason)
+            ),
+            Problem::LeftBehind {
+                host: Some(host),
+                scenario,
+                reason,
+            } => write!(
+                f,
+                "containers of this run may remain on {host} ({}): `benchctl gc --scenario {} --host {host}` removes them once its engine answers, as does the next run that uses it",
+                first_line(reason),
+                scenario.display()
+            ),
+            Problem::LeftBehind {
+                host: None, reason, ..
+            } => write!(
+                f,
+                "containers of this run may remain on this machine's engine ({}): `benchctl gc` removes them once it answers",
+                first_line(reason)
+            ),
+        }
+    }
+}
