@@ -1,0 +1,319 @@
+//! The load keys: `[load]` and each `[document.load]`, checked where they are written and
+//! resolved key by key into every document's [`LoadSpec`].
+
+use super::*;
+
+/// One level of load settings (`[load]` or a `[document.load]`) with its values checked.
+/// Values that failed their check are dropped and `poisoned` set, so that the merged result
+/// does not produce follow-on errors from a value already reported.
+#[derive(Default, Clone)]
+pub(super) struct LoadLevel {
+    pub(super) requests: Option<(u64, Range<usize>)>,
+    pub(super) duration: Option<(Duration, Range<usize>)>,
+    pub(super) min_duration: Option<(Duration, Range<usize>)>,
+    pub(super) concurrency: Option<(u32, Range<usize>)>,
+    pub(super) keep_alive: Option<bool>,
+    pub(super) http11: Option<bool>,
+    pub(super) timeout: Option<Duration>,
+    pub(super) warmup: Option<Duration>,
+    pub(super) rate: Option<f64>,
+    pub(super) head: Option<bool>,
+    pub(super) user_timestamps: Option<bool>,
+    pub(super) coalesce: Option<Coalesce>,
+    /// HTTP/2 streams per connection.
+    pub(super) streams: Option<u32>,
+    pub(super) poisoned: bool,
+}
+
+pub(super) fn check_load_level(
+    d: &mut Diagnostics,
+    raw: &RawLoad,
+    protocol: &Protocol,
+) -> LoadLevel {
+    let mut level = LoadLevel {
+        keep_alive: raw.keep_alive.as_ref().map(|k| *k.get_ref()),
+        user_timestamps: raw.user_timestamps,
+        ..LoadLevel::default()
+    };
+    if let Some(s) = &raw.streams {
+        let n = *s.get_ref();
+        if protocol.http2.is_none() {
+            d.error(
+                s.span(),
+                "streams is the number of requests at once on one HTTP/2 connection, and this scenario speaks HTTP/1.x (add http = \"2\" at the top of the file, or remove streams)",
+            );
+            level.poisoned = true;
+        } else if n < 1 || n > i64::from(MAX_STREAMS) {
+            d.error(
+                s.span(),
+                format!("streams must be 1 to {MAX_STREAMS}, not {n} (requests at once on each HTTP/2 connection, as h2load's -m)"),
+            );
+            level.poisoned = true;
+        } else {
+            level.streams = Some(n as u32);
+        }
+    }
+    if let (Some(line), Some(k)) = (protocol.http2, &raw.keep_alive) {
+        if !*k.get_ref() {
+            d.error(
+                k.span(),
+                format!("keep_alive = false cannot apply: the scenario speaks HTTP/2 (http = \"2\", line {line}), which keeps its connections open (remove keep_alive)"),
+            );
+            level.poisoned = true;
+        }
+    }
+    if let Some(r) = &raw.requests {
+        match u64::try_from(*r.get_ref()) {
+            Ok(n) if n >= 1 => level.requests = Some((n, r.span())),
+            _ => {
+                d.error(
+                    r.span(),
+                    format!(
+                        "requests must be at least 1, not {} (ab's -n counts requests)",
+                        r.get_ref()
+                    ),
+                );
+                level.poisoned = true;
+            }
+        }
+    }
+    if let Some(c) = &raw.concurrency {
+        let n = *c.get_ref();
+        if n < 1 {
+            d.error(
+                c.span(),
+                format!("concurrency must be at least 1, not {n} (ab's -c is the number of requests in flight)"),
+            );
+            level.poisoned = true;
+        } else if n > i64::from(MAX_CONCURRENCY) {
+            d.error(
+                c.span(),
+                format!(
+                    "concurrency {n} is more than {MAX_CONCURRENCY} (containers cannot open more than 20,000 files; lower it)"
+                ),
+            );
+            level.poisoned = true;
+        } else {
+            level.concurrency = Some((n as u32, c.span()));
+        }
+    }
+    let duration = |d: &mut Diagnostics,
+                    value: &Option<Spanned<String>>,
+                    key: &str,
+                    zero_ok: bool| {
+        let v = value.as_ref()?;
+        match parse_duration(v.get_ref()) {
+            Ok(t) if t.is_zero() && !zero_ok => {
+                d.error(v.span(), format!("{key} must be longer than 0s (give it a positive duration such as \"10s\")"));
+                None
+            }
+            Ok(t) => Some(t),
+            Err(msg) => {
+                d.error(v.span(), format!("bad {key}: {msg}"));
+                None
+            }
+        }
+    };
+    let before = level.poisoned;
+    level.timeout = duration(d, &raw.timeout, "timeout", false);
+    level.warmup = duration(d, &raw.warmup, "warmup", true);
+    level.duration =
+        duration(d, &raw.duration, "duration", false).zip(raw.duration.as_ref().map(|v| v.span()));
+    level.min_duration = duration(d, &raw.min_duration, "min_duration", false)
+        .zip(raw.min_duration.as_ref().map(|v| v.span()));
+    let failed = |v: &Option<Spanned<String>>, parsed: bool| v.is_some() && !parsed;
+    level.poisoned = before
+        || failed(&raw.timeout, level.timeout.is_some())
+        || failed(&raw.warmup, level.warmup.is_some())
+        || failed(&raw.duration, level.duration.is_some())
+        || failed(&raw.min_duration, level.min_duration.is_some());
+
+    if let (Some(min), Some(_), None) = (&raw.min_duration, &raw.duration, &raw.requests) {
+        d.error(
+            min.span(),
+            "min_duration repeats a load of `requests` until it lasts that long; a load that runs for a `duration` has no use for it (remove one)",
+        );
+        level.poisoned = true;
+    }
+    if let (Some(_), Some(dur)) = (&raw.requests, &raw.duration) {
+        d.error(
+            dur.span(),
+            "requests and duration are both set (keep one: requests stops after a count, duration after a time)",
+        );
+        level.poisoned = true;
+    }
+    if let Some(h) = &raw.http {
+        match (h.get_ref().trim(), protocol.http2) {
+            ("2", None) => {
+                d.error(
+                    h.span(),
+                    "HTTP/2 is chosen for the whole scenario, not per load, as the servers are started for it (write http = \"2\" at the top of the file, before any table)",
+                );
+                level.poisoned = true;
+            }
+            ("2", Some(_)) => {}
+            (v @ ("1.0" | "1.1"), Some(line)) => {
+                d.error(
+                    h.span(),
+                    format!("http = \"{v}\" cannot apply: the scenario speaks HTTP/2 (http = \"2\", line {line}) in every load (remove this one, or the top-level http)"),
+                );
+                level.poisoned = true;
+            }
+            ("1.0", None) => level.http11 = Some(false),
+            ("1.1", None) => level.http11 = Some(true),
+            (other, _) => {
+                d.error(
+                    h.span(),
+                    format!("http version `{other}` is not supported (use \"1.0\" or \"1.1\")"),
+                );
+                level.poisoned = true;
+            }
+        }
+    }
+    if let Some(r) = &raw.rate {
+        let rate = *r.get_ref();
+        if rate.is_finite() && rate > 0.0 {
+            level.rate = Some(rate);
+        } else {
+            d.error(
+                r.span(),
+                format!("rate must be a positive number of requests per second, not {rate} (remove it to send as fast as possible)"),
+            );
+            level.poisoned = true;
+        }
+    }
+    if let Some(c) = &raw.coalesce {
+        match parse_coalesce(c.get_ref()) {
+            Ok(v) => level.coalesce = Some(v),
+            Err(msg) => {
+                d.error(c.span(), format!("bad coalesce: {msg}"));
+                level.poisoned = true;
+            }
+        }
+    }
+    if let Some(m) = &raw.method {
+        match m.get_ref().as_str() {
+            "GET" => level.head = Some(false),
+            "HEAD" => level.head = Some(true),
+            other => {
+                d.error(
+                    m.span(),
+                    format!("method `{other}` is not supported (use \"GET\" or \"HEAD\")"),
+                );
+                level.poisoned = true;
+            }
+        }
+    }
+    level
+}
+
+/// Merges a document's load over the scenario's and applies the cross-field rules.
+pub(super) fn resolve_load(
+    d: &mut Diagnostics,
+    defaults: &LoadLevel,
+    own: &LoadLevel,
+    protocol: &Protocol,
+    doc_span: Range<usize>,
+    doc_name: &str,
+) -> LoadSpec {
+    // requests and duration replace each other: a document asking for a duration does not
+    // inherit the scenario's request count.
+    let (requests, duration) = if own.requests.is_some() || own.duration.is_some() {
+        (own.requests.clone(), own.duration.clone())
+    } else {
+        (defaults.requests.clone(), defaults.duration.clone())
+    };
+    let concurrency = own
+        .concurrency
+        .clone()
+        .or_else(|| defaults.concurrency.clone());
+    let poisoned = defaults.poisoned || own.poisoned;
+
+    let min_duration = own
+        .min_duration
+        .clone()
+        .or_else(|| defaults.min_duration.clone());
+    // A document's own min_duration must have a request count to repeat; one inherited from
+    // [load] does not apply where the document runs for a duration instead (as a request count
+    // does not). A level setting both is reported with the level.
+    if let (Some((_, span)), None, Some(_), None) =
+        (&own.min_duration, &requests, &duration, &own.duration)
+    {
+        d.error(
+            span.clone(),
+            format!("min_duration repeats a load of `requests` until it lasts that long; document `{doc_name}` runs for a `duration` instead, which has no use for it (remove one)"),
+        );
+    }
+    let has_requests = requests.is_some();
+    if requests.is_none() && duration.is_none() && !poisoned {
+        d.error(
+            doc_span.clone(),
+            format!(
+                "document `{doc_name}` has neither requests nor duration (set requests = 1000 or duration = \"10s\" in [load] or in its [document.load])"
+            ),
+        );
+    }
+    if let (Some((n, n_span)), Some((c, c_span))) = (&requests, &concurrency) {
+        if u64::from(*c) > *n {
+            // Point at whichever of the two this document set itself; the scenario-wide value
+            // otherwise.
+            let own_c = own.concurrency.is_some();
+            let own_n = own.requests.is_some();
+            let span = if own_c || !own_n { c_span } else { n_span };
+            d.error(
+                span.clone(),
+                format!("concurrency {c} is more than requests {n} (ab refuses this; lower concurrency or raise requests)"),
+            );
+        }
+    }
+    let http11 = own
+        .http11
+        .or(defaults.http11)
+        .or(protocol.http11)
+        .unwrap_or(false);
+    let http2 = protocol.http2.is_some();
+    let head = own.head.or(defaults.head).unwrap_or(false);
+    let user_timestamps = own
+        .user_timestamps
+        .or(defaults.user_timestamps)
+        .unwrap_or(false);
+    LoadSpec {
+        requests: requests.map(|(n, _)| n),
+        duration: duration.map(|(t, _)| t),
+        concurrency: concurrency.map_or(1, |(c, _)| c),
+        // HTTP/2 keeps its connections open: a request is a stream on one of them.
+        keep_alive: http2 || own.keep_alive.or(defaults.keep_alive).unwrap_or(false),
+        version: if http2 {
+            HttpVersion::Http2
+        } else if http11 {
+            HttpVersion::Http11
+        } else {
+            HttpVersion::Http10
+        },
+        method: if head { Method::Head } else { Method::Get },
+        timeout: own.timeout.or(defaults.timeout).unwrap_or(DEFAULT_TIMEOUT),
+        warmup: own.warmup.or(defaults.warmup).unwrap_or(Duration::ZERO),
+        rate: own.rate.or(defaults.rate),
+        rx_stamps: !user_timestamps,
+        coalesce: own.coalesce.or(defaults.coalesce).unwrap_or(Coalesce::Auto),
+        min_duration: min_duration.filter(|_| has_requests).map(|(t, _)| t),
+        streams: own.streams.or(defaults.streams).unwrap_or(1),
+    }
+}
+
+/// Parses a size value, reporting at its position. `key` names it in messages.
+pub(super) fn size_value(d: &mut Diagnostics, value: &Spanned<RawSize>, key: &str) -> Option<u64> {
+    let parsed = match value.get_ref() {
+        RawSize::Number(n) => u64::try_from(*n).map_err(|_| {
+            format!("{key} cannot be negative ({n}); give a size in bytes such as 468 or \"512m\"")
+        }),
+        RawSize::Text(t) => parse_size(t).map_err(|msg| format!("bad {key}: {msg}")),
+    };
+    match parsed {
+        Ok(n) => Some(n),
+        Err(msg) => {
+            d.error(value.span(), msg);
+            None
+        }
+    }
+}
