@@ -163,7 +163,11 @@ mod tests {
     fn the_repository_root_holds_the_workspace() {
         let root = repo_root();
         assert!(root.join("Cargo.toml").is_file(), "{}", root.display());
-        assert!(root.join("crates/testsupport").is_dir(), "{}", root.display());
+        assert!(
+            root.join("crates/testsupport").is_dir(),
+            "{}",
+            root.display()
+        );
     }
 
     #[test]
