@@ -211,22 +211,7 @@ fn write_scenario(
 
 /// A server kind by the contract in docker/README.md, on top of `base`.
 fn write_kind(dir: &Path, base: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(
-        dir.join("Dockerfile"),
-        format!(
-            "FROM {base}\nUSER 65534:65534\n\
-             ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -p ${{BENCH_ADDR:-127.0.0.1}}:$BENCH_PORT -h /srv/www\"]\n"
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("server.toml"),
-        "[server]\nname = \"busybox httpd\"\nsource = \"Debian bookworm package busybox\"\n\n\
-         [container]\nuser = \"65534:65534\"\ncapabilities = []\npids_limit = 64\n\
-         tmpfs = [{ path = \"/tmp\", size = \"1m\" }]\n",
-    )
-    .unwrap();
+    testsupport::write_busybox_kind(dir, base, 64, "");
 }
 
 fn percentile(r: &RunRecord, p: f64) -> u64 {

@@ -155,6 +155,27 @@ pub fn busybox_dockerfile() -> String {
     )
 }
 
+/// Writes a server kind by the contract in docker/README.md into `dir`: busybox's httpd from
+/// `base` (an image of [`busybox_dockerfile`]), run as nobody on $BENCH_ADDR (127.0.0.1 when
+/// unset) and $BENCH_PORT, confined as its server.toml says with `pids_limit`; `extra` is added
+/// to the end of its Dockerfile (lines ending in a newline, or nothing).
+pub fn write_busybox_kind(dir: &Path, base: &str, pids_limit: u32, extra: &str) {
+    std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let dockerfile = format!(
+        "FROM {base}\nUSER 65534:65534\n\
+         ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -p ${{BENCH_ADDR:-127.0.0.1}}:$BENCH_PORT -h /srv/www\"]\n{extra}"
+    );
+    let manifest = format!(
+        "[server]\nname = \"busybox httpd\"\nsource = \"Debian bookworm package busybox\"\n\n\
+         [container]\nuser = \"65534:65534\"\ncapabilities = []\npids_limit = {pids_limit}\n\
+         tmpfs = [{{ path = \"/tmp\", size = \"1m\" }}]\n"
+    );
+    for (name, text) in [("Dockerfile", dockerfile), ("server.toml", manifest)] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
