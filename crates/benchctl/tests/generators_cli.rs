@@ -28,25 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use testhosts::TestHosts;
-
-/// The base image the orchestrator's tests make (the same name and recipe, so it is shared).
-const TEST_BASE: &str = "benchctl-test/bookworm:base";
-
-/// One Docker run at a time across test processes (the lock the other run tests take).
-fn exclusive() -> std::fs::File {
-    use std::os::fd::AsRawFd;
-    let path = std::env::temp_dir().join("benchctl-run-docker-tests.lock");
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .expect("open the lock file");
-    // SAFETY: flock(2) on a descriptor we own for as long as the returned file lives.
-    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
-    assert_eq!(rc, 0, "flock {}", path.display());
-    f
-}
+use testsupport::TEST_BASE;
 
 fn tcp(h: &testhosts::TestHost) -> Endpoint {
     Endpoint::Tcp {
@@ -69,12 +51,7 @@ async fn busybox_base(to: &Orchestrator) -> String {
     let ctx = tempfile::tempdir().unwrap();
     std::fs::write(
         ctx.path().join("Dockerfile"),
-        format!(
-            "FROM {TEST_BASE}\n\
-             RUN apt-get update && apt-get install -y --no-install-recommends busybox \
-                 && rm -rf /var/lib/apt/lists/*\n\
-             ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -v -p 127.0.0.1:$BENCH_PORT -h /srv/www\"]\n"
-        ),
+        testsupport::busybox_dockerfile(),
     )
     .unwrap();
     let logs = tempfile::tempdir().unwrap();
@@ -234,22 +211,7 @@ fn write_scenario(
 
 /// A server kind by the contract in docker/README.md, on top of `base`.
 fn write_kind(dir: &Path, base: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(
-        dir.join("Dockerfile"),
-        format!(
-            "FROM {base}\nUSER 65534:65534\n\
-             ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -p ${{BENCH_ADDR:-127.0.0.1}}:$BENCH_PORT -h /srv/www\"]\n"
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("server.toml"),
-        "[server]\nname = \"busybox httpd\"\nsource = \"Debian bookworm package busybox\"\n\n\
-         [container]\nuser = \"65534:65534\"\ncapabilities = []\npids_limit = 64\n\
-         tmpfs = [{ path = \"/tmp\", size = \"1m\" }]\n",
-    )
-    .unwrap();
+    testsupport::write_busybox_kind(dir, base, 64, "");
 }
 
 fn percentile(r: &RunRecord, p: f64) -> u64 {
@@ -265,7 +227,7 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
     if !testhosts::available_or_skip() {
         return;
     }
-    let _one_at_a_time = exclusive();
+    let _one_at_a_time = testsupport::exclusive();
     let mut hosts = TestHosts::up(3).unwrap_or_else(|e| panic!("making 3 test hosts: {e}"));
     let engines: Vec<Endpoint> = hosts.hosts().iter().map(tcp).collect();
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -397,7 +359,7 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
     // the run finds it up to date.
     let nginx_kind = kinds.join("nginx");
     std::fs::create_dir_all(&nginx_kind).unwrap();
-    let repo_kind = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docker/nginx");
+    let repo_kind = testsupport::repo_root().join("docker/nginx");
     for f in std::fs::read_dir(&repo_kind).unwrap() {
         let f = f.unwrap();
         std::fs::copy(f.path(), nginx_kind.join(f.file_name())).unwrap();
@@ -589,7 +551,7 @@ fn a_server_host_cut_off_mid_run_is_reported_and_its_containers_are_swept_once_i
     if !testhosts::available_or_skip() {
         return;
     }
-    let _one_at_a_time = exclusive();
+    let _one_at_a_time = testsupport::exclusive();
     let hosts = TestHosts::up(1).unwrap_or_else(|e| panic!("making a test host: {e}"));
     let srv1 = tcp(&hosts.hosts()[0]);
     let rt = tokio::runtime::Runtime::new().unwrap();

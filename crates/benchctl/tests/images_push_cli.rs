@@ -15,25 +15,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use testhosts::TestHosts;
-
-/// The base image the orchestrator's tests make (the same name and recipe, so it is shared).
-const TEST_BASE: &str = "benchctl-test/bookworm:base";
-
-/// One Docker run at a time across test processes (the lock the other run tests take).
-fn exclusive() -> std::fs::File {
-    use std::os::fd::AsRawFd;
-    let path = std::env::temp_dir().join("benchctl-run-docker-tests.lock");
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .expect("open the lock file");
-    // SAFETY: flock(2) on a descriptor we own for as long as the returned file lives.
-    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
-    assert_eq!(rc, 0, "flock {}", path.display());
-    f
-}
+use testsupport::TEST_BASE;
 
 /// busybox's httpd in the tests' base image, built on this machine's engine by the recipe the
 /// other host tests use (so its tag is theirs).
@@ -47,12 +29,7 @@ async fn busybox_base(local: &Orchestrator) -> String {
     let ctx = tempfile::tempdir().unwrap();
     std::fs::write(
         ctx.path().join("Dockerfile"),
-        format!(
-            "FROM {TEST_BASE}\n\
-             RUN apt-get update && apt-get install -y --no-install-recommends busybox \
-                 && rm -rf /var/lib/apt/lists/*\n\
-             ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -v -p 127.0.0.1:$BENCH_PORT -h /srv/www\"]\n"
-        ),
+        testsupport::busybox_dockerfile(),
     )
     .unwrap();
     let logs = tempfile::tempdir().unwrap();
@@ -66,22 +43,7 @@ async fn busybox_base(local: &Orchestrator) -> String {
 /// A server kind by the contract in docker/README.md, on top of `base`, with `extra` lines
 /// at the end of its Dockerfile.
 fn write_kind(dir: &Path, base: &str, extra: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(
-        dir.join("Dockerfile"),
-        format!(
-            "FROM {base}\nUSER 65534:65534\n\
-             ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -p ${{BENCH_ADDR:-127.0.0.1}}:$BENCH_PORT -h /srv/www\"]\n{extra}"
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("server.toml"),
-        "[server]\nname = \"busybox httpd\"\nsource = \"Debian bookworm package busybox\"\n\n\
-         [container]\nuser = \"65534:65534\"\ncapabilities = []\npids_limit = 64\n\
-         tmpfs = [{ path = \"/tmp\", size = \"1m\" }]\n",
-    )
-    .unwrap();
+    testsupport::write_busybox_kind(dir, base, 64, extra);
 }
 
 /// Runs benchctl to completion, killed past `limit`.
@@ -129,7 +91,7 @@ fn images_built_here_are_shipped_to_a_host_checked_by_id_and_not_sent_twice() {
     if !testhosts::available_or_skip() {
         return;
     }
-    let _one_at_a_time = exclusive();
+    let _one_at_a_time = testsupport::exclusive();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let local = rt
         .block_on(Orchestrator::connect())

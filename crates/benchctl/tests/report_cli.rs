@@ -524,25 +524,6 @@ fn an_ab_run_is_judged_again_by_compare_alone() {
     );
 }
 
-fn ci() -> bool {
-    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
-fn docker_answers() -> Result<(), String> {
-    match Command::new("docker")
-        .args(["info", "--format", "{{.ServerVersion}}"])
-        .stdin(Stdio::null())
-        .output()
-    {
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(format!(
-            "docker info failed: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Err(format!("no docker CLI: {e}")),
-    }
-}
-
 const TINY: &str = r#"# nginx alone on the hello page: two of these runs must compare as "same".
 name = "tiny"
 runs = 3
@@ -563,14 +544,10 @@ generate = "hello"
 
 #[test]
 fn two_live_runs_of_the_same_scenario_compare_without_a_regression() {
-    if let Err(why) = docker_answers() {
-        if ci() {
-            panic!("CI is set and the Docker test cannot run: {why}");
-        }
-        eprintln!("SKIPPED: {why} (CI is unset, so this is not a failure)");
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let repo = testsupport::repo_root();
     let docker_dir = repo.join("docker");
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("tiny.toml");

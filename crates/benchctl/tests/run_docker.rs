@@ -25,13 +25,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repository root")
-}
-
 /// Runs a short `docker` command, killed after 60 s; None when it cannot run or fails.
 fn docker(args: &[&str]) -> Option<String> {
     let mut child = Command::new("docker")
@@ -56,22 +49,6 @@ fn docker(args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Whether a daemon answers; without one the test skips, except under CI where it fails.
-fn daemon_or_skip(test: &str) -> bool {
-    if docker(&["info", "--format", "{{.ServerVersion}}"]).is_some() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-        panic!(
-            "{test}: no Docker daemon answers `docker info`, and CI is set: these tests must run"
-        );
-    }
-    eprintln!(
-        "{test}: SKIPPED: no Docker daemon answers `docker info` (set CI=1 to make this a failure)"
-    );
-    false
-}
-
 /// Ids of the containers, running or not, whose `benchctl.pid` label is `pid` (plus `extra`
 /// label filters).
 fn containers_of(pid: u32, extra: &[&str]) -> Vec<String> {
@@ -92,25 +69,6 @@ fn containers_of(pid: u32, extra: &[&str]) -> Vec<String> {
         .split_whitespace()
         .map(str::to_string)
         .collect()
-}
-
-/// One Docker run at a time: the machines have 2 cores with servers pinned to one and the load
-/// generator to the other, so overlapping runs would measure each other and stretch every
-/// deadline. A file lock, so that it holds across test processes too (nextest).
-fn exclusive() -> std::fs::File {
-    let path = std::env::temp_dir().join("benchctl-run-docker-tests.lock");
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .expect("open the lock file");
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock(2) on a descriptor we own for as long as the returned file lives; the lock
-    // goes with the descriptor when it is closed.
-    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
-    assert_eq!(rc, 0, "flock {}", path.display());
-    f
 }
 
 /// A `benchctl run` child with its output in files; killed (and its containers removed) if
@@ -157,7 +115,7 @@ impl Run {
             .arg("-o")
             .arg(&out)
             .envs(env.iter().map(|(k, v)| (k, v.as_os_str())))
-            .current_dir(repo_root())
+            .current_dir(testsupport::repo_root())
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(dir.path().join("stdout")).expect("stdout file"))
             .stderr(std::fs::File::create(dir.path().join("stderr")).expect("stderr file"))
@@ -310,7 +268,7 @@ fn scenario(text: &str) -> (tempfile::TempDir, PathBuf) {
 }
 
 fn docker_dir_arg() -> String {
-    repo_root()
+    testsupport::repo_root()
         .join("docker")
         .to_str()
         .expect("UTF-8")
@@ -369,29 +327,28 @@ const FULL_RUN_LIMIT: Duration = Duration::from_secs(25 * 60);
 /// Cherokee's source, which its image is built from where upstream cannot be reached
 /// (`BENCHCTL_SOURCES`, as ./x sets it from the machine's vendored copy). Without it the test
 /// skips, except under CI, where it fails: Cherokee is measured like every other server there.
-fn cherokee_source(test: &str) -> Option<String> {
+fn cherokee_source() -> Option<String> {
     let found = std::env::var("BENCHCTL_SOURCES").ok().and_then(|v| {
         v.split(',')
             .find_map(|e| e.trim().strip_prefix("cherokee=").map(str::to_string))
     });
     if found.is_none() {
-        if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-            panic!("{test}: CI is set but BENCHCTL_SOURCES names no cherokee source (./x test sets it from shared/vendor)");
-        }
-        eprintln!("{test}: SKIPPED: no local Cherokee source in BENCHCTL_SOURCES");
+        testsupport::skip_or_fail(
+            "BENCHCTL_SOURCES names no local Cherokee source (./x test sets it from shared/vendor)",
+        );
     }
     found
 }
 
 #[test]
 fn every_seed_server_is_measured_in_one_run() {
-    if !daemon_or_skip("every_seed_server_is_measured_in_one_run") {
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let Some(source) = cherokee_source("every_seed_server_is_measured_in_one_run") else {
+    let Some(source) = cherokee_source() else {
         return;
     };
-    let _lock = exclusive();
+    let _lock = testsupport::exclusive();
     let (_dir, path) = scenario(
         r#"
 name = "all-servers"
@@ -507,10 +464,10 @@ size = 468
 
 #[test]
 fn quick_scenario_completes() {
-    if !daemon_or_skip("quick_scenario_completes") {
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let _lock = exclusive();
+    let _lock = testsupport::exclusive();
     let mut run = Run::start(Path::new("scenarios/quick.toml"), &[]);
     let f = run.finish(Duration::from_secs(15 * 60));
     let record = run.record(&f);
@@ -538,10 +495,10 @@ fn quick_scenario_completes() {
 
 #[test]
 fn sigint_during_a_load_cleans_up_and_keeps_an_interrupted_record() {
-    if !daemon_or_skip("sigint_during_a_load_cleans_up_and_keeps_an_interrupted_record") {
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let _lock = exclusive();
+    let _lock = testsupport::exclusive();
     let (_dir, path) = scenario(
         r#"
 name = "sigint"
@@ -601,10 +558,10 @@ generate = "hello"
 
 #[test]
 fn a_server_killed_mid_run_is_reported_and_cleaned_up() {
-    if !daemon_or_skip("a_server_killed_mid_run_is_reported_and_cleaned_up") {
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let _lock = exclusive();
+    let _lock = testsupport::exclusive();
     let (_dir, path) = scenario(
         r#"
 name = "killed"
@@ -667,10 +624,10 @@ generate = "hello"
 
 #[test]
 fn a_server_killed_during_its_own_load_is_reported_and_cleaned_up() {
-    if !daemon_or_skip("a_server_killed_during_its_own_load_is_reported_and_cleaned_up") {
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let _lock = exclusive();
+    let _lock = testsupport::exclusive();
     let (_dir, path) = scenario(
         r#"
 name = "killed-in-load"
@@ -743,10 +700,10 @@ generate = "hello"
 
 #[test]
 fn a_second_sigint_still_leaves_nothing_behind() {
-    if !daemon_or_skip("a_second_sigint_still_leaves_nothing_behind") {
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let _lock = exclusive();
+    let _lock = testsupport::exclusive();
     let (_dir, path) = scenario(LONG_NGINX);
     // The run's own temporary folder, so that what it leaves there can be seen.
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -782,10 +739,10 @@ fn a_second_sigint_still_leaves_nothing_behind() {
 
 #[test]
 fn sighup_and_sigusr1_clean_up_like_sigterm() {
-    if !daemon_or_skip("sighup_and_sigusr1_clean_up_like_sigterm") {
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let _lock = exclusive();
+    let _lock = testsupport::exclusive();
     let (_dir, path) = scenario(LONG_NGINX);
     for (sig, name, code) in [
         (libc::SIGHUP, "SIGHUP", 129),
@@ -826,10 +783,10 @@ fn sighup_and_sigusr1_clean_up_like_sigterm() {
 
 #[test]
 fn gc_during_a_run_leaves_it_running() {
-    if !daemon_or_skip("gc_during_a_run_leaves_it_running") {
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let _lock = exclusive();
+    let _lock = testsupport::exclusive();
     let (_dir, path) = scenario(&LONG_NGINX.replace("duration = \"30s\"", "duration = \"3s\""));
     let mut run = Run::start(&path, &["--docker-dir", &docker_dir_arg()]);
     run.wait_for_stderr("nginx: answering after", Duration::from_secs(15 * 60));
@@ -854,16 +811,20 @@ fn gc_during_a_run_leaves_it_running() {
 
 #[test]
 fn a_run_that_measured_nothing_exits_non_zero() {
-    if !daemon_or_skip("a_run_that_measured_nothing_exits_non_zero") {
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let _lock = exclusive();
+    let _lock = testsupport::exclusive();
     // The repository's docker folder, nginx's Dockerfile broken.
     let docker = tempfile::tempdir().expect("tempdir");
     let nginx = docker.path().join("nginx");
     std::fs::create_dir(&nginx).unwrap();
     for f in ["server.toml", "entrypoint.sh", "nginx.conf.template"] {
-        std::fs::copy(repo_root().join("docker/nginx").join(f), nginx.join(f)).unwrap();
+        std::fs::copy(
+            testsupport::repo_root().join("docker/nginx").join(f),
+            nginx.join(f),
+        )
+        .unwrap();
     }
     std::fs::write(
         nginx.join("Dockerfile"),
@@ -889,10 +850,10 @@ fn a_run_that_measured_nothing_exits_non_zero() {
 /// cache alone. Its load is dropped and both are reported.
 #[test]
 fn a_dead_varnish_backend_is_reported() {
-    if !daemon_or_skip("a_dead_varnish_backend_is_reported") {
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let _lock = exclusive();
+    let _lock = testsupport::exclusive();
     let (_dir, path) = scenario(
         r#"
 name = "dead-backend"
@@ -947,7 +908,7 @@ generate = "hello"
 fn copy_tracked(rel: &str, to: &Path) {
     let out = Command::new("git")
         .args(["ls-files", "-z", rel])
-        .current_dir(repo_root())
+        .current_dir(testsupport::repo_root())
         .output()
         .expect("git ls-files");
     assert!(out.status.success());
@@ -955,7 +916,7 @@ fn copy_tracked(rel: &str, to: &Path) {
         let file = std::str::from_utf8(file).expect("UTF-8 path");
         let dst = to.join(file);
         std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
-        std::fs::copy(repo_root().join(file), &dst).unwrap();
+        std::fs::copy(testsupport::repo_root().join(file), &dst).unwrap();
     }
 }
 
@@ -997,10 +958,10 @@ fn write_busybox_kind(dir: &Path) {
 /// change to benchctl.
 #[test]
 fn a_server_kind_added_as_a_folder_is_measured() {
-    if !daemon_or_skip("a_server_kind_added_as_a_folder_is_measured") {
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let _lock = exclusive();
+    let _lock = testsupport::exclusive();
     let copy = tempfile::tempdir().expect("tempdir");
     copy_tracked("docker", copy.path());
     copy_tracked("scenarios", copy.path());
@@ -1085,12 +1046,12 @@ size = 468
 /// The servers people compare today, each verified byte for byte and measured with keep-alive.
 #[test]
 fn modern_static_measures_every_server() {
-    if !daemon_or_skip("modern_static_measures_every_server") {
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let _lock = exclusive();
+    let _lock = testsupport::exclusive();
     let mut run = Run::start(
-        &repo_root().join("scenarios/modern-static.toml"),
+        &testsupport::repo_root().join("scenarios/modern-static.toml"),
         &["--runs", "1"],
     );
     let f = run.finish(FULL_RUN_LIMIT);
@@ -1145,10 +1106,10 @@ generate = "hello"
 /// starts.
 #[test]
 fn another_benchctl_binary_sends_the_baseline_sides_loads() {
-    if !daemon_or_skip("another_benchctl_binary_sends_the_baseline_sides_loads") {
+    if !testsupport::docker_or_skip() {
         return;
     }
-    let _lock = exclusive();
+    let _lock = testsupport::exclusive();
     let (_dir, path) = scenario(SMALL_NGINX);
     let docker_dir = docker_dir_arg();
     let mut base = Run::start(&path, &["--docker-dir", &docker_dir]);

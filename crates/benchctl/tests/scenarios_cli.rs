@@ -19,13 +19,6 @@ use std::time::{Duration, Instant};
 /// Validation never touches Docker, so anything slower than this is a hang.
 const LIMIT: Duration = Duration::from_secs(30);
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repository root")
-}
-
 struct Finished {
     pid: u32,
     code: Option<i32>,
@@ -48,7 +41,7 @@ fn benchctl(args: &[&str]) -> Finished {
     let (out_path, err_path) = (dir.path().join("stdout"), dir.path().join("stderr"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_benchctl"))
         .args(args)
-        .current_dir(repo_root())
+        .current_dir(testsupport::repo_root())
         .env_remove("RUST_BACKTRACE")
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path).expect("stdout file"))
@@ -131,7 +124,7 @@ fn assert_no_container(f: &Finished, what: &str) {
 /// The broken fixtures, relative to the repository root, with the `LINE:COL: message` each
 /// expects (from its `# expect:` comment).
 fn broken_fixtures() -> Vec<(String, String)> {
-    let root = repo_root();
+    let root = testsupport::repo_root();
     let dir = Path::new("crates/benchctl/tests/fixtures/broken");
     let mut out = Vec::new();
     for e in std::fs::read_dir(root.join(dir)).expect("fixtures/broken") {
@@ -166,7 +159,7 @@ fn expected_error(file: &str, expect: &str) -> String {
 
 #[test]
 fn every_shipped_scenario_validates() {
-    let root = repo_root();
+    let root = testsupport::repo_root();
     let mut files: Vec<String> = std::fs::read_dir(root.join("scenarios"))
         .expect("scenarios/")
         .map(|e| e.expect("dir entry").path())
@@ -476,7 +469,7 @@ fn images_push_refuses_what_it_cannot_send_before_it_connects() {
     )
     .unwrap();
     let s = scenario.to_str().unwrap();
-    let docker = repo_root().join("docker");
+    let docker = testsupport::repo_root().join("docker");
     let d = docker.to_str().unwrap();
     for (args, why) in [
         (
@@ -548,7 +541,8 @@ fn scenarios_and_sources_that_are_not_regular_files_are_refused_at_once() {
 #[test]
 fn control_characters_in_a_scenario_or_a_name_are_shown_escaped() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let quick = std::fs::read_to_string(repo_root().join("scenarios/quick.toml")).unwrap();
+    let quick =
+        std::fs::read_to_string(testsupport::repo_root().join("scenarios/quick.toml")).unwrap();
     // An escape sequence in a value, in a key, and in a size.
     let text = quick
         .replace(

@@ -445,7 +445,7 @@ async fn guard_in_a_cancelled_task_removes_the_container() {
 #[tokio::test]
 async fn a_server_container_has_no_rights_beyond_serving() {
     let Some(orch) = connect().await else { return };
-    let context = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docker/tornado");
+    let context = testsupport::repo_root().join("docker/tornado");
     let logs = tempfile::tempdir().unwrap();
     let image = orch
         .build_image("tornado", &context, &log_path(logs.path(), "tornado"))

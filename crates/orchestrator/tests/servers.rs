@@ -13,9 +13,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 fn server_dir(server: &str) -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docker")
-        .join(server);
+    let dir = testsupport::repo_root().join("docker").join(server);
     if dir.join("Dockerfile").is_file() {
         Some(dir)
     } else {
@@ -96,10 +94,7 @@ fn cherokee_source() -> Option<PathBuf> {
             .find_map(|e| e.trim().strip_prefix("cherokee=").map(PathBuf::from))
     });
     if found.is_none() {
-        if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-            panic!("CI is set but BENCHCTL_SOURCES names no cherokee source");
-        }
-        eprintln!("SKIPPED: no local Cherokee source in BENCHCTL_SOURCES");
+        testsupport::skip_or_fail("BENCHCTL_SOURCES names no local Cherokee source");
     }
     found
 }

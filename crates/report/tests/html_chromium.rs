@@ -25,10 +25,6 @@ fn fixture_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quick-3-runs.json")
 }
 
-fn ci() -> bool {
-    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
 /// The Chromium binary, or `None` (with the reason) when there is none.
 fn find_chromium() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("BENCHCTL_CHROMIUM") {
@@ -54,14 +50,7 @@ fn find_chromium() -> Result<PathBuf, String> {
 
 /// Chromium, or `None` when the test may be skipped; panics when it must run (CI is set).
 fn chromium_or_skip() -> Option<PathBuf> {
-    match find_chromium() {
-        Ok(p) => Some(p),
-        Err(why) if ci() => panic!("CI is set and the browser test cannot run: {why}"),
-        Err(why) => {
-            eprintln!("SKIPPED html_chromium: {why} (CI is unset, so this is not a failure)");
-            None
-        }
-    }
+    testsupport::ok_or_skip("the browser test cannot run", find_chromium())
 }
 
 /// Runs headless Chromium with `args` and a fresh profile, stdout to a file; returns stdout.

@@ -8,8 +8,7 @@ use report::{Protocol, ReportError};
 use std::path::{Path, PathBuf};
 
 fn schema() -> serde_json::Value {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/schema/run-record.v3.json");
+    let path = testsupport::repo_root().join("results/schema/run-record.v3.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 

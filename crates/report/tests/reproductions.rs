@@ -157,7 +157,7 @@ fn a_record_that_is_not_one_is_an_error_naming_it() {
 /// that a figure on the page is always one a record holds.
 #[test]
 fn the_committed_page_is_what_the_committed_records_render_to() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = testsupport::repo_root();
     let r = Reproductions::load(&root.join("results/reproductions")).unwrap();
     let committed = std::fs::read_to_string(root.join("docs/reproductions.md")).unwrap();
     assert!(

@@ -45,7 +45,7 @@ async fn an_ab_run_pairs_the_baselines_image_with_the_candidates_in_abba_order()
     }
     let _one_at_a_time = exclusive();
     let (dir, path) = scenario(ONE);
-    let plan = plan_with(&path, &repo().join("docker"));
+    let plan = plan_with(&path, &repo_root().join("docker"));
     // The baseline: an ordinary run, whose record names the image it measured.
     let base_path = dir.path().join("base.json");
     let base = runner::run(&plan, options(&base_path), Arc::new(runner::Quiet))
@@ -116,7 +116,7 @@ async fn a_baseline_image_no_longer_here_is_named_before_anything_starts() {
         return;
     }
     let (dir, path) = scenario(ONE);
-    let plan = plan_with(&path, &repo().join("docker"));
+    let plan = plan_with(&path, &repo_root().join("docker"));
     let mut base = common_record();
     base.servers[0].image_tag = "benchctl/nginx:000000000000".to_string();
     base.servers[0].image_id = Some(format!("sha256:{}", "0".repeat(64)));
@@ -142,7 +142,7 @@ async fn a_baseline_image_no_longer_here_is_named_before_anything_starts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn options_that_cannot_be_paired_are_refused_before_anything_starts() {
     let (dir, path) = scenario(ONE);
-    let plan = plan_with(&path, &repo().join("docker"));
+    let plan = plan_with(&path, &repo_root().join("docker"));
     let out = dir.path().join("ab.json");
     let against = || Against::new(common_record(), dir.path().join("base.json"));
     let refused = |opts: RunOptions, want: &'static str| {

@@ -40,7 +40,7 @@ async fn a_run_searches_each_servers_capacity_after_its_loads() {
     }
     let _one_at_a_time = exclusive();
     let (dir, path) = scenario(SEARCHED);
-    let plan = plan_with(&path, &repo().join("docker"));
+    let plan = plan_with(&path, &repo_root().join("docker"));
     let out = dir.path().join("x.json");
     let rec = Arc::new(Recorder::default());
     let opts = RunOptions {

@@ -102,7 +102,7 @@ impl Run {
 }
 
 fn manifest(kind: &str) -> scenario::Manifest {
-    let kinds = scenario::Kinds::discover(&[common::repo().join("docker")]);
+    let kinds = scenario::Kinds::discover(&[common::repo_root().join("docker")]);
     let k = kinds.get(kind).unwrap_or_else(|| panic!("no kind {kind}"));
     k.manifest.clone().unwrap_or_else(|e| panic!("{e:?}"))
 }
@@ -111,7 +111,7 @@ async fn build(orch: &Orchestrator, kind: &str) -> String {
     let logs = tempfile::tempdir().unwrap();
     orch.build_image(
         kind,
-        &common::repo().join("docker").join(kind),
+        &common::repo_root().join("docker").join(kind),
         &logs.path().join(format!("{kind}.log")),
     )
     .await
@@ -318,7 +318,7 @@ streams = 4
 timeout = "10s"
 {EVERY_KIND_AND_A_PAGE}"#
     ));
-    let plan = common::plan_with(&path, &common::repo().join("docker"));
+    let plan = common::plan_with(&path, &common::repo_root().join("docker"));
     assert!(plan.http2 && !plan.tls);
     let measured = ["nginx", "apache", "lighttpd", "caddy", "h2o", "varnish"];
     let outcome = run_whole(
@@ -355,7 +355,7 @@ concurrency = 4
 timeout = "10s"
 {EVERY_KIND_AND_A_PAGE}"#
     ));
-    let plan = common::plan_with(&path, &common::repo().join("docker"));
+    let plan = common::plan_with(&path, &common::repo_root().join("docker"));
     assert!(plan.http2 && plan.tls);
     let measured = ["nginx", "apache", "lighttpd", "caddy", "h2o", "varnish"];
     let outcome = run_whole(

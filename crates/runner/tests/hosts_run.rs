@@ -16,12 +16,11 @@ use report::ServerStatus;
 use runner::RunOptions;
 use std::sync::Arc;
 use testhosts::TestHosts;
-
-/// The base image the orchestrator's tests make (the same name and recipe, so it is shared).
-const TEST_BASE: &str = "benchctl-test/bookworm:base";
+use testsupport::TEST_BASE;
 
 /// busybox's httpd in the tests' base image, built here (where Debian's mirrors are
-/// reachable) by the recipe the orchestrator's tests use, so its tag is theirs.
+/// reachable) by the recipe every test uses ([`testsupport::busybox_dockerfile`]), so its tag
+/// is theirs.
 async fn busybox_image(local: &Orchestrator) -> String {
     if local.image_id(TEST_BASE).await.unwrap().is_none() {
         local
@@ -32,12 +31,7 @@ async fn busybox_image(local: &Orchestrator) -> String {
     let ctx = tempfile::tempdir().unwrap();
     std::fs::write(
         ctx.path().join("Dockerfile"),
-        format!(
-            "FROM {TEST_BASE}\n\
-             RUN apt-get update && apt-get install -y --no-install-recommends busybox \
-                 && rm -rf /var/lib/apt/lists/*\n\
-             ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -v -p 127.0.0.1:$BENCH_PORT -h /srv/www\"]\n"
-        ),
+        testsupport::busybox_dockerfile(),
     )
     .unwrap();
     let logs = tempfile::tempdir().unwrap();
@@ -50,22 +44,7 @@ async fn busybox_image(local: &Orchestrator) -> String {
 
 /// A server kind by the contract in docker/README.md, on top of `base`.
 fn write_kind(dir: &std::path::Path, base: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(
-        dir.join("Dockerfile"),
-        format!(
-            "FROM {base}\nUSER 65534:65534\n\
-             ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -p ${{BENCH_ADDR:-127.0.0.1}}:$BENCH_PORT -h /srv/www\"]\n"
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("server.toml"),
-        "[server]\nname = \"busybox httpd\"\nsource = \"Debian bookworm package busybox\"\n\n\
-         [container]\nuser = \"65534:65534\"\ncapabilities = []\npids_limit = 16\n\
-         tmpfs = [{ path = \"/tmp\", size = \"1m\" }]\n",
-    )
-    .unwrap();
+    testsupport::write_busybox_kind(dir, base, 16, "");
 }
 
 async fn labelled_on(orch: &Orchestrator, label: &str) -> Vec<String> {
@@ -245,7 +224,7 @@ async fn nginx_on_a_namespace_host_serves_http2_over_tls_with_the_runs_certifica
     let tag = local
         .build_image(
             "nginx",
-            &repo().join("docker/nginx"),
+            &repo_root().join("docker/nginx"),
             &logs.path().join("nginx.log"),
         )
         .await
@@ -278,7 +257,7 @@ generate = "hello"
 "#,
         h.tcp_url()
     ));
-    let plan = plan_with(&path, &repo().join("docker"));
+    let plan = plan_with(&path, &repo_root().join("docker"));
     let rec = Arc::new(Recorder::default());
     let outcome = runner::run(
         &plan,

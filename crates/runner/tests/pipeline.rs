@@ -47,7 +47,7 @@ async fn a_whole_run_in_process_measures_and_leaves_nothing() {
     }
     let _one_at_a_time = exclusive();
     let (dir, path) = scenario(TINY);
-    let plan = plan_with(&path, &repo().join("docker"));
+    let plan = plan_with(&path, &repo_root().join("docker"));
     let out = dir.path().join("x.json");
     let rec = Arc::new(Recorder::default());
     let (tx, rx) = std::sync::mpsc::channel();
@@ -203,7 +203,7 @@ async fn sweeping_stale_leftovers_during_a_run_leaves_it_running() {
     let _one_at_a_time = exclusive();
     let text = TINY.replace("requests = 300", "requests = 30000\nkeep_alive = true");
     let (dir, path) = scenario(&text);
-    let plan = plan_with(&path, &repo().join("docker"));
+    let plan = plan_with(&path, &repo_root().join("docker"));
     let rec = Arc::new(Recorder::default());
     let (tx, rx) = std::sync::mpsc::channel();
     *rec.on_ready.lock().unwrap() = Some(tx);
@@ -237,7 +237,7 @@ async fn two_runs_given_the_same_results_file_lose_nothing() {
     let _one_at_a_time = exclusive();
     let (dir, path) =
         scenario(&TINY.replace("[[server]]\nname = \"apache\"\nkind = \"apache\"\n", ""));
-    let plan = plan_with(&path, &repo().join("docker"));
+    let plan = plan_with(&path, &repo_root().join("docker"));
     let out = dir.path().join("same.json");
     let a = runner::run(&plan, options(&out), Arc::new(Recorder::default()));
     let b = runner::run(&plan, options(&out), Arc::new(Recorder::default()));
@@ -268,10 +268,7 @@ impl SmallDisk {
             .status()
             .is_ok_and(|s| s.success());
         if !ok {
-            if std::env::var_os("CI").is_some() {
-                panic!("CI is set, but a tmpfs cannot be mounted (this test needs root)");
-            }
-            eprintln!("SKIPPED: cannot mount a tmpfs (not root?)");
+            testsupport::skip_or_fail("cannot mount a tmpfs (this test needs root)");
             return None;
         }
         Some(SmallDisk { dir })
@@ -297,7 +294,7 @@ async fn a_full_disk_loses_no_measurement() {
     };
     let _one_at_a_time = exclusive();
     let (_dir, path) = scenario(TINY);
-    let plan = plan_with(&path, &repo().join("docker"));
+    let plan = plan_with(&path, &repo_root().join("docker"));
     let out = disk.dir.path().join("x.json");
     let rec = Arc::new(Recorder::default());
     let outcome = runner::run(&plan, options(&out), Arc::clone(&rec) as Arc<_>)
@@ -336,7 +333,7 @@ async fn only_the_servers_asked_for_are_started_and_judged() {
     }
     let _one_at_a_time = exclusive();
     let (dir, path) = scenario(TINY);
-    let plan = plan_with(&path, &repo().join("docker"));
+    let plan = plan_with(&path, &repo_root().join("docker"));
     let opts = RunOptions {
         only: vec!["apache".to_string()],
         ..options(&dir.path().join("x.json"))
@@ -384,7 +381,7 @@ async fn a_prebuilt_image_runs_as_it_is_but_never_as_root() {
     }
     let _one_at_a_time = exclusive();
     let orch = orchestrator::Orchestrator::connect().await.unwrap();
-    let nginx = runner::build_image(&orch, "nginx", &repo().join("docker/nginx"), None)
+    let nginx = runner::build_image(&orch, "nginx", &repo_root().join("docker/nginx"), None)
         .await
         .unwrap();
     let text = TINY.replace(
@@ -400,7 +397,7 @@ async fn a_prebuilt_image_runs_as_it_is_but_never_as_root() {
         "name = \"plain\"\nimage = \"debian:bookworm-slim\"\noptional = true",
     );
     let (dir, path) = scenario(&text);
-    let plan = plan_with(&path, &repo().join("docker"));
+    let plan = plan_with(&path, &repo_root().join("docker"));
     assert_eq!(plan.servers[1].kind, "debian");
     let rec = Arc::new(Recorder::default());
     let outcome = runner::run(
@@ -463,7 +460,7 @@ path = "/"
 generate = "hello"
 "#,
     );
-    let plan = plan_with(&path, &repo().join("docker"));
+    let plan = plan_with(&path, &repo_root().join("docker"));
     assert_eq!(plan.cpus.server_share, Some(0.5));
     let out = dir.path().join("x.json");
     let rec = Arc::new(Recorder::default());

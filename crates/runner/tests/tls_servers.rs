@@ -63,7 +63,7 @@ async fn serves_https(kind: &str) {
     let image = orch
         .build_image(
             kind,
-            &common::repo().join("docker").join(kind),
+            &common::repo_root().join("docker").join(kind),
             &logs.path().join(format!("{kind}.log")),
         )
         .await
@@ -254,7 +254,7 @@ generate = "html"
 size = 468
 "#,
     );
-    let plan = common::plan_with(&path, &common::repo().join("docker"));
+    let plan = common::plan_with(&path, &common::repo_root().join("docker"));
     assert!(plan.tls);
     let rec = std::sync::Arc::new(common::Recorder::default());
     let opts = runner::RunOptions {

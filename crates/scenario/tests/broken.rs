@@ -41,10 +41,7 @@ fn every_broken_file_gives_exactly_its_expected_errors() {
             "{} has no `# expect:` lines",
             path.display()
         );
-        let kinds =
-            scenario::Kinds::discover(
-                &[Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docker")],
-            );
+        let kinds = scenario::Kinds::discover(&[testsupport::repo_root().join("docker")]);
         let err = match scenario::load_file_with(path, &kinds) {
             Ok(_) => {
                 failures.push(format!("{} validated, but must not", path.display()));

@@ -127,7 +127,7 @@ file = "files/robots.txt"
 #[test]
 fn materialize_writes_each_document_at_its_url_path_with_its_hash() {
     // As if the scenario lived in scenarios/, beside the robots.txt it serves.
-    let scenario_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/docs.toml");
+    let scenario_path = testsupport::repo_root().join("scenarios/docs.toml");
     let plan = scenario::parse_str(PLAN, &scenario_path).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let docs = materialize(&plan, dir.path()).unwrap();
@@ -164,10 +164,8 @@ fn materialize_writes_each_document_at_its_url_path_with_its_hash() {
         docs[0].sha256, "dffd6021bb2bd5b0af676290809ec3a53191dd81c7f70a4b28688a362182986f",
         "SHA-256 of \"Hello, World!\""
     );
-    let robots = std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/files/robots.txt"),
-    )
-    .unwrap();
+    let robots =
+        std::fs::read(testsupport::repo_root().join("scenarios/files/robots.txt")).unwrap();
     assert_eq!(
         std::fs::read(dir.path().join("robots.txt")).unwrap(),
         robots
@@ -192,8 +190,7 @@ fn a_file_that_changed_since_validation_is_refused() {
         "name = \"f\"\n[load]\nrequests = 1\n[[server]]\nname = \"n\"\nkind = \"nginx\"\n[[document]]\nname = \"f\"\npath = \"/f.txt\"\nfile = \"f.txt\"\n",
     )
     .unwrap();
-    let kinds =
-        scenario::Kinds::discover(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docker")]);
+    let kinds = scenario::Kinds::discover(&[testsupport::repo_root().join("docker")]);
     let plan = scenario::load_file_with(&path, &kinds).unwrap();
     std::fs::write(dir.path().join("f.txt"), b"12345").unwrap();
     let out = tempfile::tempdir().unwrap();
@@ -212,8 +209,7 @@ fn page_in_a_subfolder(content: &[u8]) -> (tempfile::TempDir, scenario::Plan) {
         "name = \"f\"\ndocuments = \"docs\"\n[load]\nrequests = 1\n[[server]]\nname = \"n\"\nkind = \"nginx\"\n[[document]]\nname = \"page\"\npath = \"/page.txt\"\nfile = \"docs/sub/page.txt\"\n",
     )
     .unwrap();
-    let kinds =
-        scenario::Kinds::discover(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docker")]);
+    let kinds = scenario::Kinds::discover(&[testsupport::repo_root().join("docker")]);
     let plan = scenario::load_file_with(&path, &kinds).unwrap();
     (dir, plan)
 }
@@ -310,8 +306,7 @@ fn documents_larger_than_the_free_space_are_refused_before_a_byte_is_written() {
     let src = "name = \"big\"\n[load]\nrequests = 1\n[[server]]\nname = \"n\"\nkind = \"nginx\"\n\
                [[document]]\nname = \"small\"\npath = \"/small.html\"\ngenerate = \"html\"\nsize = \"468\"\n\
                [[document]]\nname = \"huge\"\npath = \"/huge.bin\"\ngenerate = \"blob\"\nsize = \"1000000t\"\n";
-    let kinds =
-        scenario::Kinds::discover(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docker")]);
+    let kinds = scenario::Kinds::discover(&[testsupport::repo_root().join("docker")]);
     let plan = scenario::parse_str_with(src, Path::new("big.toml"), &kinds).unwrap();
     let out = tempfile::tempdir().unwrap();
     let err = materialize(&plan, out.path()).unwrap_err().to_string();

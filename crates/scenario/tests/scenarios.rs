@@ -3,10 +3,10 @@
 
 use loadgen::HttpVersion;
 use scenario::{DocumentSource, GeneratorKind, OptionValue, Plan};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn scenarios_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
+    testsupport::repo_root().join("scenarios")
 }
 
 fn load(name: &str) -> Plan {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// The repository's server kinds (these scenarios live nowhere near them).
 fn kinds() -> Kinds {
-    Kinds::discover(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docker")])
+    Kinds::discover(&[testsupport::repo_root().join("docker")])
 }
 
 fn parse_str(src: &str, path: &Path) -> Result<Plan, ScenarioError> {

@@ -6,21 +6,12 @@
 use orchestrator::{BuiltImage, Orchestrator};
 use std::path::{Path, PathBuf};
 
-/// The base image the tests make for themselves, apart from the real `debian:*` tags so that a
-/// test run never races with someone making those.
-pub const TEST_BASE: &str = "benchctl-test/bookworm:base";
+pub use testsupport::TEST_BASE;
 
 /// Connects, or returns `None` with a printed reason when no daemon is reachable outside CI.
-/// In CI (`CI` set) a missing daemon fails the test instead: those tests must not skip there.
+/// In CI a missing daemon fails the test instead: those tests must not skip there.
 pub async fn connect() -> Option<Orchestrator> {
-    match Orchestrator::connect().await {
-        Ok(o) => Some(o),
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("SKIPPED: no Docker daemon reachable ({e}); set CI=1 to make this a failure");
-            None
-        }
-        Err(e) => panic!("CI is set, so the Docker tests must run, but: {e}"),
-    }
+    testsupport::ok_or_skip("no Docker daemon reachable", Orchestrator::connect().await)
 }
 
 static BASE_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -63,12 +54,7 @@ static BUSYBOX_LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 pub async fn busybox_image(orch: &Orchestrator) -> BuiltImage {
     test_base(orch).await;
     let _held = BUSYBOX_LOCK.lock().await;
-    let dockerfile = format!(
-        "FROM {TEST_BASE}\n\
-         RUN apt-get update && apt-get install -y --no-install-recommends busybox \
-             && rm -rf /var/lib/apt/lists/*\n\
-         ENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -v -p 127.0.0.1:$BENCH_PORT -h /srv/www\"]\n"
-    );
+    let dockerfile = testsupport::busybox_dockerfile();
     let ctx = context(&[("Dockerfile", &dockerfile)]);
     let logs = tempfile::tempdir().unwrap();
     orch.build_image(

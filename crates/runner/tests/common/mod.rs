@@ -7,43 +7,15 @@ use runner::{Event, Observer};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repository root")
-}
+pub use testsupport::{exclusive, repo_root};
 
-/// Whether a daemon answers; without one the test skips, except under CI where it fails.
+/// Whether a daemon answers; without one the test skips, except in CI where it fails.
 pub async fn daemon_or_skip(test: &str) -> bool {
-    match orchestrator::Orchestrator::connect().await {
-        Ok(_) => true,
-        Err(e) if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) => {
-            panic!("{test}: CI is set, so the Docker tests must run, but: {e}")
-        }
-        Err(e) => {
-            eprintln!("{test}: SKIPPED: no Docker daemon ({e}); set CI=1 to make this a failure");
-            false
-        }
-    }
-}
-
-/// One Docker run at a time across test processes: the machines have 2 cores with servers
-/// pinned to one and the load generator to the other (the same lock as the command line's
-/// run tests).
-pub fn exclusive() -> std::fs::File {
-    use std::os::fd::AsRawFd;
-    let path = std::env::temp_dir().join("benchctl-run-docker-tests.lock");
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .expect("open the lock file");
-    // SAFETY: flock(2) on a descriptor we own for as long as the returned file lives.
-    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
-    assert_eq!(rc, 0, "flock {}", path.display());
-    f
+    testsupport::ok_or_skip(
+        &format!("{test}: no Docker daemon"),
+        orchestrator::Orchestrator::connect().await,
+    )
+    .is_some()
 }
 
 /// A scenario file `name.toml` with `text` in a fresh folder.
@@ -63,7 +35,7 @@ pub fn plan_with(path: &Path, docker_dir: &Path) -> scenario::Plan {
 /// A copy of the repository's docker folder in which `kind`'s Dockerfile fails to build.
 pub fn docker_dir_with_broken(kinds: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    let src = repo().join("docker");
+    let src = repo_root().join("docker");
     for e in std::fs::read_dir(&src).unwrap() {
         let e = e.unwrap();
         if !e.file_type().unwrap().is_dir() {
