@@ -78,7 +78,7 @@ const TURN_BYTES: usize = 16 * READ_BUF;
 /// Mean read delay, µs, from which a run says its generator was the bottleneck.
 const READ_DELAY_NOTE_US: f64 = 100.0;
 /// Timer slack of a worker that naps, ns.
-const NAP_TIMER_SLACK_NS: libc::c_ulong = 1_000;
+const NAP_TIMER_SLACK_NS: std::num::NonZeroU64 = std::num::NonZeroU64::new(1_000).unwrap();
 /// The poller token of a worker's [`Alarm`]: no connection's (their index is below `u32::MAX`).
 const ALARM: Token = Token(u32::MAX as usize);
 
@@ -811,8 +811,8 @@ fn worker_thread(
 /// thread's slack when its worker may nap.
 fn tighten_timer_slack(napper: &Napper) {
     if napper.enabled() {
-        // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, NAP_TIMER_SLACK_NS, 0, 0, 0) };
+        // PR_SET_TIMERSLACK, which affects only this thread.
+        let _ = rustix::thread::set_current_timer_slack(Some(NAP_TIMER_SLACK_NS));
     }
 }
 
