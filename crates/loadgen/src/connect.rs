@@ -4,9 +4,11 @@
 //! connect, so the default path costs no extra system call.
 
 use mio::net::TcpStream;
+use rustix::io::Errno;
+use rustix::net::{sockopt, AddressFamily, SocketFlags, SocketType};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
 
 /// Options every connection's socket is opened with.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -30,26 +32,18 @@ pub fn connect(addr: SocketAddr, opts: &SocketOptions) -> io::Result<TcpStream> 
         return TcpStream::connect(addr);
     }
     let fd = socket_for(addr)?;
-    let raw = fd.as_raw_fd();
     if let Some(size) = opts.buffer {
-        let size = libc::c_int::try_from(size).unwrap_or(libc::c_int::MAX);
-        set_int(raw, libc::SO_SNDBUF, size)?;
-        set_int(raw, libc::SO_RCVBUF, size)?;
+        // The kernel takes an int.
+        let size = i32::try_from(size).unwrap_or(i32::MAX) as usize;
+        sockopt::set_socket_send_buffer_size(&fd, size)?;
+        sockopt::set_socket_recv_buffer_size(&fd, size)?;
     }
     if let Some(ip) = opts.bind {
-        with_sockaddr(SocketAddr::new(ip, 0), |sa, len| {
-            // SAFETY: `sa` points to a sockaddr of `len` bytes that lives through the call.
-            cvt(unsafe { libc::bind(raw, sa, len) })
-        })?;
+        rustix::net::bind(&fd, &SocketAddr::new(ip, 0))?;
     }
-    let r = with_sockaddr(addr, |sa, len| {
-        // SAFETY: as for bind above.
-        cvt(unsafe { libc::connect(raw, sa, len) })
-    });
-    match r {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-        Err(e) => return Err(e),
+    match rustix::net::connect(&fd, &addr) {
+        Ok(()) | Err(Errno::INPROGRESS) => {}
+        Err(e) => return Err(e.into()),
     }
     Ok(TcpStream::from_std(std::net::TcpStream::from(fd)))
 }
@@ -67,90 +61,26 @@ pub fn check(addr: SocketAddr, opts: &SocketOptions) -> Result<(), String> {
         ));
     }
     let fd = socket_for(addr).map_err(|e| format!("cannot open a socket: {e}"))?;
-    with_sockaddr(SocketAddr::new(ip, 0), |sa, len| {
-        // SAFETY: `sa` points to a sockaddr of `len` bytes that lives through the call.
-        cvt(unsafe { libc::bind(fd.as_raw_fd(), sa, len) })
+    rustix::net::bind(&fd, &SocketAddr::new(ip, 0)).map_err(|e| {
+        format!(
+            "cannot connect from {ip} (-B): {}; is it an address of this machine?",
+            io::Error::from(e)
+        )
     })
-    .map_err(|e| format!("cannot connect from {ip} (-B): {e}; is it an address of this machine?"))
 }
 
 fn socket_for(addr: SocketAddr) -> io::Result<OwnedFd> {
     let family = if addr.is_ipv4() {
-        libc::AF_INET
+        AddressFamily::INET
     } else {
-        libc::AF_INET6
+        AddressFamily::INET6
     };
-    // SAFETY: socket takes plain integers and returns a new descriptor or -1.
-    let fd = unsafe {
-        libc::socket(
-            family,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a descriptor just created and owned by no one else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn set_int(fd: RawFd, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {
-    // SAFETY: `v` outlives the call and its size is passed with it.
-    cvt(unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            opt,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    })
-}
-
-fn cvt(r: libc::c_int) -> io::Result<()> {
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Calls `f` with `addr` as a C socket address and its length.
-fn with_sockaddr<T>(
-    addr: SocketAddr,
-    f: impl FnOnce(*const libc::sockaddr, libc::socklen_t) -> T,
-) -> T {
-    match addr {
-        SocketAddr::V4(a) => {
-            // SAFETY: an all-zero sockaddr_in is valid; the fields are set below.
-            let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-            sa.sin_family = libc::AF_INET as libc::sa_family_t;
-            sa.sin_port = a.port().to_be();
-            sa.sin_addr = libc::in_addr {
-                s_addr: u32::from_ne_bytes(a.ip().octets()),
-            };
-            f(
-                (&sa as *const libc::sockaddr_in).cast(),
-                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            )
-        }
-        SocketAddr::V6(a) => {
-            // SAFETY: an all-zero sockaddr_in6 is valid; the fields are set below.
-            let mut sa: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
-            sa.sin6_family = libc::AF_INET6 as libc::sa_family_t;
-            sa.sin6_port = a.port().to_be();
-            sa.sin6_addr = libc::in6_addr {
-                s6_addr: a.ip().octets(),
-            };
-            sa.sin6_flowinfo = a.flowinfo();
-            sa.sin6_scope_id = a.scope_id();
-            f(
-                (&sa as *const libc::sockaddr_in6).cast(),
-                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
-            )
-        }
-    }
+    Ok(rustix::net::socket_with(
+        family,
+        SocketType::STREAM,
+        SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        None,
+    )?)
 }
 
 #[cfg(test)]
@@ -174,25 +104,11 @@ mod tests {
         let s = connect(addr, &opts).unwrap();
         let (mut peer, from) = listener.accept().unwrap();
         assert_eq!(from.ip(), opts.bind.unwrap());
-        let mut got: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: `got` and `len` outlive the call and describe a c_int.
-        let r = unsafe {
-            libc::getsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                (&mut got as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        assert_eq!(r, 0);
+        let got = sockopt::socket_recv_buffer_size(&s).unwrap();
         // Linux doubles the size asked for, to leave room for its bookkeeping (socket(7)).
         assert_eq!(got, 32 * 1024);
         // The connection works: bytes go through both ways.
-        use std::os::fd::IntoRawFd;
-        // SAFETY: the descriptor is taken out of mio's stream, which gives up owning it.
-        let mut s = unsafe { std::net::TcpStream::from_raw_fd(s.into_raw_fd()) };
+        let mut s = std::net::TcpStream::from(OwnedFd::from(s));
         s.set_nonblocking(false).unwrap();
         s.write_all(b"ping").unwrap();
         let mut buf = [0u8; 4];

@@ -2,10 +2,12 @@
 //! test do not fight over a core) and reading the process's own CPU time (so a report can say
 //! when the client, not the server, was the bottleneck).
 
+use rustix::thread::CpuSet;
 use std::time::Duration;
 
 /// CPUs the kernel has online.
 pub fn online_cpus() -> usize {
+    // rustix has no sysconf; glibc's reads the kernel's list of online CPUs.
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     if n < 1 {
@@ -17,35 +19,26 @@ pub fn online_cpus() -> usize {
 
 /// CPUs this process may run on (its affinity mask).
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return (0..online_cpus()).collect();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
+    match rustix::thread::sched_getaffinity(None) {
+        Ok(set) => (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect(),
+        Err(_) => (0..online_cpus()).collect(),
     }
 }
 
 /// Pins the calling thread to the given CPUs.
 pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
-    // SAFETY: the set is built locally and passed with its size; pid 0 is the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            libc::CPU_SET(c, &mut set);
-        }
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c);
     }
+    // No pid: the calling thread.
+    rustix::thread::sched_setaffinity(None, &set)?;
     Ok(())
 }
 
 /// User plus system CPU time used so far by the whole process.
 pub fn process_cpu_time() -> Duration {
+    // rustix has no getrusage.
     // SAFETY: getrusage writes into the zeroed struct we own.
     let ru = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();

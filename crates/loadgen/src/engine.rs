@@ -49,7 +49,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{mpsc, Arc, Barrier, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -78,7 +78,7 @@ const TURN_BYTES: usize = 16 * READ_BUF;
 /// Mean read delay, µs, from which a run says its generator was the bottleneck.
 const READ_DELAY_NOTE_US: f64 = 100.0;
 /// Timer slack of a worker that naps, ns.
-const NAP_TIMER_SLACK_NS: libc::c_ulong = 1_000;
+const NAP_TIMER_SLACK_NS: std::num::NonZeroU64 = std::num::NonZeroU64::new(1_000).unwrap();
 /// The poller token of a worker's [`Alarm`]: no connection's (their index is below `u32::MAX`).
 const ALARM: Token = Token(u32::MAX as usize);
 
@@ -811,8 +811,8 @@ fn worker_thread(
 /// thread's slack when its worker may nap.
 fn tighten_timer_slack(napper: &Napper) {
     if napper.enabled() {
-        // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, NAP_TIMER_SLACK_NS, 0, 0, 0) };
+        // PR_SET_TIMERSLACK, which affects only this thread.
+        let _ = rustix::thread::set_current_timer_slack(Some(NAP_TIMER_SLACK_NS));
     }
 }
 
@@ -1028,7 +1028,7 @@ impl Worker {
                         }
                     };
                     c.stamped =
-                        self.sh.stamps.is_some() && sock::enable_rx_stamps(s.as_raw_fd()).is_ok();
+                        self.sh.stamps.is_some() && sock::enable_rx_stamps(s.as_fd()).is_ok();
                     c.stream = Some(s);
                     c.unread = false;
                     c.generation = c.generation.wrapping_add(1);
@@ -1064,7 +1064,7 @@ impl Worker {
         // Over TLS, the records of what was taken may still be waiting for the socket.
         while c.sent < request.len() || c.tls.as_ref().is_some_and(|t| t.wants_write()) {
             let written = match c.tls.as_mut() {
-                Some(t) => t.send(s.as_raw_fd(), &request[c.sent..]),
+                Some(t) => t.send(s.as_fd(), &request[c.sent..]),
                 None => s.write(&request[c.sent..]),
             };
             match written {
@@ -1153,11 +1153,11 @@ impl Worker {
                 0
             };
             let (got, asked) = if skip > 0 {
-                (sock::discard(s.as_raw_fd(), skip, c.stamped), skip)
+                (sock::discard(s.as_fd(), skip, c.stamped), skip)
             } else {
                 let got = match c.tls.as_mut() {
-                    Some(t) => t.recv(s.as_raw_fd(), &mut self.buf, c.stamped),
-                    None => sock::recv(s.as_raw_fd(), &mut self.buf, c.stamped),
+                    Some(t) => t.recv(s.as_fd(), &mut self.buf, c.stamped),
+                    None => sock::recv(s.as_fd(), &mut self.buf, c.stamped),
                 };
                 (got, self.buf.len())
             };
@@ -1384,9 +1384,9 @@ impl Worker {
             let got = match c.tls.as_mut() {
                 // Read through the session: its close_notify ends the stream as a FIN does
                 // (some servers, lighttpd, send it and then wait for the client to close).
-                Some(t) => t.recv(s.as_raw_fd(), &mut self.buf, false),
-                None if self.discard => sock::discard(s.as_raw_fd(), budget, false),
-                None => sock::recv(s.as_raw_fd(), &mut self.buf, false),
+                Some(t) => t.recv(s.as_fd(), &mut self.buf, false),
+                None if self.discard => sock::discard(s.as_fd(), budget, false),
+                None => sock::recv(s.as_fd(), &mut self.buf, false),
             };
             match got {
                 Recv::Data { len, .. } => {

@@ -28,15 +28,12 @@ pub fn local_limit(e: &io::Error) -> Option<LocalLimit> {
 
 /// This process's open-files limit: (soft, hard).
 pub fn open_files_limit() -> (u64, u64) {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit struct we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return (u64::MAX, u64::MAX);
-    }
-    (lim.rlim_cur, lim.rlim_max)
+    // No limit (RLIM_INFINITY) is u64::MAX, as the kernel writes it.
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    (
+        lim.current.unwrap_or(u64::MAX),
+        lim.maximum.unwrap_or(u64::MAX),
+    )
 }
 
 /// File descriptors a run needs: one per connection, a poller and a timer per worker thread,
@@ -65,13 +62,13 @@ pub fn ensure_open_files(concurrency: u32, threads: usize) -> Result<(), ConfigE
         return Ok(());
     }
     if need <= hard {
-        let lim = libc::rlimit {
-            rlim_cur: need,
-            rlim_max: hard,
+        // Lowering nothing, raising the soft limit within the hard one, which any process may
+        // do (a hard limit of u64::MAX stays RLIM_INFINITY).
+        let lim = rustix::process::Rlimit {
+            current: Some(need),
+            maximum: Some(hard),
         };
-        // SAFETY: setrlimit reads one rlimit struct we own; lowering nothing, raising the soft
-        // limit within the hard one, which any process may do.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
+        if rustix::process::setrlimit(rustix::process::Resource::Nofile, lim).is_ok() {
             return Ok(());
         }
     }

@@ -12,8 +12,9 @@
 //! clock step between the packet's arrival and its read (microseconds) could skew it, and the
 //! result is clamped into the window where it must lie.
 
+use rustix::io::Errno;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 /// When data arrived, as the kernel stamped it: nanoseconds since the Unix epoch.
@@ -36,12 +37,13 @@ pub enum Recv {
 }
 
 /// Asks the kernel to stamp what arrives on `fd`.
-pub fn enable_rx_stamps(fd: RawFd) -> io::Result<()> {
+pub fn enable_rx_stamps(fd: BorrowedFd<'_>) -> io::Result<()> {
     let on: libc::c_int = 1;
-    // SAFETY: `on` outlives the call and its size is passed with it.
+    // rustix has no SO_TIMESTAMPNS option.
+    // SAFETY: `fd` is borrowed, so open; `on` outlives the call and its size is passed with it.
     let r = unsafe {
         libc::setsockopt(
-            fd,
+            fd.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_TIMESTAMPNS,
             (&on as *const libc::c_int).cast(),
@@ -78,14 +80,14 @@ impl StampKeeper {
         let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).ok()?;
         let stamped = std::net::TcpStream::connect(listener.local_addr().ok()?).ok()?;
         let (mut peer, _) = listener.accept().ok()?;
-        enable_rx_stamps(stamped.as_raw_fd()).ok()?;
+        enable_rx_stamps(stamped.as_fd()).ok()?;
         stamped.set_nonblocking(true).ok()?;
         let deadline = Instant::now() + Self::WAIT;
         let mut buf = [0u8; 16];
         loop {
             peer.write_all(b"x").ok()?;
             // Loopback delivers within the write: the byte is there to read now.
-            if let Recv::Data { stamp: Some(_), .. } = recv(stamped.as_raw_fd(), &mut buf, true) {
+            if let Recv::Data { stamp: Some(_), .. } = recv(stamped.as_fd(), &mut buf, true) {
                 return Some(StampKeeper {
                     _stamped: stamped,
                     _peer: peer,
@@ -107,14 +109,15 @@ struct ControlBuf([u8; 64]);
 /// Reads from a non-blocking socket. With `stamped`, uses `recvmsg` and returns the receive
 /// stamp of the data; otherwise a plain `read`.
 #[inline]
-pub fn recv(fd: RawFd, buf: &mut [u8], stamped: bool) -> Recv {
+pub fn recv(fd: BorrowedFd<'_>, buf: &mut [u8], stamped: bool) -> Recv {
     if !stamped {
         return loop {
-            // SAFETY: `buf` is valid for writes of its length for the duration of the call.
-            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-            match classify(n) {
-                Some(r) => break r,
-                None => continue,
+            match rustix::io::read(fd, &mut *buf) {
+                Ok(0) => break Recv::Eof,
+                Ok(len) => break Recv::Data { len, stamp: None },
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN) => break Recv::Again,
+                Err(_) => break Recv::Failed,
             }
         };
     }
@@ -131,11 +134,14 @@ pub fn recv(fd: RawFd, buf: &mut [u8], stamped: bool) -> Recv {
 /// `EFAULT` (a [`Recv::Failed`]) and takes nothing, rather than writing anywhere.
 /// [`discard_works`] says whether this kernel drops the data as it should.
 #[inline]
-pub fn discard(fd: RawFd, len: usize, stamped: bool) -> Recv {
+pub fn discard(fd: BorrowedFd<'_>, len: usize, stamped: bool) -> Recv {
     if !stamped {
         return loop {
-            // SAFETY: no buffer is given; with MSG_TRUNC the TCP receive path writes nothing.
-            let n = unsafe { libc::recv(fd, std::ptr::null_mut(), len, libc::MSG_TRUNC) };
+            // rustix takes a buffer as a slice, and there is none here.
+            // SAFETY: `fd` is borrowed, so open; no buffer is given, and with MSG_TRUNC the
+            // TCP receive path writes nothing.
+            let n =
+                unsafe { libc::recv(fd.as_raw_fd(), std::ptr::null_mut(), len, libc::MSG_TRUNC) };
             match classify(n) {
                 Some(r) => break r,
                 None => continue,
@@ -145,33 +151,51 @@ pub fn discard(fd: RawFd, len: usize, stamped: bool) -> Recv {
     recv_stamped(fd, std::ptr::null_mut(), len, libc::MSG_TRUNC)
 }
 
-/// `recvmsg` into `len` bytes at `base` (null with `MSG_TRUNC`), with the receive stamp.
+/// `recvmsg` into `len` bytes at `base` (null with `MSG_TRUNC`), with the receive stamp. rustix
+/// neither passes a null buffer nor parses `SCM_TIMESTAMPNS` messages: this stays libc.
 #[inline]
-fn recv_stamped(fd: RawFd, base: *mut u8, len: usize, flags: libc::c_int) -> Recv {
+fn recv_stamped(fd: BorrowedFd<'_>, base: *mut u8, len: usize, flags: libc::c_int) -> Recv {
     let mut control = ControlBuf([0; 64]);
     loop {
         let mut iov = libc::iovec {
             iov_base: base.cast(),
             iov_len: len,
         };
-        // SAFETY: an all-zero msghdr is a valid empty header; its pointers are set below to
-        // `iov` and `control`, which outlive the call.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.0.as_mut_ptr().cast();
-        msg.msg_controllen = control.0.len() as _;
-        // SAFETY: `msg` describes a control buffer valid for writes of its length, and either
-        // a data buffer valid for writes of `len` bytes (the caller's) or, with MSG_TRUNC on a
-        // TCP socket, none that is written to.
-        let n = unsafe { libc::recvmsg(fd, &mut msg, flags) };
-        match classify(n) {
-            Some(Recv::Data { len, .. }) => {
-                return Recv::Data {
-                    len,
-                    stamp: stamp_of(&msg),
+        // SAFETY: an all-zero msghdr is a valid empty header; its pointers are set to `iov`
+        // and `control`, which outlive the call. It then describes a control buffer valid for
+        // writes of its length, and either a data buffer valid for writes of `len` bytes (the
+        // caller's) or, with MSG_TRUNC on a TCP socket, none that is written to; `fd` is
+        // borrowed, so open. After a successful recvmsg the control length covers only
+        // well-formed headers inside the control buffer, and CMSG_* walk exactly those.
+        let (n, stamp) = unsafe {
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control.0.as_mut_ptr().cast();
+            msg.msg_controllen = control.0.len() as _;
+            let n = libc::recvmsg(fd.as_raw_fd(), &mut msg, flags);
+            let mut stamp = None;
+            // The SCM_TIMESTAMPNS stamp among the control messages filled in, if any.
+            let mut c = if n > 0 {
+                libc::CMSG_FIRSTHDR(&msg)
+            } else {
+                std::ptr::null_mut()
+            };
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    // The data of an SCM_TIMESTAMPNS message is a timespec, maybe unaligned.
+                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    stamp = u64::try_from(ts.tv_sec)
+                        .ok()
+                        .map(|s| Stamp(s * 1_000_000_000 + ts.tv_nsec as u64));
+                    break;
                 }
+                c = libc::CMSG_NXTHDR(&msg, c);
             }
+            (n, stamp)
+        };
+        match classify(n) {
+            Some(Recv::Data { len, .. }) => return Recv::Data { len, stamp },
             Some(r) => return r,
             None => continue,
         }
@@ -192,7 +216,7 @@ fn probe_discard() -> Option<bool> {
     let ours = std::net::TcpStream::connect(listener.local_addr().ok()?).ok()?;
     let (mut peer, _) = listener.accept().ok()?;
     ours.set_nonblocking(true).ok()?;
-    let fd = ours.as_raw_fd();
+    let fd = ours.as_fd();
     peer.write_all(b"0123456789").ok()?;
     let deadline = Instant::now() + Duration::from_millis(200);
     let mut took = 0;
@@ -237,34 +261,10 @@ fn classify(n: isize) -> Option<Recv> {
     }
 }
 
-/// The `SCM_TIMESTAMPNS` stamp among the control messages `recvmsg` filled in, if any.
-fn stamp_of(msg: &libc::msghdr) -> Option<Stamp> {
-    // SAFETY: `msg` was filled in by a successful recvmsg, so its control length covers only
-    // well-formed headers inside the control buffer; CMSG_* walk exactly those.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                return u64::try_from(ts.tv_sec)
-                    .ok()
-                    .map(|s| Stamp(s * 1_000_000_000 + ts.tv_nsec as u64));
-            }
-            c = libc::CMSG_NXTHDR(msg, c);
-        }
-    }
-    None
-}
-
 /// CLOCK_REALTIME now, in the unit of a [`Stamp`].
 #[inline]
 pub fn realtime_now() -> Stamp {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
     Stamp(ts.tv_sec.max(0) as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
@@ -327,14 +327,14 @@ mod tests {
         let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (mut server, _) = listener.accept().unwrap();
         client.set_nonblocking(true).unwrap();
-        enable_rx_stamps(client.as_raw_fd()).unwrap();
+        enable_rx_stamps(client.as_fd()).unwrap();
 
         let mut buf = [0u8; 64];
-        assert_eq!(recv(client.as_raw_fd(), &mut buf, true), Recv::Again);
+        assert_eq!(recv(client.as_fd(), &mut buf, true), Recv::Again);
         let sent = Instant::now();
         server.write_all(b"hello").unwrap();
         std::thread::sleep(Duration::from_millis(50));
-        let r = recv(client.as_raw_fd(), &mut buf, true);
+        let r = recv(client.as_fd(), &mut buf, true);
         let (read_at, real_at) = (Instant::now(), realtime_now());
         let Recv::Data { len, stamp } = r else {
             panic!("expected data, got {r:?}");
@@ -353,13 +353,13 @@ mod tests {
         drop(server);
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(
-            recv(client.as_raw_fd(), &mut buf, false),
+            recv(client.as_fd(), &mut buf, false),
             Recv::Data {
                 len: 1,
                 stamp: None
             }
         );
-        assert_eq!(recv(client.as_raw_fd(), &mut buf, true), Recv::Eof);
+        assert_eq!(recv(client.as_fd(), &mut buf, true), Recv::Eof);
     }
 
     #[test]
@@ -370,8 +370,8 @@ mod tests {
         let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (mut server, _) = listener.accept().unwrap();
         client.set_nonblocking(true).unwrap();
-        enable_rx_stamps(client.as_raw_fd()).unwrap();
-        let fd = client.as_raw_fd();
+        enable_rx_stamps(client.as_fd()).unwrap();
+        let fd = client.as_fd();
 
         assert_eq!(discard(fd, 100, true), Recv::Again);
         let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();

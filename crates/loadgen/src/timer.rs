@@ -9,8 +9,9 @@
 
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
+use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 /// A one-shot timer the poller reports as readable when it expires.
@@ -23,18 +24,10 @@ pub struct Alarm {
 impl Alarm {
     /// A disarmed timer on the monotonic clock, registered with `registry` under `token`.
     pub fn new(registry: &Registry, token: Token) -> io::Result<Alarm> {
-        // SAFETY: plain flags; the result is checked before it is used as a descriptor.
-        let fd = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just created and nothing else owns it.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = rustix::time::timerfd_create(
+            TimerfdClockId::Monotonic,
+            TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+        )?;
         registry.register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)?;
         Ok(Alarm { fd, armed: None })
     }
@@ -49,23 +42,17 @@ impl Alarm {
         let after = at
             .saturating_duration_since(now)
             .max(Duration::from_nanos(1));
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec {
+        let spec = Itimerspec {
+            it_interval: Timespec {
                 tv_sec: 0,
                 tv_nsec: 0,
             },
-            it_value: libc::timespec {
-                tv_sec: after.as_secs() as libc::time_t,
-                tv_nsec: after.subsec_nanos() as libc::c_long,
+            it_value: Timespec {
+                tv_sec: after.as_secs() as _,
+                tv_nsec: after.subsec_nanos().into(),
             },
         };
-        // SAFETY: `spec` is a valid itimerspec for the duration of the call; the old value is
-        // not asked for.
-        let r =
-            unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        rustix::time::timerfd_settime(&self.fd, TimerfdTimerFlags::empty(), &spec)?;
         self.armed = Some(at);
         Ok(())
     }
@@ -75,14 +62,7 @@ impl Alarm {
         let mut expirations = [0u8; 8];
         // Reading clears the expiration count. Nothing to read (the timer was set again since
         // it fired) is fine.
-        // SAFETY: the buffer is 8 writable bytes, as a timerfd read needs.
-        let _ = unsafe {
-            libc::read(
-                self.fd.as_raw_fd(),
-                expirations.as_mut_ptr().cast(),
-                expirations.len(),
-            )
-        };
+        let _ = rustix::io::read(&self.fd, &mut expirations);
         self.armed = None;
     }
 }

@@ -17,6 +17,8 @@
 
 use crate::sock::{self, Recv, Stamp};
 use crate::stats::TlsSession;
+use rustix::io::Errno;
+use rustix::net::{SendAncillaryBuffer, SendFlags};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{ring as provider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
@@ -26,7 +28,7 @@ use rustls::{
     SupportedCipherSuite, SupportedProtocolVersion,
 };
 use std::io::{self, Read, Write};
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -324,13 +326,13 @@ pub fn handshake_error(e: &io::Error) -> Option<&HandshakeError> {
 }
 
 /// Reads TLS records off the socket with the engine's stamped reads, keeping the newest stamp.
-struct SocketReader {
-    fd: RawFd,
+struct SocketReader<'fd> {
+    fd: BorrowedFd<'fd>,
     stamped: bool,
     stamp: Option<Stamp>,
 }
 
-impl Read for SocketReader {
+impl Read for SocketReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match sock::recv(self.fd, buf, self.stamped) {
             Recv::Data { len, stamp } => {
@@ -347,28 +349,20 @@ impl Read for SocketReader {
 }
 
 /// Writes TLS records to the socket, as many queued records as there are in one `sendmsg`.
-struct SocketWriter(RawFd);
+struct SocketWriter<'fd>(BorrowedFd<'fd>);
 
-impl Write for SocketWriter {
+impl Write for SocketWriter<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.write_vectored(&[io::IoSlice::new(buf)])
     }
 
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        let mut control = SendAncillaryBuffer::default();
         loop {
-            // SAFETY: an all-zero msghdr is a valid empty header; its iovec array is set to
-            // `bufs`, whose IoSlices are ABI-compatible with iovec and outlive the call.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
-            msg.msg_iovlen = bufs.len() as _;
-            // SAFETY: `msg` describes buffers valid for reads; nothing is written through it.
-            let n = unsafe { libc::sendmsg(self.0, &msg, libc::MSG_NOSIGNAL) };
-            if n >= 0 {
-                return Ok(n as usize);
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
+            match rustix::net::sendmsg(self.0, bufs, &mut control, SendFlags::NOSIGNAL) {
+                Ok(n) => return Ok(n),
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
             }
         }
     }
@@ -455,7 +449,7 @@ impl TlsConn {
     }
 
     /// Writes pending records to the socket, all of them or until it would block.
-    fn flush(&mut self, fd: RawFd) -> io::Result<()> {
+    fn flush(&mut self, fd: BorrowedFd<'_>) -> io::Result<()> {
         while self.conn.wants_write() {
             self.conn.write_tls(&mut SocketWriter(fd))?;
         }
@@ -468,7 +462,7 @@ impl TlsConn {
     /// the handshake, so it counts in Connect as ab counts it. `WouldBlock` while the
     /// handshake waits for the server or the socket; an empty `data` only writes what is
     /// pending (call again while [`TlsConn::wants_write`]).
-    pub fn send(&mut self, fd: RawFd, data: &[u8]) -> io::Result<usize> {
+    pub fn send(&mut self, fd: BorrowedFd<'_>, data: &[u8]) -> io::Result<usize> {
         while self.conn.is_handshaking() {
             self.flush(fd)?;
             let mut rd = SocketReader {
@@ -510,7 +504,7 @@ impl TlsConn {
     /// no plaintext is left, `Eof` at the end of the stream (with or without the server's
     /// close_notify), `Failed` on a reset or a record that does not decrypt. A `Data` shorter
     /// than `buf` means the socket was emptied, as for a plain read.
-    pub fn recv(&mut self, fd: RawFd, buf: &mut [u8], stamped: bool) -> Recv {
+    pub fn recv(&mut self, fd: BorrowedFd<'_>, buf: &mut [u8], stamped: bool) -> Recv {
         let mut filled = 0;
         let mut stamp = None;
         let mut eof = false;

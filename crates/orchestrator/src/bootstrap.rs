@@ -252,7 +252,9 @@ impl Orchestrator {
             }
             Err(e) => return Err(OrchestratorError::io("starting mmdebstrap", e)),
         };
-        let pgid = child.id().map(|p| p as libc::pid_t);
+        let pgid = child
+            .id()
+            .and_then(|p| rustix::process::Pid::from_raw(p as i32));
         let mut stderr = child.stderr.take().expect("stderr was piped");
         // Read stderr while waiting, or a chatty mmdebstrap would block on a full pipe.
         let run = async {
@@ -279,8 +281,9 @@ impl Orchestrator {
             Ok((Err(e), _)) => Err(OrchestratorError::io("waiting for mmdebstrap", e)),
             Err(_) => {
                 if let Some(pgid) = pgid {
-                    // SAFETY: kill(2) with a negative pid signals the process group we created.
-                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                    // The process group mmdebstrap was started in, its own.
+                    let _ =
+                        rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
                 }
                 Err(OrchestratorError::Bootstrap {
                     image: image.to_string(),

@@ -101,17 +101,15 @@ fn spawn_for_life(mut cmd: Command) -> std::io::Result<Child> {
             .expect("a thread to start ssh from");
         Mutex::new(tx)
     });
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: between fork and exec the closure only calls prctl and getppid, both
-    // async-signal-safe; it allocates nothing.
+    let parent = rustix::process::getpid();
+    // SAFETY: between fork and exec the closure only makes the prctl and getppid system calls
+    // (rustix's wrappers, which take no locks), both async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))?;
             // The parent may have died before the request took effect (compared with its pid,
             // not with 1: benchctl may itself be a container's first process).
-            if libc::getppid() != parent {
+            if rustix::process::getppid() != Some(parent) {
                 return Err(std::io::Error::other("benchctl exited"));
             }
             Ok(())

@@ -89,12 +89,16 @@ fn apr_ctime(secs: i64) -> String {
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     let t: libc::time_t = secs as libc::time_t;
-    // SAFETY: an all-zero tm is valid; localtime_r fills it from `t`, both owned here.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are to locals that outlive the call.
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+    // The local time zone is the C library's to know: rustix has no localtime_r.
+    // SAFETY: an all-zero tm is valid; localtime_r fills it from `t`, and both pointers are to
+    // locals that outlive the call.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        (!libc::localtime_r(&t, &mut tm).is_null()).then_some(tm)
+    };
+    let Some(tm) = tm else {
         return secs.to_string();
-    }
+    };
     format!(
         "{} {} {:02} {:02}:{:02}:{:02} {}",
         DAYS[tm.tm_wday.rem_euclid(7) as usize],

@@ -204,8 +204,7 @@ fn remove_stale_record(path: &Path, expected: Option<Owner>) -> bool {
 }
 
 fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 fn read_owner(dir: &Path) -> Option<Owner> {

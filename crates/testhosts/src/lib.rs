@@ -171,8 +171,7 @@ impl Layout {
 /// Why extra hosts cannot be made here, or `None` when they can: the tests skip with this
 /// reason outside CI and fail with it in CI.
 pub fn unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         return Some("making network namespaces and engines needs root".to_string());
     }
     for tool in ["ip", "nsenter", "iptables", "dockerd"] {
@@ -690,9 +689,9 @@ fn stop(child: &mut Child) {
     if let Ok(Some(_)) = child.try_wait() {
         return;
     }
-    // SAFETY: kill(2) on our own child's pid, which it still is (not yet waited for).
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    // Our own child's pid, which it still is (not yet waited for).
+    if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }
     let until = Instant::now() + Duration::from_secs(20);
     while Instant::now() < until {
@@ -709,18 +708,15 @@ fn stop(child: &mut Child) {
 fn kill_namespace(ns: &str) {
     for _ in 0..3 {
         let pids = output(&["ip", "netns", "pids", ns]);
-        let pids: Vec<i32> = pids
+        let pids: Vec<rustix::process::Pid> = pids
             .split_whitespace()
-            .filter_map(|p| p.parse().ok())
+            .filter_map(|p| rustix::process::Pid::from_raw(p.parse().ok()?))
             .collect();
         if pids.is_empty() {
             return;
         }
         for pid in pids {
-            // SAFETY: kill(2) has no memory-safety preconditions.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
         std::thread::sleep(Duration::from_millis(200));
     }

@@ -15,7 +15,6 @@
 
 use std::fmt::Display;
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -72,11 +71,8 @@ pub fn lock_exclusive(path: &Path) -> std::io::Result<File> {
         .truncate(false)
         .write(true)
         .open(path)?;
-    // SAFETY: flock(2) on a descriptor we own for as long as the returned file lives; the lock
-    // goes with the descriptor when it is closed.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    // The lock goes with the descriptor when the returned file is closed.
+    rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive)?;
     Ok(f)
 }
 
@@ -197,9 +193,8 @@ mod tests {
         let held = lock_exclusive(&path).unwrap();
         // A second descriptor cannot take it while the first holds it.
         let other = File::options().write(true).open(&path).unwrap();
-        // SAFETY: flock(2) on a descriptor owned by `other`, which outlives the call.
-        let rc = unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        assert_eq!(rc, -1);
+        let taken = rustix::fs::flock(&other, rustix::fs::FlockOperation::NonBlockingLockExclusive);
+        assert!(taken.is_err());
         drop(held);
         drop(lock_exclusive(&path).unwrap());
         std::fs::remove_file(&path).unwrap();

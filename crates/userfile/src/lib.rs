@@ -10,7 +10,6 @@
 
 use std::fs::{File, FileType};
 use std::io::{self, Read};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -39,14 +38,8 @@ pub fn open(path: &Path) -> io::Result<File> {
     }
     // Reads of a regular file never block anyway; the flag goes so the descriptor behaves as an
     // ordinary one wherever it is handed.
-    let fd = file.as_raw_fd();
-    // SAFETY: fd is open for as long as `file` lives; F_GETFL/F_SETFL take and return ints.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
+    let flags = rustix::fs::fcntl_getfl(&file)?;
+    rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
     Ok(file)
 }
 
@@ -132,9 +125,12 @@ mod tests {
         assert_eq!(refusal(dir.path()), "it is a directory, not a regular file");
         // A FIFO without a writer: a blocking open would wait for one forever.
         let fifo = dir.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: c is a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
         assert_eq!(
             refusal(&fifo),
             "it is a FIFO (named pipe), not a regular file"

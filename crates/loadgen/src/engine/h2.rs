@@ -51,7 +51,7 @@ use mio::{Events, Interest, Poll};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Write as _};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -509,7 +509,7 @@ impl H2Worker {
         // Nagle must not hold them back (one setsockopt per connection, as h2load does).
         let _ = s.set_nodelay(true);
         let c = &mut self.conns[idx];
-        c.stamped = self.sh.stamps.is_some() && sock::enable_rx_stamps(s.as_raw_fd()).is_ok();
+        c.stamped = self.sh.stamps.is_some() && sock::enable_rx_stamps(s.as_fd()).is_ok();
         c.stream = Some(s);
         c.tls = tls;
         c.generation = c.generation.wrapping_add(1);
@@ -648,7 +648,7 @@ impl H2Worker {
             }
             let at = Instant::now();
             let r = match c.tls.as_mut() {
-                Some(t) => t.send(s.as_raw_fd(), &c.out[c.out_pos..]),
+                Some(t) => t.send(s.as_fd(), &c.out[c.out_pos..]),
                 None => s.write(&c.out[c.out_pos..]),
             };
             match r {
@@ -731,7 +731,7 @@ impl H2Worker {
             let Some(s) = c.stream.as_ref() else {
                 break;
             };
-            let fd = s.as_raw_fd();
+            let fd = s.as_fd();
             let got = match c.tls.as_mut() {
                 Some(t) => t.recv(fd, &mut buf, c.stamped),
                 None => sock::recv(fd, &mut buf, c.stamped),
