@@ -444,12 +444,13 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
     let h = lt.load.histogram(loadgen::Timer::Total).unwrap();
     assert_eq!(h.len(), lt.load.complete);
     // Within the noise of a shared 2-core machine running three engines: within a factor of
-    // two of each other, or within a millisecond (one run had p90 at 1.5 ms with two
-    // generators and 0.74 ms with one, and the next 1.04 and 0.87).
+    // three of each other, or within two milliseconds (runs had p90 at 1.5 ms with two
+    // generators and 0.74 ms with one, 1.04 and 0.87, and with builds beside them 2.79 and
+    // 1.11). A merge that mixed up units or clocks would be off by orders of magnitude.
     for p in [50.0, 90.0] {
         let (a, b) = (percentile(&two, p) as f64, percentile(&one, p) as f64);
         assert!(
-            (a - b).abs() <= 1000.0 || (a / b <= 2.0 && b / a <= 2.0),
+            (a - b).abs() <= 2000.0 || (a / b <= 3.0 && b / a <= 3.0),
             "p{p}: {a} µs with two generators, {b} µs with one"
         );
     }
