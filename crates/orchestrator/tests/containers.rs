@@ -751,17 +751,34 @@ async fn a_server_as_root_however_spelled_or_listening_beyond_its_port_is_refuse
     // Listening on every address of the machine (host networking) as well as where it was told.
     let mut spec = busybox_spec(&image.tag, www.path(), &run);
     spec.confinement.user = Some("65534:65534".to_string());
+    let extra = loop {
+        let p = free_port();
+        if p != spec.port {
+            break p;
+        }
+    };
+    spec.env.push(("EXTRA_PORT".to_string(), extra.to_string()));
     spec.entrypoint = Some(vec![
         "sh".into(),
         "-c".into(),
-        "busybox httpd -p 0.0.0.0:$((BENCH_PORT + 1)) -h /srv/www; exec busybox httpd -f -p 127.0.0.1:$BENCH_PORT -h /srv/www".into(),
+        "busybox httpd -f -p 0.0.0.0:$EXTRA_PORT -h /srv/www & exec busybox httpd -f -p 127.0.0.1:$BENCH_PORT -h /srv/www".into(),
     ]);
-    let (guard, audit) = ready_then_audit(&orch, &spec).await;
-    let err = audit.expect_err("a second listener").to_string();
-    assert!(
-        err.contains(&format!("tcp 0.0.0.0:{}", spec.port + 1)),
-        "{err}"
-    );
+    let guard = orch.start(&spec).await.unwrap();
+    orch.wait_ready(&guard, spec.port, "/", Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The second listener starts beside the first: wait (bounded) until it accepts too.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", extra)).is_err() {
+        assert!(Instant::now() < deadline, "nothing listens on {extra}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let err = orch
+        .audit(&guard, &[guard.socket_addr()])
+        .await
+        .expect_err("a second listener")
+        .to_string();
+    assert!(err.contains(&format!("tcp 0.0.0.0:{extra}")), "{err}");
     guard.remove().await.unwrap();
 }
 
