@@ -9,6 +9,7 @@ mod servers;
 use docs::*;
 use hosts::*;
 use load::*;
+pub(crate) use servers::unknown_server_keys;
 use servers::*;
 
 use crate::documents::{HELLO_WORLD, HTML_MIN_SIZE, PNG_MAX_SIZE, PNG_MIN_SIZE};
@@ -299,49 +300,4 @@ fn check_protocol(d: &mut Diagnostics, raw: &RawScenario) -> Protocol {
             Protocol::default()
         }
     }
-}
-
-/// The server keys of `src` that neither every server nor the server's kind has, for a
-/// scenario whose other unknown keys stop it before its servers are checked.
-pub(crate) fn unknown_server_keys(src: &str, kinds: &Kinds) -> Vec<(Range<usize>, String)> {
-    use toml::de::{DeTable, DeValue};
-    let Ok(top) = DeTable::parse(src) else {
-        return Vec::new();
-    };
-    let Some((_, servers)) = top
-        .get_ref()
-        .iter()
-        .find(|(k, _)| k.get_ref().as_ref() == "server")
-    else {
-        return Vec::new();
-    };
-    let DeValue::Array(list) = servers.get_ref() else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for (t, keys) in list.iter().zip(server_key_positions(src)) {
-        let DeValue::Table(t) = t.get_ref() else {
-            continue;
-        };
-        let text = |key: &str| {
-            t.iter()
-                .find(|(k, _)| k.get_ref().as_ref() == key)
-                .and_then(|(_, v)| match v.get_ref() {
-                    DeValue::String(s) => Some(s.to_string()),
-                    _ => None,
-                })
-        };
-        let name = text("name").unwrap_or_default();
-        let kind = text("kind").unwrap_or_default();
-        let manifest = kinds.get(&kind).and_then(|k| k.manifest.as_ref().ok());
-        if manifest.is_none() && !kind.is_empty() {
-            continue; // an unknown kind or a broken manifest: said when its servers are checked
-        }
-        for (key, span, _) in keys {
-            if !manifest.is_some_and(|m| m.options.contains_key(&key)) {
-                out.push((span, unknown_server_key(&key, &name, &kind, manifest)));
-            }
-        }
-    }
-    out
 }
