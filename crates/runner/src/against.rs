@@ -6,7 +6,6 @@
 
 use crate::pipeline::{RunError, RunOptions};
 use crate::Headroom;
-use orchestrator::Orchestrator;
 use report::{RunRecord, ServerStatus};
 use scenario::{LoadSpec, Plan};
 use std::collections::HashMap;
@@ -336,7 +335,10 @@ pub(crate) async fn measure_with(
 }
 
 /// Every baseline image is on this machine: a missing one is named, with how to get it back.
-pub(crate) async fn check_images(orch: &Orchestrator, ab: &AgainstPlan) -> Result<(), RunError> {
+pub(crate) async fn check_images<E: crate::fleet::Engine>(
+    orch: &E,
+    ab: &AgainstPlan,
+) -> Result<(), RunError> {
     let mut indices: Vec<&usize> = ab.images.keys().collect();
     indices.sort();
     for i in indices {

@@ -29,6 +29,7 @@ pub mod against;
 pub mod cancel;
 pub mod capacity;
 pub mod events;
+pub mod fleet;
 pub mod generators;
 pub mod headroom;
 pub mod hosts;

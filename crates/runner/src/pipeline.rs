@@ -28,14 +28,15 @@ use preflight::{check_cpus, results_path};
 use crate::against::{self, Against, AgainstPlan, BaselineImage};
 use crate::cancel::{Cancel, Cleanup};
 use crate::events::{Event, Observer};
+use crate::fleet::{Container, Engine, Fleet};
 use crate::headroom::{self, Headroom, Reading, MAX_TRIES};
 use crate::results::{Results, Saved};
 use crate::rundir::{self, RunDir};
 use loadgen::json::LoadReport;
 use loadgen::{LoadConfig, LoadSpec, StopReason, Target};
 use orchestrator::{
-    BuildSource, BuiltImage, Confinement, ContainerGuard, ContainerSpec, ExpectedDoc, Orchestrator,
-    OrchestratorError, Scheme, Tmpfs,
+    BuildSource, BuiltImage, Confinement, ContainerSpec, ExpectedDoc, OrchestratorError, Scheme,
+    Tmpfs,
 };
 use report::{
     AbStop, AgainstRecord, GeneratorRecord, HostFacts, LoadRecord, RecordFile, ReportError,
@@ -115,6 +116,16 @@ pub async fn run(
     opts: RunOptions,
     observer: Arc<dyn Observer>,
 ) -> Result<RunOutcome, RunError> {
+    run_on(&crate::fleet::Docker, plan, opts, observer).await
+}
+
+/// [`run`] on the engines `fleet` connects to.
+pub(crate) async fn run_on<F: Fleet>(
+    fleet: &F,
+    plan: &Plan,
+    opts: RunOptions,
+    observer: Arc<dyn Observer>,
+) -> Result<RunOutcome, RunError> {
     // Everything that can be checked is checked before anything starts.
     let ab = match &opts.against {
         Some(a) => Some(against::prepare(plan, &opts, a)?),
@@ -168,13 +179,13 @@ pub async fn run(
 
     // Every engine a server runs on: this machine's (index 0) and each used [[host]]'s. This
     // machine's also when it makes the images of a host that has them shipped.
-    let mut engines: Vec<Option<Orchestrator>> = Vec::with_capacity(plan.hosts.len() + 1);
+    let mut engines: Vec<Option<F::Engine>> = Vec::with_capacity(plan.hosts.len() + 1);
     let here = plan
         .servers
         .iter()
         .any(|s| plan.host_of(s).is_none_or(|h| h.images == HostImages::Ship));
     engines.push(if here {
-        Some(Orchestrator::connect().await?)
+        Some(fleet.here().await?)
     } else {
         None
     });
@@ -183,15 +194,13 @@ pub async fn run(
             engines.push(None);
             continue;
         }
-        let orch = Orchestrator::connect_to(&crate::hosts::endpoint(h))
-            .await
-            .map_err(|source| RunError::Host {
-                host: h.name.clone(),
-                source,
-            })?;
+        let orch = fleet.host(h).await.map_err(|source| RunError::Host {
+            host: h.name.clone(),
+            source,
+        })?;
         engines.push(Some(orch));
     }
-    let connected: Vec<&Orchestrator> = engines.iter().flatten().collect();
+    let connected: Vec<&F::Engine> = engines.iter().flatten().collect();
     // What each [[host]] engine says of itself, all at once: kept in the record, and the
     // CPUs `[cpus] servers` names checked against each server's own machine.
     let facts = futures_util::future::join_all(
@@ -252,7 +261,7 @@ pub async fn run(
     let out = out.unwrap_or_else(|| opts.results_dir.join(format!("{run_id}.json")));
     let mut host = HostFacts::collect();
     host.docker_version = match &engines[0] {
-        Some(local) => local.docker_version().await.ok(),
+        Some(local) => local.version().await.ok(),
         None => None,
     };
     let mut record = RunRecord {
@@ -306,7 +315,7 @@ pub async fn run(
     let file = RecordFile::create(&out, &record, &rundir::writer_tag())?;
     opts.cleanup.set_run(&run_id);
     opts.cleanup.set_endpoints(
-        connected.iter().map(|o| o.endpoint().clone()).collect(),
+        connected.iter().filter_map(|o| o.endpoint()).collect(),
         &plan.source,
     );
     opts.cleanup.add_path(file.tmp_path().to_path_buf());
@@ -502,10 +511,10 @@ pub async fn run(
     })
 }
 
-struct Ctx<'a> {
+struct Ctx<'a, E: Engine> {
     /// This machine's engine, then each `[[host]]`'s, in the plan's order; connected when a
     /// server runs there.
-    engines: &'a [Option<Orchestrator>],
+    engines: &'a [Option<E>],
     plan: &'a Plan,
     sources: &'a BTreeMap<String, BuildSource>,
     runs: u32,
@@ -530,9 +539,9 @@ struct Ctx<'a> {
 }
 
 /// A server that was started and verified.
-struct Live {
+struct Live<E: Engine> {
     index: usize,
-    guard: ContainerGuard,
+    guard: E::Container,
     /// In a TLS run, where it also serves plain HTTP for a cache in front of it.
     plain: Option<SocketAddr>,
     /// On the baseline side of an A/B run.
@@ -541,7 +550,7 @@ struct Live {
     image: BuiltImage,
 }
 
-impl Ctx<'_> {
+impl<E: Engine> Ctx<'_, E> {
     /// The `[[host]]` whose engine runs server `i`; `None` for this machine's.
     fn host_name(&self, i: usize) -> Option<&str> {
         self.plan.servers[i]
@@ -558,14 +567,14 @@ impl Ctx<'_> {
 
     /// This machine's engine (connected before the run began when a server runs there or a
     /// host has its images shipped).
-    fn here(&self) -> &Orchestrator {
+    fn here(&self) -> &E {
         self.engines[0]
             .as_ref()
             .expect("this machine's engine is connected when a host's images are shipped")
     }
 
     /// The engine that runs server `i` (connected before the run began).
-    fn orch(&self, i: usize) -> &Orchestrator {
+    fn orch(&self, i: usize) -> &E {
         let engine = self.plan.servers[i].host.map_or(0, |h| h + 1);
         self.engines[engine]
             .as_ref()

@@ -4,8 +4,8 @@
 use super::*;
 
 /// A server started and verified.
-pub(super) struct Started {
-    pub(super) guard: ContainerGuard,
+pub(super) struct Started<C> {
+    pub(super) guard: C,
     /// Its plain-HTTP listener beside TLS, for the servers that front it.
     pub(super) plain: Option<SocketAddr>,
     pub(super) image: BuiltImage,
@@ -108,14 +108,14 @@ pub(super) fn free_port() -> std::io::Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
-impl Ctx<'_> {
+impl<E: Engine> Ctx<'_, E> {
     /// Starts server `i` (from `baseline`'s image on an A/B run's baseline side) and adds it to
     /// `live`; its record says whether it could be.
     pub(super) async fn start_server(
         &self,
         i: usize,
         expected: &[ExpectedDoc],
-        live: &mut Vec<Live>,
+        live: &mut Vec<Live<E>>,
         baseline: Option<&BaselineImage>,
     ) -> ServerRecord {
         let spec = &self.plan.servers[i];
@@ -165,10 +165,10 @@ impl Ctx<'_> {
         &self,
         i: usize,
         expected: &[ExpectedDoc],
-        live: &[Live],
+        live: &[Live<E>],
         baseline: Option<&BaselineImage>,
         again: Option<&BuiltImage>,
-    ) -> Result<Started, NotStarted> {
+    ) -> Result<Started<E::Container>, NotStarted> {
         let spec = &self.plan.servers[i];
         let kind = spec.kind.as_str();
         let manifest = spec.manifest.as_ref();
@@ -221,7 +221,7 @@ impl Ctx<'_> {
                 });
                 let log = self.run_dir.build_log(&spec.name);
                 match maker
-                    .build_image_from(kind, context, self.sources.get(kind), &log)
+                    .build_image(kind, context, self.sources.get(kind), &log)
                     .await
                 {
                     Ok(b) => b,
@@ -388,7 +388,7 @@ impl Ctx<'_> {
                 .await
                 .map_err(|e| unavailable(self.explain(&file_name, "could not start", &e)))?;
             match orch
-                .wait_ready_over(&guard, &self.scheme, port, first, self.opts.ready_deadline)
+                .wait_ready(&guard, &self.scheme, port, first, self.opts.ready_deadline)
                 .await
             {
                 Ok(ready) => break (guard, plain, ready),
@@ -418,7 +418,7 @@ impl Ctx<'_> {
             unavailable(self.explain(&file_name, "failed its confinement check", &e))
         })?;
         let verified = orch
-            .verify_over(&self.scheme, guard.socket_addr(), expected)
+            .verify(&self.scheme, guard.socket_addr(), expected)
             .await
             .map_err(|e| unavailable(self.explain(&file_name, "verification failed", &e)))?;
         let total = guard.started_at().elapsed();
@@ -459,13 +459,13 @@ impl Ctx<'_> {
     /// manifest to name its user, the image's own must not be root.
     pub(super) async fn prebuilt(
         &self,
-        orch: &Orchestrator,
+        orch: &E,
         image: &str,
         has_manifest: bool,
     ) -> Result<BuiltImage, String> {
         let started = std::time::Instant::now();
         if orch.image_id(image).await.ok().flatten().is_none() {
-            orch.ensure_base_image(image)
+            orch.ensure_image(image)
                 .await
                 .map_err(|e| format!("image {image} is not here and cannot be had: {e:#}"))?;
         }

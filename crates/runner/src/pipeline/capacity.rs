@@ -3,7 +3,7 @@
 //! recorded as it ends. A server that dies during a search is reported as after any load and
 //! skipped from there; the steps of an unfinished search are not kept.
 
-use super::{available, Ctx, Live, Measured};
+use super::{available, Ctx, Engine, Live, Measured};
 use crate::capacity::{self, Next, Search};
 use crate::events::Event;
 use crate::results::Results;
@@ -13,13 +13,13 @@ use report::RunRecord;
 use scenario::{CapacitySpec, MaterializedDoc};
 use std::time::Instant;
 
-impl Ctx<'_> {
+impl<E: Engine> Ctx<'_, E> {
     pub(super) async fn search_capacity(
         &self,
         spec: &CapacitySpec,
         record: &mut RunRecord,
         results: &mut Results,
-        live: &[Live],
+        live: &[Live<E>],
         docs: &[MaterializedDoc],
     ) -> Result<(), RunError> {
         let only = &self.opts.only;

@@ -12,7 +12,7 @@ pub(super) struct Renewed {
     pub(super) lost: Vec<(usize, String)>,
 }
 
-impl Ctx<'_> {
+impl<E: Engine> Ctx<'_, E> {
     /// Whether `host`'s engine stopped answering during the run, about a server or a
     /// generator.
     pub(super) fn is_lost(&self, host: &str) -> bool {
@@ -31,11 +31,11 @@ impl Ctx<'_> {
     /// many started, and the servers that could not start again, with why.
     pub(super) async fn renew(
         &self,
-        side: &mut Vec<Live>,
+        side: &mut Vec<Live<E>>,
         expected: &[ExpectedDoc],
         ab: &AgainstPlan,
     ) -> Renewed {
-        let old: Vec<Live> = std::mem::take(side);
+        let old: Vec<Live<E>> = std::mem::take(side);
         let mut keep = Vec::with_capacity(old.len());
         let mut removals = Vec::with_capacity(old.len());
         for l in old {
@@ -83,8 +83,8 @@ impl Ctx<'_> {
     /// Whether `l` or a server it needs has stopped: the servers to report, each with why.
     pub(super) async fn find_death(
         &self,
-        l: &Live,
-        live: &[Live],
+        l: &Live<E>,
+        live: &[Live<E>],
         during: &str,
     ) -> Result<Option<Vec<(usize, String)>>, RunError> {
         let server = &self.plan.servers[l.index];

@@ -23,11 +23,11 @@ pub(super) struct Measured {
     pub(super) generators: Vec<GeneratorRecord>,
 }
 
-impl Ctx<'_> {
+impl<E: Engine> Ctx<'_, E> {
     /// Gives `l`'s container the CPU share `share` (`None`: its whole cpuset) unless it has it.
     pub(super) async fn apply_share(
         &self,
-        l: &Live,
+        l: &Live<E>,
         share: Option<f64>,
         applied: &mut HashMap<(bool, usize), Option<f64>>,
     ) -> Result<(), OrchestratorError> {
@@ -103,7 +103,7 @@ impl Ctx<'_> {
     /// when the run was stopped during it.
     pub(super) async fn measure(
         &self,
-        l: &Live,
+        l: &Live<E>,
         load: &LoadSpec,
         url_path: &str,
         usage: bool,
@@ -128,7 +128,7 @@ impl Ctx<'_> {
             if !load.warmup.is_zero() {
                 tokio::time::sleep(load.warmup).await;
             }
-            self.orch(l.index).sample_stats(guard).await.ok()
+            self.orch(l.index).sample(guard).await.ok()
         };
         let baseline_generator = self
             .ab
@@ -178,7 +178,7 @@ impl Ctx<'_> {
         let (sampler, measured) = tokio::join!(sampler, measured);
         let measured: Option<(LoadReport, Vec<GeneratorRecord>)> = measured?;
         let usage = match sampler {
-            Some(s) => usage_of(s.finish().await),
+            Some(s) => usage_of(E::finish(s).await),
             None => None,
         };
         Ok(measured.map(|(load, generators)| Measured {

@@ -25,7 +25,7 @@ pub(super) struct LoadAt<'a> {
     pub(super) spec: &'a scenario::DocumentSpec,
 }
 
-impl Ctx<'_> {
+impl<E: Engine> Ctx<'_, E> {
     pub(super) async fn execute(
         &self,
         record: &mut RunRecord,
@@ -49,9 +49,21 @@ impl Ctx<'_> {
 
         if !plan.generators.is_empty() {
             let binary = crate::generators::binary(self.opts.generator_binary.as_deref())?;
+            // Generators run as Docker containers on their hosts' engines.
+            let docker: Vec<Option<orchestrator::Orchestrator>> = self
+                .engines
+                .iter()
+                .map(|e| e.as_ref().and_then(|e| e.docker().cloned()))
+                .collect();
+            if let Some(&h) = plan.generators.iter().find(|&&h| docker[h + 1].is_none()) {
+                return Err(RunError::Invalid(format!(
+                    "[load] generators: host {} has no Docker engine to run a generator on",
+                    plan.hosts[h].name
+                )));
+            }
             let gens = crate::generators::prepare(
                 plan,
-                self.engines,
+                &docker,
                 &binary,
                 self.run_dir.path(),
                 self.run_id,
@@ -76,7 +88,7 @@ impl Ctx<'_> {
             }
         }
 
-        let mut live: Vec<Live> = Vec::new();
+        let mut live: Vec<Live<E>> = Vec::new();
         for (i, want) in wanted.iter().enumerate() {
             if !want {
                 continue;
@@ -86,7 +98,7 @@ impl Ctx<'_> {
             results.save(record, self.observer);
         }
         // An A/B run's baseline side: the same servers from the baseline record's images.
-        let mut base_live: Vec<Live> = Vec::new();
+        let mut base_live: Vec<Live<E>> = Vec::new();
         if let Some(ab) = self.ab {
             for (i, want) in wanted.iter().enumerate() {
                 let Some(image) = ab.images.get(&i).filter(|_| *want) else {
@@ -318,8 +330,8 @@ impl Ctx<'_> {
     /// shares while `auto` headroom says the generator had none.
     pub(super) async fn one_load(
         &self,
-        l: &Live,
-        live: &[Live],
+        l: &Live<E>,
+        live: &[Live<E>],
         at: LoadAt<'_>,
         mut share: Option<f64>,
         auto: bool,
