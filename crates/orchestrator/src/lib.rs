@@ -45,7 +45,7 @@ pub use image::{
     LABEL_SOURCE, SOURCE_IN_CONTEXT,
 };
 pub use owner::Owner;
-pub use probe::{ExpectedDoc, Scheme, Verified};
+pub use probe::{verify_served, ExpectedDoc, Scheme, Verified};
 pub use ssh::SshTarget;
 pub use stats::{ContainerUsage, StatsSampler};
 

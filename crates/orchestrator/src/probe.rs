@@ -274,98 +274,109 @@ impl Orchestrator {
         addr: SocketAddr,
         docs: &[ExpectedDoc],
     ) -> Result<Verified> {
-        let port = addr.port();
-        let client = scheme.client(Duration::from_secs(120))?;
-        let mut verified = Verified::default();
-        for (i, doc) in docs.iter().enumerate() {
-            let fail = |what: String| OrchestratorError::Verify {
-                address: addr.ip(),
-                port,
-                url_path: doc.url_path.clone(),
-                what,
+        verify_served(scheme, addr, docs).await
+    }
+}
+
+/// What [`Orchestrator::verify_over`] checks, of any server at `addr`, whatever runs it: each
+/// document answers 200 with its exact length and SHA-256 (and over HTTPS the run's certificate,
+/// in HTTP/2 when `scheme` says so). Returns the headers the first response names it by.
+pub async fn verify_served(
+    scheme: &Scheme,
+    addr: SocketAddr,
+    docs: &[ExpectedDoc],
+) -> Result<Verified> {
+    let port = addr.port();
+    let client = scheme.client(Duration::from_secs(120))?;
+    let mut verified = Verified::default();
+    for (i, doc) in docs.iter().enumerate() {
+        let fail = |what: String| OrchestratorError::Verify {
+            address: addr.ip(),
+            port,
+            url_path: doc.url_path.clone(),
+            what,
+        };
+        if !doc.url_path.starts_with('/') {
+            return Err(fail("the path must start with '/'".to_string()));
+        }
+        let url = format!("{}://{addr}{}", scheme.name(), doc.url_path);
+        let mut resp = match client.get(&url).send().await {
+            Ok(resp) => resp,
+            // A cleartext server that does not serve h2c answers the connection preface
+            // with an HTTP/1.x error, or closes: say so rather than how the framing broke.
+            Err(e) if matches!(scheme, Scheme::Http { http2: true }) => {
+                let only_http1 = answers_http(addr, &doc.url_path).await;
+                return Err(fail(if only_http1 {
+                    format!(
+                        "answers HTTP/1.x only where {} was asked (it does not serve HTTP/2 here): {}",
+                        scheme.protocol(),
+                        error_chain(&e)
+                    )
+                } else {
+                    format!(
+                        "request over {} failed: {}",
+                        scheme.protocol(),
+                        error_chain(&e)
+                    )
+                }));
+            }
+            Err(e) => return Err(fail(format!("request failed: {}", error_chain(&e)))),
+        };
+        if scheme.http2() && resp.version() != reqwest::Version::HTTP_2 {
+            return Err(fail(format!(
+                "answered in {:?} where {} was asked (it does not serve HTTP/2 here)",
+                resp.version(),
+                scheme.protocol()
+            )));
+        }
+        if i == 0 {
+            let header = |name| {
+                resp.headers()
+                    .get(name)
+                    .map(|v: &reqwest::header::HeaderValue| {
+                        String::from_utf8_lossy(v.as_bytes()).into_owned()
+                    })
             };
-            if !doc.url_path.starts_with('/') {
-                return Err(fail("the path must start with '/'".to_string()));
-            }
-            let url = format!("{}://{addr}{}", scheme.name(), doc.url_path);
-            let mut resp = match client.get(&url).send().await {
-                Ok(resp) => resp,
-                // A cleartext server that does not serve h2c answers the connection preface
-                // with an HTTP/1.x error, or closes: say so rather than how the framing broke.
-                Err(e) if matches!(scheme, Scheme::Http { http2: true }) => {
-                    let only_http1 = answers_http(addr, &doc.url_path).await;
-                    return Err(fail(if only_http1 {
-                        format!(
-                            "answers HTTP/1.x only where {} was asked (it does not serve HTTP/2 here): {}",
-                            scheme.protocol(),
-                            error_chain(&e)
-                        )
-                    } else {
-                        format!(
-                            "request over {} failed: {}",
-                            scheme.protocol(),
-                            error_chain(&e)
-                        )
-                    }));
-                }
-                Err(e) => return Err(fail(format!("request failed: {}", error_chain(&e)))),
-            };
-            if scheme.http2() && resp.version() != reqwest::Version::HTTP_2 {
+            verified.server_header = header(reqwest::header::SERVER);
+            verified.via = header(reqwest::header::VIA);
+        }
+        if resp.status() != reqwest::StatusCode::OK {
+            return Err(fail(format!(
+                "status {} where 200 was expected",
+                resp.status()
+            )));
+        }
+        let mut hasher = Sha256::new();
+        let mut length: u64 = 0;
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| fail(format!("reading the body failed after {length} bytes: {e}")))?
+        {
+            length += chunk.len() as u64;
+            if length > doc.length {
                 return Err(fail(format!(
-                    "answered in {:?} where {} was asked (it does not serve HTTP/2 here)",
-                    resp.version(),
-                    scheme.protocol()
-                )));
-            }
-            if i == 0 {
-                let header = |name| {
-                    resp.headers()
-                        .get(name)
-                        .map(|v: &reqwest::header::HeaderValue| {
-                            String::from_utf8_lossy(v.as_bytes()).into_owned()
-                        })
-                };
-                verified.server_header = header(reqwest::header::SERVER);
-                verified.via = header(reqwest::header::VIA);
-            }
-            if resp.status() != reqwest::StatusCode::OK {
-                return Err(fail(format!(
-                    "status {} where 200 was expected",
-                    resp.status()
-                )));
-            }
-            let mut hasher = Sha256::new();
-            let mut length: u64 = 0;
-            while let Some(chunk) = resp
-                .chunk()
-                .await
-                .map_err(|e| fail(format!("reading the body failed after {length} bytes: {e}")))?
-            {
-                length += chunk.len() as u64;
-                if length > doc.length {
-                    return Err(fail(format!(
-                        "body is longer than the expected {} bytes",
-                        doc.length
-                    )));
-                }
-                hasher.update(&chunk);
-            }
-            if length != doc.length {
-                return Err(fail(format!(
-                    "body is {length} bytes where {} were expected",
+                    "body is longer than the expected {} bytes",
                     doc.length
                 )));
             }
-            let got = hex::encode(hasher.finalize());
-            if !got.eq_ignore_ascii_case(&doc.sha256_hex) {
-                return Err(fail(format!(
-                    "SHA-256 is {got} where {} was expected (same length, different bytes)",
-                    doc.sha256_hex
-                )));
-            }
+            hasher.update(&chunk);
         }
-        Ok(verified)
+        if length != doc.length {
+            return Err(fail(format!(
+                "body is {length} bytes where {} were expected",
+                doc.length
+            )));
+        }
+        let got = hex::encode(hasher.finalize());
+        if !got.eq_ignore_ascii_case(&doc.sha256_hex) {
+            return Err(fail(format!(
+                "SHA-256 is {got} where {} was expected (same length, different bytes)",
+                doc.sha256_hex
+            )));
+        }
     }
+    Ok(verified)
 }
 
 /// An error with its causes: reqwest's own message alone ("error sending request") hides why,

@@ -169,3 +169,75 @@ pub enum Event<'a> {
     /// measurement, and tries again after each load and elsewhere at the end. Sent once.
     RecordNotWritten { path: &'a Path, error: &'a str },
 }
+
+/// Collects a run's events as short lines (`ready nginx`, `done nginx /`, ...), and passes the
+/// names of ready servers on to a channel if asked: what tests read a run's course from.
+#[derive(Default)]
+pub struct Recorder {
+    pub lines: std::sync::Mutex<Vec<String>>,
+    pub on_ready: std::sync::Mutex<Option<std::sync::mpsc::Sender<String>>>,
+}
+
+impl Recorder {
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+impl Observer for Recorder {
+    fn event(&self, event: &Event<'_>) {
+        let line = match event {
+            Event::SweptStale { .. } => "swept".to_string(),
+            Event::Building { server, .. } => format!("building {server}"),
+            Event::Built { server, .. } => format!("built {server}"),
+            Event::Shipped {
+                server, host, sent, ..
+            } => format!(
+                "shipped {server} to {host}: {}",
+                if *sent { "sent" } else { "there" }
+            ),
+            Event::Ready { server, .. } => {
+                if let Some(tx) = self.on_ready.lock().unwrap().as_ref() {
+                    let _ = tx.send(server.to_string());
+                }
+                format!("ready {server}")
+            }
+            Event::Unavailable { server, reason } => format!("unavailable {server}: {reason}"),
+            Event::GeneratorsStarting { generators, .. } => format!("{generators} generators"),
+            Event::GeneratorFailed { host, reason } => format!("generator {host} failed: {reason}"),
+            Event::LoadStarting {
+                server, url_path, ..
+            } => format!("load {server} {url_path}"),
+            Event::LoadDone {
+                record, baseline, ..
+            } => format!(
+                "done {}{} {}",
+                record.server,
+                if *baseline { " [baseline]" } else { "" },
+                record.url_path
+            ),
+            Event::Headroom {
+                server,
+                url_path,
+                next,
+                ..
+            } => format!("headroom {server} {url_path} {next}"),
+            Event::CapacityStarting {
+                server, url_path, ..
+            } => format!("capacity {server} {url_path}"),
+            Event::CapacityStep { server, step, .. } => format!("step {server} {:.0}", step.rate),
+            Event::CapacityDone { record } => {
+                format!("capacity done {} {}", record.server, record.url_path)
+            }
+            Event::AbFresh {
+                round, containers, ..
+            } => format!("ab fresh {round} {containers}"),
+            Event::ConntrackWait { count, max, .. } => format!("conntrack wait {count}/{max}"),
+            Event::AbLook {
+                round, undecided, ..
+            } => format!("ab look {round} {undecided}"),
+            Event::RecordNotWritten { error, .. } => format!("not written: {error}"),
+        };
+        self.lines.lock().unwrap().push(line);
+    }
+}

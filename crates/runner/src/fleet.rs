@@ -251,3 +251,6 @@ impl Engine for Orchestrator {
         sampler.finish().await
     }
 }
+
+#[cfg(test)]
+pub(crate) mod fake;

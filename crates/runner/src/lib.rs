@@ -41,7 +41,7 @@ pub mod tls;
 
 pub use against::Against;
 pub use cancel::{Cancel, Cleanup};
-pub use events::{Event, Observer, Quiet};
+pub use events::{Event, Observer, Quiet, Recorder};
 pub use headroom::Headroom;
 pub use images::{build_image, push_image, push_targets};
 pub use pipeline::{confinement, kinds_for, run, Problem, RunError, RunOptions, RunOutcome};

@@ -16,6 +16,8 @@ mod measure;
 mod outcome;
 mod preflight;
 mod rounds;
+#[cfg(test)]
+mod tests;
 
 pub use bringup::confinement;
 use bringup::NotStarted;

@@ -3,9 +3,8 @@
 
 #![allow(dead_code)]
 
-use runner::{Event, Observer};
+pub use runner::Recorder;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 pub use testsupport::{exclusive, repo_root};
 
@@ -56,77 +55,6 @@ pub fn docker_dir_with_broken(kinds: &[&str]) -> tempfile::TempDir {
         .unwrap();
     }
     dir
-}
-
-/// Collects a run's events as short lines, and passes them on to a channel if asked.
-#[derive(Default)]
-pub struct Recorder {
-    pub lines: Mutex<Vec<String>>,
-    pub on_ready: Mutex<Option<std::sync::mpsc::Sender<String>>>,
-}
-
-impl Recorder {
-    pub fn lines(&self) -> Vec<String> {
-        self.lines.lock().unwrap().clone()
-    }
-}
-
-impl Observer for Recorder {
-    fn event(&self, event: &Event<'_>) {
-        let line = match event {
-            Event::SweptStale { .. } => "swept".to_string(),
-            Event::Building { server, .. } => format!("building {server}"),
-            Event::Built { server, .. } => format!("built {server}"),
-            Event::Shipped {
-                server, host, sent, ..
-            } => format!(
-                "shipped {server} to {host}: {}",
-                if *sent { "sent" } else { "there" }
-            ),
-            Event::Ready { server, .. } => {
-                if let Some(tx) = self.on_ready.lock().unwrap().as_ref() {
-                    let _ = tx.send(server.to_string());
-                }
-                format!("ready {server}")
-            }
-            Event::Unavailable { server, reason } => format!("unavailable {server}: {reason}"),
-            Event::GeneratorsStarting { generators, .. } => format!("{generators} generators"),
-            Event::GeneratorFailed { host, reason } => format!("generator {host} failed: {reason}"),
-            Event::LoadStarting {
-                server, url_path, ..
-            } => format!("load {server} {url_path}"),
-            Event::LoadDone {
-                record, baseline, ..
-            } => format!(
-                "done {}{} {}",
-                record.server,
-                if *baseline { " [baseline]" } else { "" },
-                record.url_path
-            ),
-            Event::Headroom {
-                server,
-                url_path,
-                next,
-                ..
-            } => format!("headroom {server} {url_path} {next}"),
-            Event::CapacityStarting {
-                server, url_path, ..
-            } => format!("capacity {server} {url_path}"),
-            Event::CapacityStep { server, step, .. } => format!("step {server} {:.0}", step.rate),
-            Event::CapacityDone { record } => {
-                format!("capacity done {} {}", record.server, record.url_path)
-            }
-            Event::AbFresh {
-                round, containers, ..
-            } => format!("ab fresh {round} {containers}"),
-            Event::ConntrackWait { count, max, .. } => format!("conntrack wait {count}/{max}"),
-            Event::AbLook {
-                round, undecided, ..
-            } => format!("ab look {round} {undecided}"),
-            Event::RecordNotWritten { error, .. } => format!("not written: {error}"),
-        };
-        self.lines.lock().unwrap().push(line);
-    }
 }
 
 pub async fn docker() -> bollard::Docker {
