@@ -366,7 +366,10 @@ impl Engine for FakeEngine {
 
     async fn image_id(&self, image: &str) -> Result<Option<String>> {
         if self.shared.script.images.contains_key(image) {
-            return Ok(Some(format!("sha256:{image}")));
+            return Ok(Some(match image.starts_with("sha256:") {
+                true => image.to_string(),
+                false => format!("sha256:{image}"),
+            }));
         }
         let key = (self.host.clone(), image.to_string());
         Ok(self.shared.lock().images.get(&key).cloned())
