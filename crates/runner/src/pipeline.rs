@@ -133,7 +133,118 @@ pub(crate) async fn run_on<F: Fleet>(
         Some(a) => Some(against::prepare(plan, &opts, a)?),
         None => None,
     };
-    let runs = match &ab {
+    let (runs, sources) = check_options(plan, &opts, ab.as_ref())?;
+    let out = results_path(&opts, plan)?;
+
+    let engines = connect(fleet, plan).await?;
+    let connected: Vec<&F::Engine> = engines.iter().flatten().collect();
+    let engine_records = engine_records(plan, &engines).await?;
+    // An A/B run's baseline images must be here, on this machine's engine.
+    if let (Some(ab), Some(orch)) = (&ab, engines[0].as_ref()) {
+        against::check_images(orch, ab).await?;
+    }
+
+    let started_at = report::record::now_rfc3339();
+    let run_id = format!(
+        "{}-{}-{}",
+        plan.name,
+        started_at.replace([':', '-'], "").trim_end_matches('Z'),
+        std::process::id()
+    );
+    let out = out.unwrap_or_else(|| opts.results_dir.join(format!("{run_id}.json")));
+    let mut host = HostFacts::collect();
+    host.docker_version = match &engines[0] {
+        Some(local) => local.version().await.ok(),
+        None => None,
+    };
+    let mut record = new_record(plan, &run_id, started_at, host, engine_records, ab.as_ref());
+    // Claimed before any work: a file that exists or cannot be written stops the run here.
+    let file = RecordFile::create(&out, &record, &rundir::writer_tag())?;
+    opts.cleanup.set_run(&run_id);
+    opts.cleanup.set_endpoints(
+        connected.iter().filter_map(|o| o.endpoint()).collect(),
+        &plan.source,
+    );
+    opts.cleanup.add_path(file.tmp_path().to_path_buf());
+    let mut results = Results::new(file);
+
+    sweep_stale(&connected, observer.as_ref()).await;
+
+    let mut left_behind: Vec<(Option<String>, String)> = Vec::new();
+    let outcome = match RunDir::create() {
+        Err(e) => Err(format!("cannot make the run's private folder: {e}")),
+        Ok(run_dir) => 'run: {
+            opts.cleanup.add_path(run_dir.path().to_path_buf());
+            // Should this run be killed while writing its record, the sweep that removes this
+            // folder removes the temporary record too (a note lost costs only that).
+            let _ = run_dir.note_record_tmp(results.tmp_path());
+            let (scheme, tls_dir) = match scheme_for(plan, &run_dir) {
+                Ok(s) => s,
+                Err(e) => break 'run Err(e),
+            };
+            let ctx = Ctx {
+                engines: &engines,
+                plan,
+                sources: &sources,
+                runs,
+                opts: &opts,
+                run_dir: &run_dir,
+                run_id: &run_id,
+                observer: observer.as_ref(),
+                observer_arc: &observer,
+                ab: ab.as_ref(),
+                capacity: match (opts.capacity, &plan.capacity) {
+                    (Some(t), Some(c)) => Some(c.clone().with_target(t)),
+                    (Some(t), None) => Some(scenario::CapacitySpec::new(t)),
+                    (None, c) => c.clone(),
+                },
+                scheme,
+                tls_dir,
+                generators: std::sync::OnceLock::new(),
+                lost: Default::default(),
+            };
+            let r = {
+                let work = ctx.execute(&mut record, &mut results);
+                tokio::pin!(work);
+                tokio::select! {
+                    r = &mut work => r.map_err(|e| format!("{e:#}")),
+                    () = opts.cancel.cancelled() => Ok(()),
+                }
+                // The work is dropped here when it was cancelled: its containers' guards go
+                // with it.
+            };
+            // Whatever happened, no container of this run outlives it. The guards of the work
+            // removed theirs as they dropped; this catches any a cancelled step had just made.
+            // Every engine at once, each within its own bounds: one that stopped answering
+            // keeps its containers, and the run says where.
+            left_behind = ctx.sweep().await;
+            r
+        }
+    };
+
+    let problems = outcome::conclude(
+        &mut record,
+        plan,
+        outcome,
+        opts.cancel.reason(),
+        left_behind,
+    );
+    let saved = results.finish(&record, observer.as_ref());
+    Ok(RunOutcome {
+        record,
+        saved,
+        problems,
+    })
+}
+
+/// The options checked against the scenario before anything starts: the rounds, the servers
+/// `--only` names, the sources given (read now), the CPUs and the open files a load needs.
+fn check_options(
+    plan: &Plan,
+    opts: &RunOptions,
+    ab: Option<&AgainstPlan>,
+) -> Result<(u32, BTreeMap<String, BuildSource>), RunError> {
+    let runs = match ab {
         Some(ab) => ab.against.max_rounds,
         None => opts.runs.unwrap_or(plan.runs),
     };
@@ -177,10 +288,12 @@ pub(crate) async fn run_on<F: Fleet>(
         loadgen::limits::ensure_open_files(d.load.concurrency, threads)
             .map_err(|e| RunError::Invalid(format!("document `{}`: {e}", d.name)))?;
     }
-    let out = results_path(&opts, plan)?;
+    Ok((runs, sources))
+}
 
-    // Every engine a server runs on: this machine's (index 0) and each used [[host]]'s. This
-    // machine's also when it makes the images of a host that has them shipped.
+/// Every engine a server runs on: this machine's (index 0) and each used `[[host]]`'s. This
+/// machine's also when it makes the images of a host that has them shipped.
+async fn connect<F: Fleet>(fleet: &F, plan: &Plan) -> Result<Vec<Option<F::Engine>>, RunError> {
     let mut engines: Vec<Option<F::Engine>> = Vec::with_capacity(plan.hosts.len() + 1);
     let here = plan
         .servers
@@ -202,9 +315,15 @@ pub(crate) async fn run_on<F: Fleet>(
         })?;
         engines.push(Some(orch));
     }
-    let connected: Vec<&F::Engine> = engines.iter().flatten().collect();
-    // What each [[host]] engine says of itself, all at once: kept in the record, and the
-    // CPUs `[cpus] servers` names checked against each server's own machine.
+    Ok(engines)
+}
+
+/// What each `[[host]]` engine says of itself, all at once: kept in the record, and the CPUs
+/// `[cpus] servers` names checked against each server's own machine.
+async fn engine_records<E: Engine>(
+    plan: &Plan,
+    engines: &[Option<E>],
+) -> Result<Vec<report::EngineRecord>, RunError> {
     let facts = futures_util::future::join_all(
         plan.hosts
             .iter()
@@ -248,28 +367,22 @@ pub(crate) async fn run_on<F: Fleet>(
             clock_uncertainty_s: f.clock_uncertainty_s,
         });
     }
-    // An A/B run's baseline images must be here, on this machine's engine.
-    if let (Some(ab), Some(orch)) = (&ab, engines[0].as_ref()) {
-        against::check_images(orch, ab).await?;
-    }
+    Ok(engine_records)
+}
 
-    let started_at = report::record::now_rfc3339();
-    let run_id = format!(
-        "{}-{}-{}",
-        plan.name,
-        started_at.replace([':', '-'], "").trim_end_matches('Z'),
-        std::process::id()
-    );
-    let out = out.unwrap_or_else(|| opts.results_dir.join(format!("{run_id}.json")));
-    let mut host = HostFacts::collect();
-    host.docker_version = match &engines[0] {
-        Some(local) => local.version().await.ok(),
-        None => None,
-    };
-    let mut record = RunRecord {
+/// The record of a run that starts now: what it ran, where, and, for an A/B run, against what.
+fn new_record(
+    plan: &Plan,
+    run_id: &str,
+    started_at: String,
+    host: HostFacts,
+    engines: Vec<report::EngineRecord>,
+    ab: Option<&AgainstPlan>,
+) -> RunRecord {
+    RunRecord {
         schema_version: report::SCHEMA_VERSION,
         benchctl_version: env!("CARGO_PKG_VERSION").to_string(),
-        run_id: run_id.clone(),
+        run_id: run_id.to_string(),
         started_at,
         finished_at: None,
         status: RunStatus::Running,
@@ -280,11 +393,11 @@ pub(crate) async fn run_on<F: Fleet>(
             source: plan.text.clone(),
         },
         host,
-        engines: engine_records,
+        engines,
         servers: Vec::new(),
         loads: Vec::new(),
         capacity: Vec::new(),
-        against: ab.as_ref().map(|ab| AgainstRecord {
+        against: ab.map(|ab| AgainstRecord {
             baseline_run_id: ab.against.record.run_id.clone(),
             baseline_path: ab.against.path.display().to_string(),
             threshold: ab.against.threshold,
@@ -312,19 +425,34 @@ pub(crate) async fn run_on<F: Fleet>(
             loads: Vec::new(),
             stop: None,
         }),
-    };
-    // Claimed before any work: a file that exists or cannot be written stops the run here.
-    let file = RecordFile::create(&out, &record, &rundir::writer_tag())?;
-    opts.cleanup.set_run(&run_id);
-    opts.cleanup.set_endpoints(
-        connected.iter().filter_map(|o| o.endpoint()).collect(),
-        &plan.source,
-    );
-    opts.cleanup.add_path(file.tmp_path().to_path_buf());
-    let mut results = Results::new(file);
+    }
+}
 
+/// How servers are reached: HTTPS trusting the run's own certificate, made in `run_dir` for
+/// every host's address, when the scenario says `tls = true` (with that certificate's folder);
+/// HTTP/2 when it says `http = "2"`.
+fn scheme_for(plan: &Plan, run_dir: &RunDir) -> Result<(Scheme, Option<PathBuf>), String> {
+    if !plan.tls {
+        return Ok((Scheme::Http { http2: plan.http2 }, None));
+    }
+    let addresses: Vec<IpAddr> = plan.hosts.iter().map(|h| h.address).collect();
+    let c =
+        crate::tls::RunCertificate::create(&run_dir.path().join("tls"), plan.tls_key, &addresses)
+            .map_err(|e| format!("{e}"))?;
+    Ok((
+        Scheme::Https {
+            cert_pem: c.ca_pem,
+            http2: plan.http2,
+        },
+        Some(c.dir),
+    ))
+}
+
+/// Removes what runs of this machine whose owners are gone left on every engine and in the
+/// temporary folder, and says so when there was any.
+async fn sweep_stale<E: Engine>(connected: &[&E], observer: &dyn Observer) {
     let mut containers = 0;
-    for orch in &connected {
+    for orch in connected {
         containers += orch.gc_stale().await.unwrap_or(0);
     }
     let folders = rundir::sweep_stale(&std::env::temp_dir()).folders;
@@ -334,183 +462,6 @@ pub(crate) async fn run_on<F: Fleet>(
             folders,
         });
     }
-
-    let mut left_behind: Vec<(Option<String>, String)> = Vec::new();
-    let outcome = match RunDir::create() {
-        Err(e) => Err(format!("cannot make the run's private folder: {e}")),
-        Ok(run_dir) => 'run: {
-            opts.cleanup.add_path(run_dir.path().to_path_buf());
-            // Should this run be killed while writing its record, the sweep that removes this
-            // folder removes the temporary record too (a note lost costs only that).
-            let _ = run_dir.note_record_tmp(results.tmp_path());
-            let (scheme, tls_dir) = if plan.tls {
-                let addresses: Vec<std::net::IpAddr> =
-                    plan.hosts.iter().map(|h| h.address).collect();
-                match crate::tls::RunCertificate::create(
-                    &run_dir.path().join("tls"),
-                    plan.tls_key,
-                    &addresses,
-                ) {
-                    Ok(c) => (
-                        Scheme::Https {
-                            cert_pem: c.ca_pem,
-                            http2: plan.http2,
-                        },
-                        Some(c.dir),
-                    ),
-                    Err(e) => break 'run Err(format!("{e}")),
-                }
-            } else {
-                (Scheme::Http { http2: plan.http2 }, None)
-            };
-            let ctx = Ctx {
-                engines: &engines,
-                plan,
-                sources: &sources,
-                runs,
-                opts: &opts,
-                run_dir: &run_dir,
-                run_id: &run_id,
-                observer: observer.as_ref(),
-                observer_arc: &observer,
-                ab: ab.as_ref(),
-                capacity: match (opts.capacity, &plan.capacity) {
-                    (Some(t), Some(c)) => Some(c.clone().with_target(t)),
-                    (Some(t), None) => Some(scenario::CapacitySpec::new(t)),
-                    (None, c) => c.clone(),
-                },
-                scheme,
-                tls_dir,
-                generators: std::sync::OnceLock::new(),
-                lost: Default::default(),
-            };
-            let r = {
-                let work = ctx.execute(&mut record, &mut results);
-                tokio::pin!(work);
-                tokio::select! {
-                    r = &mut work => r.map_err(|e| format!("{e:#}")),
-                    () = opts.cancel.cancelled() => Ok(()),
-                }
-                // The work is dropped here when it was cancelled: its containers' guards go
-                // with it.
-            };
-            // Whatever happened, no container of this run outlives it. The guards of the work
-            // removed theirs as they dropped; this catches any a cancelled step had just made.
-            // Every engine at once, each within its own bounds: one that stopped answering
-            // keeps its containers, and the run says where.
-            let run_id = &run_id;
-            let ctx = &ctx;
-            let swept =
-                futures_util::future::join_all(engines.iter().enumerate().filter_map(|(i, e)| {
-                    let host = i.checked_sub(1).map(|h| plan.hosts[h].name.clone());
-                    // An engine lost during the run gets one short try: it may be back.
-                    let bound = match &host {
-                        Some(h) if ctx.is_lost(h) => LOST_ENGINE_SWEEP,
-                        _ => SWEEP_BOUND,
-                    };
-                    e.as_ref().map(|orch| async move {
-                        let r = match tokio::time::timeout(bound, orch.remove_run(run_id)).await {
-                            Ok(r) => r.map_err(|e| e.to_string()),
-                            Err(_) => Err(format!("its engine did not answer within {bound:?}")),
-                        };
-                        (host, r)
-                    })
-                }))
-                .await;
-            left_behind = swept
-                .into_iter()
-                .filter_map(|(host, r)| r.err().map(|e| (host, e)))
-                .collect();
-            r
-        }
-    };
-
-    record.finished_at = Some(report::record::now_rfc3339());
-    let mut problems = Vec::new();
-    record.status = match (outcome, opts.cancel.reason()) {
-        (_, Some(reason)) => {
-            problems.push(Problem::Interrupted(reason.clone()));
-            RunStatus::Interrupted { reason }
-        }
-        (Err(reason), None) => {
-            problems.push(Problem::Failed(reason.clone()));
-            RunStatus::Failed { reason }
-        }
-        (Ok(()), None) if record.loads.is_empty() => {
-            problems.push(Problem::NothingMeasured);
-            RunStatus::Failed {
-                reason: "no load was measured: every server was unavailable".to_string(),
-            }
-        }
-        (Ok(()), None) => RunStatus::Complete,
-    };
-    if record.status == RunStatus::Complete {
-        for srec in &record.servers {
-            let spec = plan.servers.iter().find(|s| s.name == srec.name);
-            if let (Some(spec), ServerStatus::Unavailable { reason }) = (spec, &srec.status) {
-                if !spec.optional {
-                    problems.push(Problem::Unavailable {
-                        server: spec.name.clone(),
-                        reason: reason.clone(),
-                    });
-                }
-            }
-        }
-    }
-    for l in &record.loads {
-        for g in &l.generators {
-            if let Some(reason) = &g.error {
-                problems.push(Problem::GeneratorFailed {
-                    server: l.server.clone(),
-                    document: l.document.clone(),
-                    round: l.round,
-                    host: g.host.clone(),
-                    reason: reason.clone(),
-                });
-            }
-        }
-    }
-    for (host, reason) in left_behind {
-        problems.push(Problem::LeftBehind {
-            host,
-            scenario: plan.source.clone(),
-            reason,
-        });
-    }
-    // One problem per server and document, over its rounds.
-    for l in &record.loads {
-        let failures = l.load.failures.generator;
-        if failures == 0 {
-            continue;
-        }
-        let same = problems.iter_mut().find_map(|p| match p {
-            Problem::GeneratorLimited {
-                server,
-                document,
-                rounds,
-                failures,
-            } if *server == l.server && *document == l.document => Some((rounds, failures)),
-            _ => None,
-        });
-        match same {
-            Some((rounds, total)) => {
-                rounds.push(l.round);
-                *total += failures;
-            }
-            None => problems.push(Problem::GeneratorLimited {
-                server: l.server.clone(),
-                document: l.document.clone(),
-                rounds: vec![l.round],
-                failures,
-            }),
-        }
-    }
-    let saved = results.finish(&record, observer.as_ref());
-    Ok(RunOutcome {
-        record,
-        saved,
-        problems,
-    })
 }
 
 struct Ctx<'a, E: Engine> {
@@ -553,6 +504,36 @@ struct Live<E: Engine> {
 }
 
 impl<E: Engine> Ctx<'_, E> {
+    /// Whatever happened, no container of this run outlives it. The guards of the work removed
+    /// theirs as they dropped; this catches any a cancelled step had just made. Every engine at
+    /// once, each within its own bounds: one that stopped answering keeps its containers, and
+    /// the run says where (`None`: this machine's engine).
+    async fn sweep(&self) -> Vec<(Option<String>, String)> {
+        let plan = self.plan;
+        let run_id = self.run_id;
+        let swept =
+            futures_util::future::join_all(self.engines.iter().enumerate().filter_map(|(i, e)| {
+                let host = i.checked_sub(1).map(|h| plan.hosts[h].name.clone());
+                // An engine lost during the run gets one short try: it may be back.
+                let bound = match &host {
+                    Some(h) if self.is_lost(h) => LOST_ENGINE_SWEEP,
+                    _ => SWEEP_BOUND,
+                };
+                e.as_ref().map(|orch| async move {
+                    let r = match tokio::time::timeout(bound, orch.remove_run(run_id)).await {
+                        Ok(r) => r.map(|_| ()).map_err(|e| e.to_string()),
+                        Err(_) => Err(format!("its engine did not answer within {bound:?}")),
+                    };
+                    (host, r)
+                })
+            }))
+            .await;
+        swept
+            .into_iter()
+            .filter_map(|(host, r)| r.err().map(|e| (host, e)))
+            .collect()
+    }
+
     /// The `[[host]]` whose engine runs server `i`; `None` for this machine's.
     fn host_name(&self, i: usize) -> Option<&str> {
         self.plan.servers[i]

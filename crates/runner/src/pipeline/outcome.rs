@@ -52,6 +52,113 @@ pub(super) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> R
     move |source| RunError::Io { context, source }
 }
 
+/// Ends `record` as `outcome` and the cancellation left it, and says what makes the run a
+/// failure: an interruption, an error, nothing measured, a required server unavailable, a
+/// generator that failed or limited a load, containers left on an engine.
+pub(super) fn conclude(
+    record: &mut RunRecord,
+    plan: &Plan,
+    outcome: Result<(), String>,
+    cancelled: Option<String>,
+    left_behind: Vec<(Option<String>, String)>,
+) -> Vec<Problem> {
+    record.finished_at = Some(report::record::now_rfc3339());
+    let mut problems = Vec::new();
+    record.status = match (outcome, cancelled) {
+        (_, Some(reason)) => {
+            problems.push(Problem::Interrupted(reason.clone()));
+            RunStatus::Interrupted { reason }
+        }
+        (Err(reason), None) => {
+            problems.push(Problem::Failed(reason.clone()));
+            RunStatus::Failed { reason }
+        }
+        (Ok(()), None) if record.loads.is_empty() => {
+            problems.push(Problem::NothingMeasured);
+            RunStatus::Failed {
+                reason: "no load was measured: every server was unavailable".to_string(),
+            }
+        }
+        (Ok(()), None) => RunStatus::Complete,
+    };
+    if record.status == RunStatus::Complete {
+        for srec in &record.servers {
+            let spec = plan.servers.iter().find(|s| s.name == srec.name);
+            if let (Some(spec), ServerStatus::Unavailable { reason }) = (spec, &srec.status) {
+                if !spec.optional {
+                    problems.push(Problem::Unavailable {
+                        server: spec.name.clone(),
+                        reason: reason.clone(),
+                    });
+                }
+            }
+        }
+    }
+    problems.extend(failed_generators(record));
+    for (host, reason) in left_behind {
+        problems.push(Problem::LeftBehind {
+            host,
+            scenario: plan.source.clone(),
+            reason,
+        });
+    }
+    problems.extend(limited_loads(record));
+    problems
+}
+
+/// The generators that failed, load by load.
+fn failed_generators(record: &RunRecord) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for l in &record.loads {
+        for g in &l.generators {
+            if let Some(reason) = &g.error {
+                problems.push(Problem::GeneratorFailed {
+                    server: l.server.clone(),
+                    document: l.document.clone(),
+                    round: l.round,
+                    host: g.host.clone(),
+                    reason: reason.clone(),
+                });
+            }
+        }
+    }
+    problems
+}
+
+/// The loads the generator's own limits failed requests of: one problem per server and
+/// document, over its rounds.
+fn limited_loads(record: &RunRecord) -> Vec<Problem> {
+    let mut problems: Vec<Problem> = Vec::new();
+    for l in &record.loads {
+        let failures = l.load.failures.generator;
+        if failures == 0 {
+            continue;
+        }
+        let same = problems.iter_mut().find_map(|p| match p {
+            Problem::GeneratorLimited {
+                server,
+                document,
+                rounds,
+                failures,
+            } if *server == l.server && *document == l.document => Some((rounds, failures)),
+            _ => None,
+        });
+        match same {
+            Some((rounds, total)) => {
+                rounds.push(l.round);
+                *total += failures;
+            }
+            None => problems.push(Problem::GeneratorLimited {
+                server: l.server.clone(),
+                document: l.document.clone(),
+                rounds: vec![l.round],
+                failures,
+            }),
+        }
+    }
+    problems
+}
+
 /// How a run ended.
 #[derive(Debug)]
 pub struct RunOutcome {
