@@ -172,26 +172,7 @@ impl<E: Engine> Ctx<'_, E> {
         let spec = &self.plan.servers[i];
         let kind = spec.kind.as_str();
         let manifest = spec.manifest.as_ref();
-        if let (Scheme::Https { .. }, Some(m)) = (&self.scheme, manifest) {
-            if !m.tls {
-                return Err(NotStarted {
-                    image: None,
-                    reason: format!(
-                        "serves no HTTPS here: docker/{kind}/server.toml does not say tls = true, and the scenario says tls = true"
-                    ),
-                });
-            }
-        }
-        if let (true, Some(m)) = (self.scheme.http2(), manifest) {
-            if !m.http2 {
-                return Err(NotStarted {
-                    image: None,
-                    reason: format!(
-                        "serves no HTTP/2 here: docker/{kind}/server.toml does not say http2 = true, and the scenario says http = \"2\""
-                    ),
-                });
-            }
-        }
+        self.serves_protocol(i)?;
         let shown = self.shown(i, baseline.is_some());
         // Files kept beside the record and container names: no spaces or brackets.
         let file_name = if baseline.is_some() {
@@ -199,93 +180,7 @@ impl<E: Engine> Ctx<'_, E> {
         } else {
             spec.name.clone()
         };
-        let image = match baseline {
-            Some(b) => ImageSource::Prebuilt {
-                image: b.reference.clone(),
-            },
-            None => spec.image.clone(),
-        };
-        // A host that has its images shipped gets them from this machine's engine, which
-        // builds (or finds) them.
-        let ships = self.ships(i);
-        let maker = if ships { self.here() } else { self.orch(i) };
-        let built = match (again, &image) {
-            // A fresh container of an image this run already started: nothing to build, check
-            // or ship again.
-            (Some(b), _) => b.clone(),
-            (None, ImageSource::Build { context }) => {
-                self.observer.event(&Event::Building {
-                    server: &spec.name,
-                    context,
-                    host: if ships { None } else { self.host_name(i) },
-                });
-                let log = self.run_dir.build_log(&spec.name);
-                match maker
-                    .build_image(kind, context, self.sources.get(kind), &log)
-                    .await
-                {
-                    Ok(b) => b,
-                    Err(e) => {
-                        let e =
-                            crate::images::keep_log(e, &log, |_| self.kept_log_path(&spec.name));
-                        let mut reason = self.explain(&spec.name, "image build failed", &e);
-                        if let (Some(h), false, OrchestratorError::Build { .. }) =
-                            (self.host_name(i), ships, &e)
-                        {
-                            reason.push_str(&format!(
-                                "; if {h} reaches no package mirror, images = \"ship\" in its [[host]] builds the image here and sends it there"
-                            ));
-                        }
-                        return Err(NotStarted {
-                            image: None,
-                            reason,
-                        });
-                    }
-                }
-            }
-            (None, ImageSource::Prebuilt { image }) => self
-                .prebuilt(maker, image, manifest.is_some())
-                .await
-                .map_err(|reason| NotStarted {
-                    image: None,
-                    reason,
-                })?,
-        };
-        let shipped = match (again, ships) {
-            (None, true) => match maker.ship_image(self.orch(i), &built.tag).await {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    let host = self.host_name(i).unwrap_or_default();
-                    return Err(NotStarted {
-                        image: Some(built.clone()),
-                        reason: self.explain(
-                            &spec.name,
-                            &format!("its image could not be shipped to {host}"),
-                            &e,
-                        ),
-                    });
-                }
-            },
-            _ => None,
-        };
-        if again.is_none() {
-            self.observer.event(&Event::Built {
-                server: &shown,
-                tag: &built.tag,
-                built: built.built,
-                seconds: built.seconds,
-            });
-        }
-        if let Some(s) = &shipped {
-            self.observer.event(&Event::Shipped {
-                server: &shown,
-                host: self.host_name(i).unwrap_or_default(),
-                id: &s.id,
-                sent: s.sent,
-                bytes: s.bytes,
-                seconds: s.seconds,
-            });
-        }
+        let built = self.image_for(i, baseline, again, &shown).await?;
         let unavailable = |reason: String| NotStarted {
             image: Some(built.clone()),
             reason,
@@ -297,46 +192,7 @@ impl<E: Engine> Ctx<'_, E> {
             .plan
             .host_of(spec)
             .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |h| h.address);
-        let mut env = vec![("BENCH_ADDR".to_string(), address.to_string())];
-        for (name, value) in &spec.options {
-            let Some(decl) = manifest.and_then(|m| m.options.get(name)) else {
-                continue;
-            };
-            let var = decl.env.clone();
-            let text = match value {
-                OptionValue::Server(d) => {
-                    let d = *d;
-                    let Some(dep) = live.iter().find(|l| l.index == d) else {
-                        return Err(unavailable(format!(
-                            "{:?}, which it needs, is unavailable",
-                            self.plan.servers[d].name
-                        )));
-                    };
-                    // A server fronting another (a cache) reaches it over plain HTTP/1.x, as
-                    // such deployments do; in a TLS run that is the backend's second port, in
-                    // a cleartext HTTP/2 run too where the backend has one (one whose own port
-                    // then answers HTTP/2 alone), else its own port, which serves HTTP/1.x
-                    // beside h2c.
-                    match (&self.scheme, dep.plain) {
-                        (_, Some(plain)) => plain.to_string(),
-                        (Scheme::Http { .. }, None) => dep.guard.socket_addr().to_string(),
-                        (Scheme::Https { .. }, None) => {
-                            let dep_kind = &self.plan.servers[d].kind;
-                            return Err(unavailable(format!(
-                                "{:?}, which it fronts over plain HTTP, serves only HTTPS in a TLS run: docker/{dep_kind}/server.toml does not say plain_port = true",
-                                self.plan.servers[d].name
-                            )));
-                        }
-                    }
-                }
-                // Sizes go as whole KiB: every server's size syntax reads a `k` suffix.
-                OptionValue::Size(bytes) => format!("{}k", bytes.div_ceil(1024)),
-                OptionValue::Integer(n) => n.to_string(),
-                OptionValue::Text(t) => t.clone(),
-                OptionValue::Bool(b) => b.to_string(),
-            };
-            env.push((var, text));
-        }
+        let env = self.server_env(i, address, live).map_err(unavailable)?;
         // On another machine's engine a port free here is only likely to be free there too: a
         // server that exits because its port is taken there is started again on another, up
         // to PORT_ATTEMPTS times. The baseline side of an A/B run runs beside the candidate's:
@@ -443,6 +299,191 @@ impl<E: Engine> Ctx<'_, E> {
             version,
             ready_s: total.as_secs_f64(),
         })
+    }
+
+    /// Whether server `i`'s kind serves the run's protocol: HTTPS and HTTP/2 where the scenario
+    /// asks for them.
+    fn serves_protocol(&self, i: usize) -> Result<(), NotStarted> {
+        let spec = &self.plan.servers[i];
+        let kind = spec.kind.as_str();
+        let manifest = spec.manifest.as_ref();
+        if let (Scheme::Https { .. }, Some(m)) = (&self.scheme, manifest) {
+            if !m.tls {
+                return Err(NotStarted {
+                    image: None,
+                    reason: format!(
+                        "serves no HTTPS here: docker/{kind}/server.toml does not say tls = true, and the scenario says tls = true"
+                    ),
+                });
+            }
+        }
+        if let (true, Some(m)) = (self.scheme.http2(), manifest) {
+            if !m.http2 {
+                return Err(NotStarted {
+                    image: None,
+                    reason: format!(
+                        "serves no HTTP/2 here: docker/{kind}/server.toml does not say http2 = true, and the scenario says http = \"2\""
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Server `i`'s image: built (or found) where it runs or, for a host that has its images
+    /// shipped, here and sent there; the baseline's on an A/B run's baseline side; `again` for
+    /// a fresh container of an image this run already started.
+    async fn image_for(
+        &self,
+        i: usize,
+        baseline: Option<&BaselineImage>,
+        again: Option<&BuiltImage>,
+        shown: &str,
+    ) -> Result<BuiltImage, NotStarted> {
+        let spec = &self.plan.servers[i];
+        let kind = spec.kind.as_str();
+        let manifest = spec.manifest.as_ref();
+        let image = match baseline {
+            Some(b) => ImageSource::Prebuilt {
+                image: b.reference.clone(),
+            },
+            None => spec.image.clone(),
+        };
+        // A host that has its images shipped gets them from this machine's engine, which
+        // builds (or finds) them.
+        let ships = self.ships(i);
+        let maker = if ships { self.here() } else { self.orch(i) };
+        let built = match (again, &image) {
+            // A fresh container of an image this run already started: nothing to build, check
+            // or ship again.
+            (Some(b), _) => b.clone(),
+            (None, ImageSource::Build { context }) => {
+                self.observer.event(&Event::Building {
+                    server: &spec.name,
+                    context,
+                    host: if ships { None } else { self.host_name(i) },
+                });
+                let log = self.run_dir.build_log(&spec.name);
+                match maker
+                    .build_image(kind, context, self.sources.get(kind), &log)
+                    .await
+                {
+                    Ok(b) => b,
+                    Err(e) => {
+                        let e =
+                            crate::images::keep_log(e, &log, |_| self.kept_log_path(&spec.name));
+                        let mut reason = self.explain(&spec.name, "image build failed", &e);
+                        if let (Some(h), false, OrchestratorError::Build { .. }) =
+                            (self.host_name(i), ships, &e)
+                        {
+                            reason.push_str(&format!(
+                                "; if {h} reaches no package mirror, images = \"ship\" in its [[host]] builds the image here and sends it there"
+                            ));
+                        }
+                        return Err(NotStarted {
+                            image: None,
+                            reason,
+                        });
+                    }
+                }
+            }
+            (None, ImageSource::Prebuilt { image }) => self
+                .prebuilt(maker, image, manifest.is_some())
+                .await
+                .map_err(|reason| NotStarted {
+                    image: None,
+                    reason,
+                })?,
+        };
+        let shipped = match (again, ships) {
+            (None, true) => match maker.ship_image(self.orch(i), &built.tag).await {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    let host = self.host_name(i).unwrap_or_default();
+                    return Err(NotStarted {
+                        image: Some(built.clone()),
+                        reason: self.explain(
+                            &spec.name,
+                            &format!("its image could not be shipped to {host}"),
+                            &e,
+                        ),
+                    });
+                }
+            },
+            _ => None,
+        };
+        if again.is_none() {
+            self.observer.event(&Event::Built {
+                server: shown,
+                tag: &built.tag,
+                built: built.built,
+                seconds: built.seconds,
+            });
+        }
+        if let Some(s) = &shipped {
+            self.observer.event(&Event::Shipped {
+                server: shown,
+                host: self.host_name(i).unwrap_or_default(),
+                id: &s.id,
+                sent: s.sent,
+                bytes: s.bytes,
+                seconds: s.seconds,
+            });
+        }
+        Ok(built)
+    }
+
+    /// The environment server `i` starts with: the address it listens on, and its options as
+    /// its manifest names them (a server it fronts as the address that one answers at).
+    fn server_env(
+        &self,
+        i: usize,
+        address: IpAddr,
+        live: &[Live<E>],
+    ) -> Result<Vec<(String, String)>, String> {
+        let spec = &self.plan.servers[i];
+        let manifest = spec.manifest.as_ref();
+        let mut env = vec![("BENCH_ADDR".to_string(), address.to_string())];
+        for (name, value) in &spec.options {
+            let Some(decl) = manifest.and_then(|m| m.options.get(name)) else {
+                continue;
+            };
+            let var = decl.env.clone();
+            let text = match value {
+                OptionValue::Server(d) => {
+                    let d = *d;
+                    let Some(dep) = live.iter().find(|l| l.index == d) else {
+                        return Err(format!(
+                            "{:?}, which it needs, is unavailable",
+                            self.plan.servers[d].name
+                        ));
+                    };
+                    // A server fronting another (a cache) reaches it over plain HTTP/1.x, as
+                    // such deployments do; in a TLS run that is the backend's second port, in
+                    // a cleartext HTTP/2 run too where the backend has one (one whose own port
+                    // then answers HTTP/2 alone), else its own port, which serves HTTP/1.x
+                    // beside h2c.
+                    match (&self.scheme, dep.plain) {
+                        (_, Some(plain)) => plain.to_string(),
+                        (Scheme::Http { .. }, None) => dep.guard.socket_addr().to_string(),
+                        (Scheme::Https { .. }, None) => {
+                            let dep_kind = &self.plan.servers[d].kind;
+                            return Err(format!(
+                                "{:?}, which it fronts over plain HTTP, serves only HTTPS in a TLS run: docker/{dep_kind}/server.toml does not say plain_port = true",
+                                self.plan.servers[d].name
+                            ));
+                        }
+                    }
+                }
+                // Sizes go as whole KiB: every server's size syntax reads a `k` suffix.
+                OptionValue::Size(bytes) => format!("{}k", bytes.div_ceil(1024)),
+                OptionValue::Integer(n) => n.to_string(),
+                OptionValue::Text(t) => t.clone(),
+                OptionValue::Bool(b) => b.to_string(),
+            };
+            env.push((var, text));
+        }
+        Ok(env)
     }
 
     /// Whether another server of the scenario takes server `i` as one of its options (a
