@@ -16,6 +16,14 @@ pub(super) enum Turn {
     Stopped,
 }
 
+/// What an A/B run's look at its comparison says.
+enum Look {
+    /// Another round.
+    Go,
+    /// No more rounds, and why (`None`: nothing left to compare).
+    Stop(Option<AbStop>),
+}
+
 /// What one load is of: the round, the server, and the document with its load.
 #[derive(Clone, Copy)]
 pub(super) struct LoadAt<'a> {
@@ -136,24 +144,16 @@ impl<E: Engine> Ctx<'_, E> {
                 // container to the next of the same image (where its memory landed, how its
                 // workers were spawned) then varies from round to round, where the interval
                 // sees it, instead of favouring one side for the whole run.
-                let t = Instant::now();
-                let (mut started, mut not_removed) = (0, 0);
-                for baseline in [false, true] {
-                    let side = if baseline { &mut base_live } else { &mut live };
-                    let r = self.renew(side, &expected, ab).await;
-                    started += r.started;
-                    not_removed += r.not_removed;
-                    if !r.lost.is_empty() {
-                        self.report_deaths(record, results, r.lost, baseline);
-                    }
-                }
+                self.renew_both(
+                    round,
+                    [&mut live, &mut base_live],
+                    &expected,
+                    ab,
+                    record,
+                    results,
+                )
+                .await;
                 applied.clear();
-                self.observer.event(&Event::AbFresh {
-                    round: round + 1,
-                    containers: started,
-                    not_removed,
-                    seconds: t.elapsed().as_secs_f64(),
-                });
             }
             for l in &live {
                 let server = &plan.servers[l.index];
@@ -267,33 +267,12 @@ impl<E: Engine> Ctx<'_, E> {
             }
             last_round = round_started.elapsed();
             if let Some(ab) = self.ab {
-                let Some(cmp) = report::paired::compare_record(record) else {
-                    break;
-                };
-                // The stopping rule acts only at its scheduled looks: the level of each
-                // interval was set for those.
-                let at = report::paired::look_rounds(
-                    report::paired::MIN_ROUNDS,
-                    ab.against.max_rounds,
-                    report::Looks::Growing,
-                );
-                let looked = at.contains(&(round + 1));
-                let settled = looked && cmp.settled();
-                self.observer.event(&Event::AbLook {
-                    round: round + 1,
-                    rounds: self.runs,
-                    undecided: cmp.undecided(),
-                    gated: cmp.groups.iter().filter(|g| g.gated().is_some()).count(),
-                    looked,
-                    next_look: at.into_iter().find(|&r| r > round + 1),
-                });
-                if settled {
-                    stop = Some(AbStop::Decided);
-                    break;
-                }
-                if cmp.groups.is_empty() {
-                    // Nothing is measured on both sides any more: more rounds cannot help.
-                    break;
+                match self.look(ab, record, round) {
+                    Look::Go => {}
+                    Look::Stop(why) => {
+                        stop = why;
+                        break;
+                    }
                 }
             }
         }
@@ -324,6 +303,68 @@ impl<E: Engine> Ctx<'_, E> {
             }
         }
         Ok(())
+    }
+
+    /// Both sides of an A/B run on fresh containers for round `round` (counted from 0).
+    async fn renew_both(
+        &self,
+        round: u32,
+        sides: [&mut Vec<Live<E>>; 2],
+        expected: &[ExpectedDoc],
+        ab: &AgainstPlan,
+        record: &mut RunRecord,
+        results: &mut Results,
+    ) {
+        let t = Instant::now();
+        let (mut started, mut not_removed) = (0, 0);
+        for baseline in [false, true] {
+            let side = &mut *sides[usize::from(baseline)];
+            let r = self.renew(side, expected, ab).await;
+            started += r.started;
+            not_removed += r.not_removed;
+            if !r.lost.is_empty() {
+                self.report_deaths(record, results, r.lost, baseline);
+            }
+        }
+        self.observer.event(&Event::AbFresh {
+            round: round + 1,
+            containers: started,
+            not_removed,
+            seconds: t.elapsed().as_secs_f64(),
+        });
+    }
+
+    /// An A/B run's look at the paired comparison after round `round` (counted from 0):
+    /// whether another round is worth its time.
+    fn look(&self, ab: &AgainstPlan, record: &RunRecord, round: u32) -> Look {
+        let Some(cmp) = report::paired::compare_record(record) else {
+            return Look::Stop(None);
+        };
+        // The stopping rule acts only at its scheduled looks: the level of each
+        // interval was set for those.
+        let at = report::paired::look_rounds(
+            report::paired::MIN_ROUNDS,
+            ab.against.max_rounds,
+            report::Looks::Growing,
+        );
+        let looked = at.contains(&(round + 1));
+        let settled = looked && cmp.settled();
+        self.observer.event(&Event::AbLook {
+            round: round + 1,
+            rounds: self.runs,
+            undecided: cmp.undecided(),
+            gated: cmp.groups.iter().filter(|g| g.gated().is_some()).count(),
+            looked,
+            next_look: at.into_iter().find(|&r| r > round + 1),
+        });
+        if settled {
+            return Look::Stop(Some(AbStop::Decided));
+        }
+        if cmp.groups.is_empty() {
+            // Nothing is measured on both sides any more: more rounds cannot help.
+            return Look::Stop(None);
+        }
+        Look::Go
     }
 
     /// One load of one server and document at CPU share `share`, measured again at smaller
