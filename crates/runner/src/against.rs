@@ -4,59 +4,15 @@
 //! until the paired comparison ([`report::paired`]) has judged every gated metric or the
 //! budget is spent. Everything here is checked or looked up before anything starts.
 
-use crate::pipeline::{RunError, RunOptions};
+use crate::error::RunError;
+use crate::options::RunOptions;
 use crate::Headroom;
-use report::{RunRecord, ServerStatus};
+use report::ServerStatus;
 use scenario::{LoadSpec, Plan};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-/// The time the rounds of an A/B run may take unless told otherwise.
-pub const DEFAULT_BUDGET: Duration = Duration::from_secs(20 * 60);
-
-/// What an A/B run is measured against.
-#[derive(Debug, Clone)]
-pub struct Against {
-    /// The baseline record: its servers' images are the baseline side.
-    pub record: RunRecord,
-    /// Where it was read from (for the report).
-    pub path: PathBuf,
-    /// Relative change beyond which a gated metric is worse or better (0.05).
-    pub threshold: f64,
-    /// The most rounds (AB pairs); at least [`report::paired::MIN_ROUNDS`].
-    pub max_rounds: u32,
-    /// The time the rounds may take, from the first load; no round starts that the last one
-    /// says would end beyond it.
-    pub budget: Duration,
-    /// Candidate servers given this fraction of the CPU the baseline record's loads of them
-    /// used (at most their share): a known slowdown, to check that a run catches one; server
-    /// name, factor in (0, 1].
-    pub slowed: Vec<(String, f64)>,
-    /// Every round on fresh containers of both sides (the default): a container's own luck
-    /// (where its memory landed, how its workers were spawned) then varies from round to
-    /// round, where the paired interval sees it, instead of favouring one side all run long.
-    pub fresh: bool,
-    /// Another benchctl binary that sends the baseline side's loads (`benchctl load --json`),
-    /// to judge a change in the load generator itself; `None`: this one sends both sides'.
-    pub generator: Option<PathBuf>,
-}
-
-impl Against {
-    /// Against `record` (read from `path`) with the default threshold, rounds and budget.
-    pub fn new(record: RunRecord, path: PathBuf) -> Against {
-        Against {
-            record,
-            path,
-            threshold: report::DEFAULT_THRESHOLD,
-            max_rounds: report::paired::DEFAULT_MAX_ROUNDS,
-            budget: DEFAULT_BUDGET,
-            slowed: Vec::new(),
-            fresh: true,
-            generator: None,
-        }
-    }
-}
+pub use crate::options::{Against, DEFAULT_BUDGET};
 
 /// An A/B run's plan, worked out from the scenario and the baseline record.
 #[derive(Debug)]

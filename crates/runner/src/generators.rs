@@ -8,8 +8,8 @@
 //! removed; the others' parts are kept.
 
 use crate::cancel::Cancel;
+use crate::error::RunError;
 use crate::events::{Event, Observer};
-use crate::pipeline::RunError;
 use loadgen::json::LoadReport;
 use loadgen::{HttpVersion, LoadSpec, Method};
 use orchestrator::{ContainerGuard, ContainerSpec, Orchestrator};

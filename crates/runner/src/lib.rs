@@ -28,12 +28,14 @@
 pub mod against;
 pub mod cancel;
 pub mod capacity;
+mod error;
 pub mod events;
 pub mod fleet;
 pub mod generators;
 pub mod headroom;
 pub mod hosts;
 mod images;
+mod options;
 mod pipeline;
 mod results;
 pub mod rundir;

@@ -7,10 +7,13 @@
 //! server's image, container, audit and verification), [`rounds`] (the loads, round by round,
 //! and A/B's ABBA order), [`measure`] (one load and the server's use of CPU and memory),
 //! [`liveness`] (deaths, lost hosts, fresh containers), [`capacity`], and [`outcome`] (how a
-//! run ended).
+//! run ended). The run's context and the servers it started are in [`ctx`], what the steps of a
+//! load pass between them in [`turn`]: every step imports what it uses by name, and none of
+//! them imports this module.
 
 mod bringup;
 mod capacity;
+mod ctx;
 mod liveness;
 mod measure;
 mod outcome;
@@ -18,97 +21,29 @@ mod preflight;
 mod rounds;
 #[cfg(test)]
 mod tests;
+mod turn;
 
 pub use bringup::confinement;
-use bringup::NotStarted;
-use measure::Measured;
-use outcome::io;
-pub use outcome::{Problem, RunError, RunOutcome};
+pub use outcome::{Problem, RunOutcome};
+
+pub use crate::error::RunError;
+pub use crate::options::RunOptions;
+use ctx::Ctx;
 pub use preflight::kinds_for;
 use preflight::{check_cpus, results_path};
 
-use crate::against::{self, Against, AgainstPlan, BaselineImage};
-use crate::cancel::{Cancel, Cleanup};
+use crate::against::{self, AgainstPlan};
 use crate::events::{Event, Observer};
-use crate::fleet::{Container, Engine, Fleet};
-use crate::headroom::{self, Headroom, Reading, MAX_TRIES};
-use crate::results::{Results, Saved};
+use crate::fleet::{Engine, Fleet};
+use crate::results::Results;
 use crate::rundir::{self, RunDir};
-use loadgen::json::LoadReport;
-use loadgen::{LoadConfig, LoadSpec, StopReason, Target};
-use orchestrator::{
-    BuildSource, BuiltImage, Confinement, ContainerSpec, ExpectedDoc, OrchestratorError, Scheme,
-    Tmpfs,
-};
-use report::{
-    AbStop, AgainstRecord, GeneratorRecord, HostFacts, LoadRecord, RecordFile, ReportError,
-    RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage,
-};
-use scenario::{HostImages, ImageSource, Kinds, Manifest, OptionValue, Plan, VersionHeader};
-use std::collections::{BTreeMap, HashMap};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use orchestrator::{BuildSource, Scheme};
+use report::{AgainstRecord, HostFacts, RecordFile, RunRecord, RunStatus, ScenarioRecord, Slowed};
+use scenario::{HostImages, ImageSource, Plan};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// What a run is asked to do beyond its scenario.
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    /// Repetitions; `None` takes the scenario's `runs`.
-    pub runs: Option<u32>,
-    /// The results file, which must not exist and whose folder must; `None` for
-    /// `<results_dir>/<run id>.json`.
-    pub out: Option<PathBuf>,
-    /// Where default-named records go (made when missing).
-    pub results_dir: PathBuf,
-    /// Measure only these servers (by name); the servers they need are started anyway.
-    pub only: Vec<String>,
-    /// A server kind's own source, given to its image's build (by kind: `cherokee` -> the
-    /// release tarball or git tree), for machines that cannot download it.
-    pub sources: BTreeMap<String, PathBuf>,
-    pub cancel: Cancel,
-    pub cleanup: Cleanup,
-    /// How long a server may take from container creation to answering.
-    pub ready_deadline: Duration,
-    /// Measure again with a smaller CPU share a server that left the generator no headroom.
-    pub headroom: Headroom,
-    /// Search each server's capacity at this latency target after the loads, with the bounds
-    /// of the scenario's `[capacity]` or their defaults (the command line's `--capacity`).
-    pub capacity: Option<scenario::CapacityTarget>,
-    /// An A/B run: measure the baseline record's images beside the candidate's, round by
-    /// round, until the paired comparison is decided ([`crate::against`]); `runs` is then ignored
-    /// for the against's `max_rounds`.
-    pub against: Option<Against>,
-    /// The benchctl binary `[load] generators` run (an image is made of it on each generator
-    /// host); `None` for this process's own file, which is what the command line uses.
-    pub generator_binary: Option<PathBuf>,
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions::new()
-    }
-}
-
-impl RunOptions {
-    /// The scenario's runs, into `results/`, every server, nothing to cancel with yet.
-    pub fn new() -> RunOptions {
-        RunOptions {
-            runs: None,
-            out: None,
-            results_dir: PathBuf::from("results"),
-            only: Vec::new(),
-            sources: BTreeMap::new(),
-            cancel: Cancel::new(),
-            cleanup: Cleanup::new(),
-            ready_deadline: Duration::from_secs(20),
-            headroom: Headroom::Off,
-            capacity: None,
-            against: None,
-            generator_binary: None,
-        }
-    }
-}
 
 /// Runs `plan`: see the crate documentation. Errors are returned only when the run could not
 /// start (nothing was made, nothing is left); once it has started, whatever happens ends in a
@@ -463,130 +398,3 @@ async fn sweep_stale<E: Engine>(connected: &[&E], observer: &dyn Observer) {
         });
     }
 }
-
-struct Ctx<'a, E: Engine> {
-    /// This machine's engine, then each `[[host]]`'s, in the plan's order; connected when a
-    /// server runs there.
-    engines: &'a [Option<E>],
-    plan: &'a Plan,
-    sources: &'a BTreeMap<String, BuildSource>,
-    runs: u32,
-    opts: &'a RunOptions,
-    run_dir: &'a RunDir,
-    run_id: &'a str,
-    observer: &'a dyn Observer,
-    observer_arc: &'a Arc<dyn Observer>,
-    /// The capacity search to make after the loads, if any.
-    capacity: Option<scenario::CapacitySpec>,
-    /// How servers are reached: HTTPS trusting the run's own authority when the scenario
-    /// says `tls = true`, with the folder of the certificate the servers get; HTTP/2 when it
-    /// says `http = "2"`.
-    scheme: Scheme,
-    tls_dir: Option<PathBuf>,
-    /// An A/B run's plan.
-    ab: Option<&'a AgainstPlan>,
-    /// `[load] generators`, ready once the run has made their image on each host.
-    generators: std::sync::OnceLock<Vec<crate::generators::Generator>>,
-    /// The `[[host]]`s whose engine stopped answering about a server during the run.
-    lost: std::sync::Mutex<std::collections::BTreeSet<String>>,
-}
-
-/// A server that was started and verified.
-struct Live<E: Engine> {
-    index: usize,
-    guard: E::Container,
-    /// In a TLS run, where it also serves plain HTTP for a cache in front of it.
-    plain: Option<SocketAddr>,
-    /// On the baseline side of an A/B run.
-    baseline: bool,
-    /// The image it runs: a fresh container for the next round runs the same one.
-    image: BuiltImage,
-}
-
-impl<E: Engine> Ctx<'_, E> {
-    /// Whatever happened, no container of this run outlives it. The guards of the work removed
-    /// theirs as they dropped; this catches any a cancelled step had just made. Every engine at
-    /// once, each within its own bounds: one that stopped answering keeps its containers, and
-    /// the run says where (`None`: this machine's engine).
-    async fn sweep(&self) -> Vec<(Option<String>, String)> {
-        let plan = self.plan;
-        let run_id = self.run_id;
-        let swept =
-            futures_util::future::join_all(self.engines.iter().enumerate().filter_map(|(i, e)| {
-                let host = i.checked_sub(1).map(|h| plan.hosts[h].name.clone());
-                // An engine lost during the run gets one short try: it may be back.
-                let bound = match &host {
-                    Some(h) if self.is_lost(h) => LOST_ENGINE_SWEEP,
-                    _ => SWEEP_BOUND,
-                };
-                e.as_ref().map(|orch| async move {
-                    let r = match tokio::time::timeout(bound, orch.remove_run(run_id)).await {
-                        Ok(r) => r.map(|_| ()).map_err(|e| e.to_string()),
-                        Err(_) => Err(format!("its engine did not answer within {bound:?}")),
-                    };
-                    (host, r)
-                })
-            }))
-            .await;
-        swept
-            .into_iter()
-            .filter_map(|(host, r)| r.err().map(|e| (host, e)))
-            .collect()
-    }
-
-    /// The `[[host]]` whose engine runs server `i`; `None` for this machine's.
-    fn host_name(&self, i: usize) -> Option<&str> {
-        self.plan.servers[i]
-            .host
-            .map(|h| self.plan.hosts[h].name.as_str())
-    }
-
-    /// Whether server `i` runs on a `[[host]]` whose images are built here and shipped.
-    fn ships(&self, i: usize) -> bool {
-        self.plan
-            .host_of(&self.plan.servers[i])
-            .is_some_and(|h| h.images == HostImages::Ship)
-    }
-
-    /// This machine's engine (connected before the run began when a server runs there or a
-    /// host has its images shipped).
-    fn here(&self) -> &E {
-        self.engines[0]
-            .as_ref()
-            .expect("this machine's engine is connected when a host's images are shipped")
-    }
-
-    /// The engine that runs server `i` (connected before the run began).
-    fn orch(&self, i: usize) -> &E {
-        let engine = self.plan.servers[i].host.map_or(0, |h| h + 1);
-        self.engines[engine]
-            .as_ref()
-            .expect("every engine a server uses is connected before the run starts")
-    }
-
-    /// A server's name as progress lines print it: the baseline side of an A/B run is marked.
-    fn shown(&self, i: usize, baseline: bool) -> String {
-        let name = &self.plan.servers[i].name;
-        if baseline {
-            format!("{name} [baseline]")
-        } else {
-            name.clone()
-        }
-    }
-}
-
-fn available(servers: &[ServerRecord], name: &str) -> bool {
-    servers
-        .iter()
-        .any(|s| s.name == name && matches!(s.status, ServerStatus::Available { .. }))
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or(s)
-}
-
-/// How long the run's last sweep waits for an engine: a listing, the removals and the wait
-/// until they are gone, each request within the engine's own answer bound.
-const SWEEP_BOUND: Duration = Duration::from_secs(60);
-/// The same for an engine that stopped answering during the run: one short try.
-const LOST_ENGINE_SWEEP: Duration = Duration::from_secs(5);

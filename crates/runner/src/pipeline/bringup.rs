@@ -1,7 +1,17 @@
 //! Bringing a server up: its image (built, found, or shipped to its host), its container,
 //! readiness, the confinement audit and verification; and what is kept when one cannot start.
 
-use super::*;
+use super::ctx::{Ctx, Live};
+use crate::against::BaselineImage;
+use crate::events::Event;
+use crate::fleet::{Container, Engine};
+use orchestrator::{
+    BuiltImage, Confinement, ContainerSpec, ExpectedDoc, OrchestratorError, Scheme, Tmpfs,
+};
+use report::{ServerRecord, ServerStatus};
+use scenario::{ImageSource, Manifest, OptionValue, VersionHeader};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 
 /// A server started and verified.
 pub(super) struct Started<C> {

@@ -3,9 +3,11 @@
 //! recorded as it ends. A server that dies during a search is reported as after any load and
 //! skipped from there; the steps of an unfinished search are not kept.
 
-use super::{available, Ctx, Engine, Live, Measured};
+use super::ctx::{available, Ctx, Live};
+use super::turn::Measured;
 use crate::capacity::{self, Next, Search};
 use crate::events::Event;
+use crate::fleet::Engine;
 use crate::results::Results;
 use crate::RunError;
 use report::capacity::{CapacityRecord, StartFrom};

@@ -1,7 +1,15 @@
 //! Whether the servers still run: deaths found before and after each load, engines that stop
 //! answering (a lost host), and an A/B side renewed on fresh containers each round.
 
-use super::*;
+use super::bringup::NotStarted;
+use super::ctx::{Ctx, Live};
+use crate::against::AgainstPlan;
+use crate::error::RunError;
+use crate::events::Event;
+use crate::fleet::{Container, Engine};
+use crate::results::Results;
+use orchestrator::{ExpectedDoc, OrchestratorError};
+use report::{RunRecord, ServerStatus};
 
 /// One side of an A/B run on fresh containers (`Ctx::renew`).
 pub(super) struct Renewed {

@@ -1,7 +1,19 @@
 //! One load measured: the CPU share applied, room in connection tracking, the load sent (here,
 //! from `[load] generators`, or by a baseline binary) and the server's CPU and memory read.
 
-use super::*;
+use super::ctx::{Ctx, Live};
+use super::turn::Measured;
+use crate::error::RunError;
+use crate::events::Event;
+use crate::fleet::{Container, Engine};
+use crate::headroom::Reading;
+use loadgen::json::LoadReport;
+use loadgen::{LoadConfig, LoadSpec, StopReason, Target};
+use orchestrator::OrchestratorError;
+use report::{GeneratorRecord, Usage};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The longest a load waits for room in the kernel's connection tracking table: its entries
 /// of closed connections expire after 120 s.
@@ -13,14 +25,6 @@ pub(super) fn usage_of(u: orchestrator::ContainerUsage) -> Option<Usage> {
         cpu_s: u.cpu_seconds,
         peak_memory_bytes: u.peak_memory_bytes,
     })
-}
-
-/// One load as measured: the generator's report and the server's resource use; with `[load]
-/// generators`, each one's part (the report is their merge).
-pub(super) struct Measured {
-    pub(super) load: LoadReport,
-    pub(super) usage: Option<Usage>,
-    pub(super) generators: Vec<GeneratorRecord>,
 }
 
 impl<E: Engine> Ctx<'_, E> {

@@ -1,7 +1,11 @@
 //! What is checked before anything starts: the kinds a scenario sees, the CPUs it names, and
 //! the results file it will write.
 
-use super::*;
+use crate::error::RunError;
+use crate::options::RunOptions;
+use report::ReportError;
+use scenario::{Kinds, Plan};
+use std::path::{Path, PathBuf};
 
 /// The server kinds a scenario at `scenario` may name: its own folder's, then those of
 /// `docker_dir` when given (it must exist), else of `docker/` beside the scenario's folder and of

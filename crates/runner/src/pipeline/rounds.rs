@@ -1,37 +1,22 @@
 //! The rounds: every server and document in turn (both sides back to back in ABBA order in an
 //! A/B run), each load measured again at smaller shares while headroom asks, and kept.
 
-use super::*;
+use super::ctx::{available, Ctx, Live};
+use super::turn::{LoadAt, Look, Measured, Turn};
+use crate::against::AgainstPlan;
+use crate::error::{io, RunError};
+use crate::events::Event;
+use crate::fleet::{Container, Engine};
+use crate::headroom::{Headroom, MAX_TRIES};
+use crate::results::Results;
+use crate::{headroom, rundir};
+use orchestrator::ExpectedDoc;
+use report::{AbStop, LoadRecord, RunRecord};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 /// The warm-up of a fresh container's first load in a round of an A/B run.
 pub(super) const FRESH_WARMUP: Duration = Duration::from_millis(250);
-
-/// What became of one load.
-pub(super) enum Turn {
-    /// Measured at the CPU share it ended with.
-    Measured(Box<Measured>, Option<f64>),
-    /// The server, or one it needs, died: these servers are unavailable from here on.
-    Died(Vec<(usize, String)>),
-    /// The run was stopped during the load, which is not kept.
-    Stopped,
-}
-
-/// What an A/B run's look at its comparison says.
-enum Look {
-    /// Another round.
-    Go,
-    /// No more rounds, and why (`None`: nothing left to compare).
-    Stop(Option<AbStop>),
-}
-
-/// What one load is of: the round, the server, and the document with its load.
-#[derive(Clone, Copy)]
-pub(super) struct LoadAt<'a> {
-    pub(super) round: u32,
-    pub(super) server: &'a scenario::ServerSpec,
-    pub(super) doc: &'a scenario::MaterializedDoc,
-    pub(super) spec: &'a scenario::DocumentSpec,
-}
 
 impl<E: Engine> Ctx<'_, E> {
     pub(super) async fn execute(

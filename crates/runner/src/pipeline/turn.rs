@@ -1,0 +1,41 @@
+//! What the steps of a load pass between them: what a load is of ([`LoadAt`]), what it
+//! measured ([`Measured`]) and what became of it ([`Turn`]); and what an A/B run's look at its
+//! comparison says ([`Look`]).
+
+use loadgen::json::LoadReport;
+use report::{AbStop, GeneratorRecord, Usage};
+
+/// What one load is of: the round, the server, and the document with its load.
+#[derive(Clone, Copy)]
+pub(super) struct LoadAt<'a> {
+    pub(super) round: u32,
+    pub(super) server: &'a scenario::ServerSpec,
+    pub(super) doc: &'a scenario::MaterializedDoc,
+    pub(super) spec: &'a scenario::DocumentSpec,
+}
+
+/// One load as measured: the generator's report and the server's resource use; with `[load]
+/// generators`, each one's part (the report is their merge).
+pub(super) struct Measured {
+    pub(super) load: LoadReport,
+    pub(super) usage: Option<Usage>,
+    pub(super) generators: Vec<GeneratorRecord>,
+}
+
+/// What became of one load.
+pub(super) enum Turn {
+    /// Measured at the CPU share it ended with.
+    Measured(Box<Measured>, Option<f64>),
+    /// The server, or one it needs, died: these servers are unavailable from here on.
+    Died(Vec<(usize, String)>),
+    /// The run was stopped during the load, which is not kept.
+    Stopped,
+}
+
+/// What an A/B run's look at its comparison says.
+pub(super) enum Look {
+    /// Another round.
+    Go,
+    /// No more rounds, and why (`None`: nothing left to compare).
+    Stop(Option<AbStop>),
+}
