@@ -12,106 +12,59 @@ use crate::results::Results;
 use crate::{headroom, rundir};
 use orchestrator::ExpectedDoc;
 use report::{AbStop, LoadRecord, RunRecord};
+use scenario::MaterializedDoc;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// The warm-up of a fresh container's first load in a round of an A/B run.
 pub(super) const FRESH_WARMUP: Duration = Duration::from_millis(250);
 
+/// Per server and document, the CPU share headroom settled on; per container (baseline side,
+/// server), the share it has now.
+#[derive(Default)]
+struct ShareBook {
+    shares: HashMap<(usize, String), f64>,
+    applied: HashMap<(bool, usize), Option<f64>>,
+}
+
+/// The servers of both sides of a run (the baseline side empty unless it is an A/B run).
+struct Sides<'a, E: Engine> {
+    live: &'a [Live<E>],
+    base: &'a [Live<E>],
+}
+
+impl<E: Engine> Clone for Sides<'_, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E: Engine> Copy for Sides<'_, E> {}
+
+/// What comes after a load.
+enum Flow {
+    /// The next document.
+    Next,
+    /// This server is done for the round (it, or one it needs, is unavailable).
+    NextServer,
+    /// The run was stopped.
+    Stop,
+}
+
 impl<E: Engine> Ctx<'_, E> {
+    /// The run's work once it has its folder: the documents written, the generators and the
+    /// servers started, the rounds, the capacity searches, and the servers removed.
     pub(super) async fn execute(
         &self,
         record: &mut RunRecord,
         results: &mut Results,
     ) -> Result<(), RunError> {
         let plan = self.plan;
-        let docroot = self.run_dir.docroot();
-        let docs = scenario::materialize(plan, &docroot).map_err(|e| RunError::Io {
-            context: format!("writing the document {}", e.name),
-            source: e.source,
-        })?;
-        rundir::open_to_servers(&docroot).map_err(io("opening the documents to the servers"))?;
-        let expected: Vec<ExpectedDoc> = docs
-            .iter()
-            .map(|d| ExpectedDoc {
-                url_path: d.url_path.clone(),
-                length: d.len,
-                sha256_hex: d.sha256.clone(),
-            })
-            .collect();
+        let (docs, expected) = self.documents()?;
+        self.start_generators().await?;
+        let (mut live, mut base_live) = self.start_servers(&expected, record, results).await;
 
-        if !plan.generators.is_empty() {
-            let binary = crate::generators::binary(self.opts.generator_binary.as_deref())?;
-            // Generators run as Docker containers on their hosts' engines.
-            let docker: Vec<Option<orchestrator::Orchestrator>> = self
-                .engines
-                .iter()
-                .map(|e| e.as_ref().and_then(|e| e.docker().cloned()))
-                .collect();
-            if let Some(&h) = plan.generators.iter().find(|&&h| docker[h + 1].is_none()) {
-                return Err(RunError::Invalid(format!(
-                    "[load] generators: host {} has no Docker engine to run a generator on",
-                    plan.hosts[h].name
-                )));
-            }
-            let gens = crate::generators::prepare(
-                plan,
-                &docker,
-                &binary,
-                self.run_dir.path(),
-                self.run_id,
-                self.observer,
-            )
-            .await?;
-            let _ = self.generators.set(gens);
-        }
-
-        // Which servers to bring up: the ones asked for and the servers they need.
-        let only = &self.opts.only;
-        let mut wanted: Vec<bool> = plan
-            .servers
-            .iter()
-            .map(|s| only.is_empty() || only.contains(&s.name))
-            .collect();
-        for i in (0..plan.servers.len()).rev() {
-            if wanted[i] {
-                for d in plan.servers[i].depends_on() {
-                    wanted[d] = true;
-                }
-            }
-        }
-
-        let mut live: Vec<Live<E>> = Vec::new();
-        for (i, want) in wanted.iter().enumerate() {
-            if !want {
-                continue;
-            }
-            let srec = self.start_server(i, &expected, &mut live, None).await;
-            record.servers.push(srec);
-            results.save(record, self.observer);
-        }
-        // An A/B run's baseline side: the same servers from the baseline record's images.
-        let mut base_live: Vec<Live<E>> = Vec::new();
-        if let Some(ab) = self.ab {
-            for (i, want) in wanted.iter().enumerate() {
-                let Some(image) = ab.images.get(&i).filter(|_| *want) else {
-                    continue;
-                };
-                let srec = self
-                    .start_server(i, &expected, &mut base_live, Some(image))
-                    .await;
-                if let Some(a) = record.against.as_mut() {
-                    a.servers.push(srec);
-                }
-                results.save(record, self.observer);
-            }
-        }
-
-        // Per server and document, the CPU share headroom settled on; per container, the
-        // share it has now.
-        let mut shares: HashMap<(usize, String), f64> = HashMap::new();
-        let mut applied: HashMap<(bool, usize), Option<f64>> = HashMap::new();
-        let headroom = self.opts.headroom == Headroom::Auto;
+        let mut book = ShareBook::default();
         let rounds_started = Instant::now();
         let mut last_round = Duration::ZERO;
         let mut stop = None;
@@ -129,135 +82,26 @@ impl<E: Engine> Ctx<'_, E> {
                 // container to the next of the same image (where its memory landed, how its
                 // workers were spawned) then varies from round to round, where the interval
                 // sees it, instead of favouring one side for the whole run.
-                self.renew_both(
-                    round,
-                    [&mut live, &mut base_live],
-                    &expected,
-                    ab,
-                    record,
-                    results,
-                )
-                .await;
-                applied.clear();
+                let sides = [&mut live, &mut base_live];
+                self.renew_both(round, sides, &expected, ab, record, results)
+                    .await;
+                book.applied.clear();
             }
-            for l in &live {
-                let server = &plan.servers[l.index];
-                if !only.is_empty() && !only.contains(&server.name) {
-                    continue;
-                }
-                for (doc, spec) in docs.iter().zip(&plan.documents) {
-                    if self.opts.cancel.is_cancelled() {
-                        return Ok(());
-                    }
-                    if !available(&record.servers, &server.name) {
-                        break;
-                    }
-                    let Some(ab) = self.ab else {
-                        // The share this server had for this document last round, else the
-                        // scenario's: headroom found once holds for the later rounds.
-                        let key = (l.index, doc.url_path.clone());
-                        let share = shares.get(&key).copied().or(plan.cpus.server_share);
-                        let at = LoadAt {
-                            round,
-                            server,
-                            doc,
-                            spec,
-                        };
-                        let turn = self
-                            .one_load(l, &live, at, share, headroom, &mut applied)
-                            .await?;
-                        match turn {
-                            Turn::Stopped => return Ok(()),
-                            Turn::Died(deaths) => {
-                                self.report_deaths(record, results, deaths, false);
-                                break;
-                            }
-                            Turn::Measured(measured, share) => {
-                                if let Some(s) = share {
-                                    shares.insert(key, s);
-                                }
-                                // With headroom, every load says what it had, capped or not,
-                                // so that requests/s per core compares servers capped and not
-                                // alike.
-                                let share =
-                                    share.or(headroom.then_some(plan.cpus.servers.len() as f64));
-                                self.keep_load(record, results, at, *measured, share, false);
-                            }
-                        }
-                        continue;
-                    };
-                    // A/B: the same server and document on both sides, back to back, baseline
-                    // first in even rounds and candidate first in odd ones (ABBA).
-                    let Some(b) = base_live.iter().find(|b| b.index == l.index) else {
-                        break;
-                    };
-                    let base_servers = record.against.as_ref().map_or(&[][..], |a| &a.servers);
-                    if !available(base_servers, &server.name) {
-                        break;
-                    }
-                    let base_share = ab.share(plan, &server.name, &spec.name);
-                    let cand_share = match ab.slowed.get(&l.index) {
-                        Some(f) => Some(f * ab.used(plan, &server.name, &spec.name)),
-                        None => base_share,
-                    };
-                    let order = if round % 2 == 0 {
-                        [true, false]
-                    } else {
-                        [false, true]
-                    };
-                    // A fresh container's first load of the round starts warm: its first
-                    // requests (workers spawned, pages touched) vary from one container to the
-                    // next and would add their noise to the round.
-                    let warmed;
-                    let spec = if ab.against.fresh && std::ptr::eq(spec, &plan.documents[0]) {
-                        let mut s = spec.clone();
-                        s.load.warmup = s.load.warmup.max(FRESH_WARMUP);
-                        warmed = s;
-                        &warmed
-                    } else {
-                        spec
-                    };
-                    let mut died = false;
-                    for baseline in order {
-                        let (lv, lives, share) = if baseline {
-                            (b, &base_live, base_share)
-                        } else {
-                            (l, &live, cand_share)
-                        };
-                        let at = LoadAt {
-                            round,
-                            server,
-                            doc,
-                            spec,
-                        };
-                        let turn = self
-                            .one_load(lv, lives, at, share, false, &mut applied)
-                            .await?;
-                        match turn {
-                            Turn::Stopped => return Ok(()),
-                            Turn::Died(deaths) => {
-                                self.report_deaths(record, results, deaths, baseline);
-                                died = true;
-                                break;
-                            }
-                            Turn::Measured(measured, share) => {
-                                self.keep_load(record, results, at, *measured, share, baseline)
-                            }
-                        }
-                    }
-                    if died {
-                        break;
-                    }
-                }
+            let sides = Sides {
+                live: &live,
+                base: &base_live,
+            };
+            if let Flow::Stop = self
+                .round(round, &docs, sides, &mut book, record, results)
+                .await?
+            {
+                return Ok(());
             }
             last_round = round_started.elapsed();
             if let Some(ab) = self.ab {
-                match self.look(ab, record, round) {
-                    Look::Go => {}
-                    Look::Stop(why) => {
-                        stop = why;
-                        break;
-                    }
+                if let Look::Stop(why) = self.look(ab, record, round) {
+                    stop = why;
+                    break;
                 }
             }
         }
@@ -269,7 +113,7 @@ impl<E: Engine> Ctx<'_, E> {
             // Capacity is searched at the scenario's share: headroom's lower shares were for
             // the loads whose generator could not keep up.
             for l in &live {
-                self.apply_share(l, plan.cpus.server_share, &mut applied)
+                self.apply_share(l, plan.cpus.server_share, &mut book.applied)
                     .await
                     .map_err(|e| {
                         RunError::Step(format!("{}: {e:#}", plan.servers[l.index].name))
@@ -278,16 +122,278 @@ impl<E: Engine> Ctx<'_, E> {
             self.search_capacity(spec, record, results, &live, &docs)
                 .await?;
         }
-        for l in live.into_iter().chain(base_live) {
+        self.release(live.into_iter().chain(base_live)).await;
+        Ok(())
+    }
+
+    /// Every document written to the run's document folder, opened to the servers, and what
+    /// each server must serve of them.
+    fn documents(&self) -> Result<(Vec<MaterializedDoc>, Vec<ExpectedDoc>), RunError> {
+        let docroot = self.run_dir.docroot();
+        let docs = scenario::materialize(self.plan, &docroot).map_err(|e| RunError::Io {
+            context: format!("writing the document {}", e.name),
+            source: e.source,
+        })?;
+        rundir::open_to_servers(&docroot).map_err(io("opening the documents to the servers"))?;
+        let expected = docs
+            .iter()
+            .map(|d| ExpectedDoc {
+                url_path: d.url_path.clone(),
+                length: d.len,
+                sha256_hex: d.sha256.clone(),
+            })
+            .collect();
+        Ok((docs, expected))
+    }
+
+    /// `[load] generators`, started on their hosts' engines (as Docker containers) when the
+    /// scenario names any.
+    async fn start_generators(&self) -> Result<(), RunError> {
+        let plan = self.plan;
+        if plan.generators.is_empty() {
+            return Ok(());
+        }
+        let binary = crate::generators::binary(self.opts.generator_binary.as_deref())?;
+        let docker: Vec<Option<orchestrator::Orchestrator>> = self
+            .engines
+            .iter()
+            .map(|e| e.as_ref().and_then(|e| e.docker().cloned()))
+            .collect();
+        if let Some(&h) = plan.generators.iter().find(|&&h| docker[h + 1].is_none()) {
+            return Err(RunError::Invalid(format!(
+                "[load] generators: host {} has no Docker engine to run a generator on",
+                plan.hosts[h].name
+            )));
+        }
+        let gens = crate::generators::prepare(
+            plan,
+            &docker,
+            &binary,
+            self.run_dir.path(),
+            self.run_id,
+            self.observer,
+        )
+        .await?;
+        let _ = self.generators.set(gens);
+        Ok(())
+    }
+
+    /// Which servers to bring up: the ones asked for and the servers they need.
+    fn wanted(&self) -> Vec<bool> {
+        let (plan, only) = (self.plan, &self.opts.only);
+        let mut wanted: Vec<bool> = plan
+            .servers
+            .iter()
+            .map(|s| only.is_empty() || only.contains(&s.name))
+            .collect();
+        for i in (0..plan.servers.len()).rev() {
+            if wanted[i] {
+                for d in plan.servers[i].depends_on() {
+                    wanted[d] = true;
+                }
+            }
+        }
+        wanted
+    }
+
+    /// Every server wanted, in the scenario's order (a backend before the cache that fronts
+    /// it), and on an A/B run the same servers from the baseline record's images; each one's
+    /// record kept as it is known.
+    async fn start_servers(
+        &self,
+        expected: &[ExpectedDoc],
+        record: &mut RunRecord,
+        results: &mut Results,
+    ) -> (Vec<Live<E>>, Vec<Live<E>>) {
+        let wanted = self.wanted();
+        let mut live: Vec<Live<E>> = Vec::new();
+        for (i, _) in wanted.iter().enumerate().filter(|(_, want)| **want) {
+            let srec = self.start_server(i, expected, &mut live, None).await;
+            record.servers.push(srec);
+            results.save(record, self.observer);
+        }
+        let mut base_live: Vec<Live<E>> = Vec::new();
+        if let Some(ab) = self.ab {
+            for (i, want) in wanted.iter().enumerate() {
+                let Some(image) = ab.images.get(&i).filter(|_| *want) else {
+                    continue;
+                };
+                let srec = self
+                    .start_server(i, expected, &mut base_live, Some(image))
+                    .await;
+                if let Some(a) = record.against.as_mut() {
+                    a.servers.push(srec);
+                }
+                results.save(record, self.observer);
+            }
+        }
+        (live, base_live)
+    }
+
+    /// One round: every server measured (the ones `--only` names) on every document in turn.
+    async fn round(
+        &self,
+        round: u32,
+        docs: &[MaterializedDoc],
+        sides: Sides<'_, E>,
+        book: &mut ShareBook,
+        record: &mut RunRecord,
+        results: &mut Results,
+    ) -> Result<Flow, RunError> {
+        let (plan, only) = (self.plan, &self.opts.only);
+        for l in sides.live {
+            let server = &plan.servers[l.index];
+            if !only.is_empty() && !only.contains(&server.name) {
+                continue;
+            }
+            for (doc, spec) in docs.iter().zip(&plan.documents) {
+                if self.opts.cancel.is_cancelled() {
+                    return Ok(Flow::Stop);
+                }
+                if !available(&record.servers, &server.name) {
+                    break;
+                }
+                let at = LoadAt {
+                    round,
+                    server,
+                    doc,
+                    spec,
+                };
+                let flow = match self.ab {
+                    None => {
+                        self.single(l, sides.live, at, book, record, results)
+                            .await?
+                    }
+                    Some(_) => self.pair(l, sides, at, book, record, results).await?,
+                };
+                match flow {
+                    Flow::Next => {}
+                    Flow::NextServer => break,
+                    Flow::Stop => return Ok(Flow::Stop),
+                }
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// One server's load of one document, at the share headroom settled on for it.
+    async fn single(
+        &self,
+        l: &Live<E>,
+        live: &[Live<E>],
+        at: LoadAt<'_>,
+        book: &mut ShareBook,
+        record: &mut RunRecord,
+        results: &mut Results,
+    ) -> Result<Flow, RunError> {
+        let plan = self.plan;
+        let headroom = self.opts.headroom == Headroom::Auto;
+        // The share this server had for this document last round, else the scenario's:
+        // headroom found once holds for the later rounds.
+        let key = (l.index, at.doc.url_path.clone());
+        let share = book.shares.get(&key).copied().or(plan.cpus.server_share);
+        match self
+            .one_load(l, live, at, share, headroom, &mut book.applied)
+            .await?
+        {
+            Turn::Stopped => Ok(Flow::Stop),
+            Turn::Died(deaths) => {
+                self.report_deaths(record, results, deaths, false);
+                Ok(Flow::NextServer)
+            }
+            Turn::Measured(measured, share) => {
+                if let Some(s) = share {
+                    book.shares.insert(key, s);
+                }
+                // With headroom, every load says what it had, capped or not, so that
+                // requests/s per core compares servers capped and not alike.
+                let share = share.or(headroom.then_some(plan.cpus.servers.len() as f64));
+                self.keep_load(record, results, at, *measured, share, false);
+                Ok(Flow::Next)
+            }
+        }
+    }
+
+    /// A/B: the same server and document on both sides, back to back, baseline first in even
+    /// rounds and candidate first in odd ones (ABBA).
+    async fn pair(
+        &self,
+        l: &Live<E>,
+        sides: Sides<'_, E>,
+        at: LoadAt<'_>,
+        book: &mut ShareBook,
+        record: &mut RunRecord,
+        results: &mut Results,
+    ) -> Result<Flow, RunError> {
+        let plan = self.plan;
+        let ab = self.ab.expect("a pair of loads is made on an A/B run only");
+        let (server, spec) = (at.server, at.spec);
+        let Some(b) = sides.base.iter().find(|b| b.index == l.index) else {
+            return Ok(Flow::NextServer);
+        };
+        let base_servers = record.against.as_ref().map_or(&[][..], |a| &a.servers);
+        if !available(base_servers, &server.name) {
+            return Ok(Flow::NextServer);
+        }
+        let base_share = ab.share(plan, &server.name, &spec.name);
+        let cand_share = match ab.slowed.get(&l.index) {
+            Some(f) => Some(f * ab.used(plan, &server.name, &spec.name)),
+            None => base_share,
+        };
+        let order = if at.round % 2 == 0 {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        // A fresh container's first load of the round starts warm: its first requests (workers
+        // spawned, pages touched) vary from one container to the next and would add their
+        // noise to the round.
+        let warmed;
+        let at = if ab.against.fresh && std::ptr::eq(spec, &plan.documents[0]) {
+            let mut s = spec.clone();
+            s.load.warmup = s.load.warmup.max(FRESH_WARMUP);
+            warmed = s;
+            LoadAt {
+                spec: &warmed,
+                ..at
+            }
+        } else {
+            at
+        };
+        for baseline in order {
+            let (lv, lives, share) = if baseline {
+                (b, sides.base, base_share)
+            } else {
+                (l, sides.live, cand_share)
+            };
+            match self
+                .one_load(lv, lives, at, share, false, &mut book.applied)
+                .await?
+            {
+                Turn::Stopped => return Ok(Flow::Stop),
+                Turn::Died(deaths) => {
+                    self.report_deaths(record, results, deaths, baseline);
+                    return Ok(Flow::NextServer);
+                }
+                Turn::Measured(measured, share) => {
+                    self.keep_load(record, results, at, *measured, share, baseline)
+                }
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// The servers' containers removed at the end; those on a host lost during the run are
+    /// not waited for again: the run's last sweep tries that engine once more and says what
+    /// stays there.
+    async fn release(&self, servers: impl Iterator<Item = Live<E>>) {
+        for l in servers {
             if self.host_name(l.index).is_some_and(|h| self.is_lost(h)) {
-                // Not waited for again: the run's last sweep tries that engine once more
-                // and says what stays there.
                 l.guard.leak();
             } else {
                 let _ = l.guard.remove().await;
             }
         }
-        Ok(())
     }
 
     /// Both sides of an A/B run on fresh containers for round `round` (counted from 0).
