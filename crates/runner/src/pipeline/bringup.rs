@@ -6,7 +6,7 @@ use crate::against::BaselineImage;
 use crate::events::Event;
 use crate::fleet::{Container, Engine};
 use orchestrator::{
-    BuiltImage, Confinement, ContainerSpec, ExpectedDoc, OrchestratorError, Scheme, Tmpfs,
+    BuiltImage, Confinement, ContainerSpec, ExpectedDoc, OrchestratorError, Scheme, Tmpfs, Verified,
 };
 use report::{ServerRecord, ServerStatus};
 use scenario::{ImageSource, Manifest, OptionValue, VersionHeader};
@@ -180,7 +180,6 @@ impl<E: Engine> Ctx<'_, E> {
         again: Option<&BuiltImage>,
     ) -> Result<Started<E::Container>, NotStarted> {
         let spec = &self.plan.servers[i];
-        let kind = spec.kind.as_str();
         let manifest = spec.manifest.as_ref();
         self.serves_protocol(i)?;
         let shown = self.shown(i, baseline.is_some());
@@ -231,24 +230,7 @@ impl<E: Engine> Ctx<'_, E> {
             } else {
                 None
             };
-            let cspec = ContainerSpec {
-                name: file_name.clone(),
-                image: built.tag.clone(),
-                env,
-                port,
-                address: Some(address),
-                cpuset: Some(self.plan.cpus.servers_cpuset()),
-                cpu_share: self.plan.cpus.server_share,
-                memory_bytes: Some(spec.memory),
-                docroot: Some(self.run_dir.docroot()),
-                tls_dir: self.tls_dir.clone(),
-                http2: self.scheme.http2(),
-                run_id: self.run_id.to_string(),
-                labels: vec![("benchctl.kind".to_string(), kind.to_string())],
-                cmd: None,
-                entrypoint: None,
-                confinement: manifest.map(confinement).unwrap_or_default(),
-            };
+            let cspec = self.container_spec(i, &file_name, &built.tag, env, port, address);
             let guard = orch
                 .start(&cspec)
                 .await
@@ -277,16 +259,10 @@ impl<E: Engine> Ctx<'_, E> {
                 }
             }
         };
-        // Confined as declared, whatever the image says: no process as root, and (on this
-        // machine's engine) nothing listening beyond its address and port(s).
-        let allowed: Vec<SocketAddr> = std::iter::once(guard.socket_addr()).chain(plain).collect();
-        orch.audit(&guard, &allowed).await.map_err(|e| {
-            unavailable(self.explain(&file_name, "failed its confinement check", &e))
-        })?;
-        let verified = orch
-            .verify(&self.scheme, guard.socket_addr(), expected)
+        let verified = self
+            .confirm(i, &file_name, &guard, plain, expected)
             .await
-            .map_err(|e| unavailable(self.explain(&file_name, "verification failed", &e)))?;
+            .map_err(unavailable)?;
         let total = guard.started_at().elapsed();
         let version = match manifest.map_or(VersionHeader::Server, |m| m.version_header) {
             VersionHeader::Via => verified.via.clone().or(verified.server_header.clone()),
@@ -494,6 +470,62 @@ impl<E: Engine> Ctx<'_, E> {
             env.push((var, text));
         }
         Ok(env)
+    }
+
+    /// Whether server `i`'s container, started as `name`, runs as declared and serves the
+    /// documents: confined whatever the image says (no process as root and, on this machine's
+    /// engine, nothing listening beyond its address and `plain` port), then every document's
+    /// bytes checked. Why not, in one line, when it does not.
+    async fn confirm(
+        &self,
+        i: usize,
+        name: &str,
+        guard: &E::Container,
+        plain: Option<SocketAddr>,
+        expected: &[ExpectedDoc],
+    ) -> Result<Verified, String> {
+        let orch = self.orch(i);
+        let allowed: Vec<SocketAddr> = std::iter::once(guard.socket_addr()).chain(plain).collect();
+        orch.audit(guard, &allowed)
+            .await
+            .map_err(|e| self.explain(name, "failed its confinement check", &e))?;
+        orch.verify(&self.scheme, guard.socket_addr(), expected)
+            .await
+            .map_err(|e| self.explain(name, "verification failed", &e))
+    }
+
+    /// The container server `i` runs in, as `name`, from `image`, with `env`, listening on
+    /// `address`:`port`: pinned to the servers' CPUs, given the documents (and the run's
+    /// certificate), labelled for the run, and confined as its manifest says.
+    fn container_spec(
+        &self,
+        i: usize,
+        name: &str,
+        image: &str,
+        env: Vec<(String, String)>,
+        port: u16,
+        address: IpAddr,
+    ) -> ContainerSpec {
+        let spec = &self.plan.servers[i];
+        let manifest = spec.manifest.as_ref();
+        ContainerSpec {
+            name: name.to_string(),
+            image: image.to_string(),
+            env,
+            port,
+            address: Some(address),
+            cpuset: Some(self.plan.cpus.servers_cpuset()),
+            cpu_share: self.plan.cpus.server_share,
+            memory_bytes: Some(spec.memory),
+            docroot: Some(self.run_dir.docroot()),
+            tls_dir: self.tls_dir.clone(),
+            http2: self.scheme.http2(),
+            run_id: self.run_id.to_string(),
+            labels: vec![("benchctl.kind".to_string(), spec.kind.as_str().to_string())],
+            cmd: None,
+            entrypoint: None,
+            confinement: manifest.map(confinement).unwrap_or_default(),
+        }
     }
 
     /// Whether another server of the scenario takes server `i` as one of its options (a

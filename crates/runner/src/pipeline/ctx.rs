@@ -142,3 +142,17 @@ pub(super) fn first_line(s: &str) -> &str {
 pub(super) const SWEEP_BOUND: Duration = Duration::from_secs(60);
 /// The same for an engine that stopped answering during the run: one short try.
 pub(super) const LOST_ENGINE_SWEEP: Duration = Duration::from_secs(5);
+
+/// The servers of both sides of a run (the baseline side empty unless it is an A/B run).
+pub(super) struct Sides<'a, E: Engine> {
+    pub(super) live: &'a [Live<E>],
+    pub(super) base: &'a [Live<E>],
+}
+
+impl<E: Engine> Clone for Sides<'_, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E: Engine> Copy for Sides<'_, E> {}

@@ -1,8 +1,8 @@
 //! The rounds: every server and document in turn (both sides back to back in ABBA order in an
 //! A/B run), each load measured again at smaller shares while headroom asks, and kept.
 
-use super::ctx::{available, Ctx, Live};
-use super::turn::{LoadAt, Look, Measured, Turn};
+use super::ctx::{available, Ctx, Live, Sides};
+use super::turn::{Flow, LoadAt, Look, Measured, ShareBook, Turn};
 use crate::against::AgainstPlan;
 use crate::error::{io, RunError};
 use crate::events::Event;
@@ -18,38 +18,6 @@ use std::time::{Duration, Instant};
 
 /// The warm-up of a fresh container's first load in a round of an A/B run.
 pub(super) const FRESH_WARMUP: Duration = Duration::from_millis(250);
-
-/// Per server and document, the CPU share headroom settled on; per container (baseline side,
-/// server), the share it has now.
-#[derive(Default)]
-struct ShareBook {
-    shares: HashMap<(usize, String), f64>,
-    applied: HashMap<(bool, usize), Option<f64>>,
-}
-
-/// The servers of both sides of a run (the baseline side empty unless it is an A/B run).
-struct Sides<'a, E: Engine> {
-    live: &'a [Live<E>],
-    base: &'a [Live<E>],
-}
-
-impl<E: Engine> Clone for Sides<'_, E> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<E: Engine> Copy for Sides<'_, E> {}
-
-/// What comes after a load.
-enum Flow {
-    /// The next document.
-    Next,
-    /// This server is done for the round (it, or one it needs, is unavailable).
-    NextServer,
-    /// The run was stopped.
-    Stop,
-}
 
 impl<E: Engine> Ctx<'_, E> {
     /// The run's work once it has its folder: the documents written, the generators and the

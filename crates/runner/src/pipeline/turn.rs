@@ -4,6 +4,7 @@
 
 use loadgen::json::LoadReport;
 use report::{AbStop, GeneratorRecord, Usage};
+use std::collections::HashMap;
 
 /// What one load is of: the round, the server, and the document with its load.
 #[derive(Clone, Copy)]
@@ -38,4 +39,22 @@ pub(super) enum Look {
     Go,
     /// No more rounds, and why (`None`: nothing left to compare).
     Stop(Option<AbStop>),
+}
+
+/// Per server and document, the CPU share headroom settled on; per container (baseline side,
+/// server), the share it has now.
+#[derive(Default)]
+pub(super) struct ShareBook {
+    pub(super) shares: HashMap<(usize, String), f64>,
+    pub(super) applied: HashMap<(bool, usize), Option<f64>>,
+}
+
+/// What comes after a load.
+pub(super) enum Flow {
+    /// The next document.
+    Next,
+    /// This server is done for the round (it, or one it needs, is unavailable).
+    NextServer,
+    /// The run was stopped.
+    Stop,
 }
