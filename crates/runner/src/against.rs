@@ -85,13 +85,9 @@ impl AgainstPlan {
     }
 }
 
-/// Checks an A/B run's options against the scenario and the baseline record, before anything
-/// starts.
-pub(crate) fn prepare(
-    plan: &Plan,
-    opts: &RunOptions,
-    a: &Against,
-) -> Result<AgainstPlan, RunError> {
+/// The options an A/B run cannot be made with, and a baseline record it cannot be made
+/// against.
+fn check(plan: &Plan, opts: &RunOptions, a: &Against) -> Result<(), RunError> {
     let bad = |m: String| Err(RunError::Invalid(m));
     let path = a.path.display();
     if opts.headroom == Headroom::Auto {
@@ -125,6 +121,39 @@ pub(crate) fn prepare(
             "--against {path}: the baseline record names no server images"
         ));
     }
+    Ok(())
+}
+
+/// Per scenario server (by index), the factor `--slow-candidate` gives it.
+fn slowed(plan: &Plan, a: &Against) -> Result<HashMap<usize, f64>, RunError> {
+    let bad = |m: String| Err(RunError::Invalid(m));
+    let mut slowed = HashMap::new();
+    for (name, factor) in &a.slowed {
+        let Some(i) = plan.servers.iter().position(|s| &s.name == name) else {
+            return bad(format!(
+                "--slow-candidate {name}={factor}: the scenario has no server of that name"
+            ));
+        };
+        if !(*factor > 0.0 && *factor <= 1.0) {
+            return bad(format!(
+                "--slow-candidate {name}={factor}: the factor is a fraction of the baseline side's CPU, above 0 and at most 1"
+            ));
+        }
+        slowed.insert(i, *factor);
+    }
+    Ok(slowed)
+}
+
+/// Checks an A/B run's options against the scenario and the baseline record, before anything
+/// starts.
+pub(crate) fn prepare(
+    plan: &Plan,
+    opts: &RunOptions,
+    a: &Against,
+) -> Result<AgainstPlan, RunError> {
+    check(plan, opts, a)?;
+    let bad = |m: String| Err(RunError::Invalid(m));
+    let path = a.path.display();
     let wanted = |name: &str| opts.only.is_empty() || opts.only.iter().any(|o| o == name);
     let mut images = HashMap::new();
     let mut gates = 0u32;
@@ -176,20 +205,7 @@ pub(crate) fn prepare(
             },
         );
     }
-    let mut slowed = HashMap::new();
-    for (name, factor) in &a.slowed {
-        let Some(i) = plan.servers.iter().position(|s| &s.name == name) else {
-            return bad(format!(
-                "--slow-candidate {name}={factor}: the scenario has no server of that name"
-            ));
-        };
-        if !(*factor > 0.0 && *factor <= 1.0) {
-            return bad(format!(
-                "--slow-candidate {name}={factor}: the factor is a fraction of the baseline side's CPU, above 0 and at most 1"
-            ));
-        }
-        slowed.insert(i, *factor);
-    }
+    let slowed = slowed(plan, a)?;
     let generator = match &a.generator {
         Some(p) => Some(baseline_generator(p, plan)?),
         None => None,
