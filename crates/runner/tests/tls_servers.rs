@@ -53,11 +53,28 @@ async fn lighttpd_serves_https_with_the_runs_certificate_and_no_other() {
     serves_https("lighttpd").await;
 }
 
+/// A server of `kind` with the run's documents and certificate: its image, the container spec
+/// it starts from, the document it must serve and the run's folder.
+struct Served {
+    orch: Orchestrator,
+    spec: ContainerSpec,
+    doc: ExpectedDoc,
+    run: tempfile::TempDir,
+    cert: RunCertificate,
+}
+
 async fn serves_https(kind: &str) {
     if !common::daemon_or_skip(kind).await {
         return;
     }
     let _one = common::exclusive();
+    let s = prepare(kind).await;
+    serves_with_its_own_authority_only(&s).await;
+    a_missing_certificate_is_named(&s).await;
+    an_rsa_certificate_is_presented_as_given(kind, &s).await;
+}
+
+async fn prepare(kind: &str) -> Served {
     let orch = Orchestrator::connect().await.unwrap();
     let logs = tempfile::tempdir().unwrap();
     let image = orch
@@ -77,7 +94,6 @@ async fn serves_https(kind: &str) {
     std::fs::write(www.join("index.html"), body).unwrap();
     runner::rundir::open_to_servers(&www).unwrap();
     let cert = RunCertificate::create(&run.path().join("tls"), TlsKey::EcdsaP256, &[]).unwrap();
-
     let spec = ContainerSpec {
         name: kind.to_string(),
         image: image.tag.clone(),
@@ -89,21 +105,34 @@ async fn serves_https(kind: &str) {
         memory_bytes: Some(512 << 20),
         ..Default::default()
     };
-    let guard = orch.start(&spec).await.unwrap();
-    let trusted = Scheme::Https {
-        cert_pem: cert.ca_pem.clone(),
-        http2: false,
-    };
-    orch.wait_ready_over(&guard, &trusted, spec.port, "/", Duration::from_secs(15))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
     let doc = ExpectedDoc {
         url_path: "/index.html".to_string(),
         length: body.len() as u64,
         sha256_hex: hex::encode(Sha256::digest(body)),
     };
+    Served {
+        orch,
+        spec,
+        doc,
+        run,
+        cert,
+    }
+}
+
+/// Verified over HTTPS trusting the run's authority; another run's authority, or plain HTTP to
+/// the TLS port, is not mistaken for the server.
+async fn serves_with_its_own_authority_only(s: &Served) {
+    let (orch, spec, doc) = (&s.orch, &s.spec, std::slice::from_ref(&s.doc));
+    let guard = orch.start(spec).await.unwrap();
+    let trusted = Scheme::Https {
+        cert_pem: s.cert.ca_pem.clone(),
+        http2: false,
+    };
+    orch.wait_ready_over(&guard, &trusted, spec.port, "/", Duration::from_secs(15))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let verified = orch
-        .verify_over(&trusted, guard.socket_addr(), std::slice::from_ref(&doc))
+        .verify_over(&trusted, guard.socket_addr(), doc)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
@@ -113,9 +142,8 @@ async fn serves_https(kind: &str) {
             .is_some_and(|s| !s.is_empty()),
         "{verified:?}"
     );
-
-    // Another run's authority: the server's certificate is not one it signed.
-    let other = RunCertificate::create(&run.path().join("other"), TlsKey::EcdsaP256, &[]).unwrap();
+    let other =
+        RunCertificate::create(&s.run.path().join("other"), TlsKey::EcdsaP256, &[]).unwrap();
     let e = orch
         .verify_over(
             &Scheme::Https {
@@ -123,56 +151,62 @@ async fn serves_https(kind: &str) {
                 http2: false,
             },
             guard.socket_addr(),
-            std::slice::from_ref(&doc),
+            doc,
         )
         .await
         .unwrap_err()
         .to_string();
     assert!(e.contains("certificate"), "{e}");
-    // Plain HTTP to a TLS port is not mistaken for the server.
-    let e = orch
-        .verify(spec.port, std::slice::from_ref(&doc))
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = orch.verify(spec.port, doc).await.unwrap_err().to_string();
     assert!(e.contains("/index.html"), "{e}");
     guard.remove().await.unwrap();
+}
 
-    // BENCH_TLS=1 without the certificate folder: the entrypoint says what is missing.
-    let mut bare = spec.clone();
+/// BENCH_TLS=1 without the certificate folder: the entrypoint says what is missing.
+async fn a_missing_certificate_is_named(s: &Served) {
+    let mut bare = s.spec.clone();
     bare.port = free_port();
     bare.tls_dir = None;
     bare.env = vec![("BENCH_TLS".to_string(), "1".to_string())];
-    let guard = orch.start(&bare).await.unwrap();
-    let e = orch
+    let trusted = Scheme::Https {
+        cert_pem: s.cert.ca_pem.clone(),
+        http2: false,
+    };
+    let guard = s.orch.start(&bare).await.unwrap();
+    let e = s
+        .orch
         .wait_ready_over(&guard, &trusted, bare.port, "/", Duration::from_secs(15))
         .await
         .unwrap_err()
         .to_string();
     assert!(e.contains("/etc/benchctl/tls/cert.pem is missing"), "{e}");
     guard.remove().await.unwrap();
+}
 
-    // An RSA 2048 certificate (`tls_key = "rsa-2048"`): verified the same way, and the
-    // certificate the server presents is exactly the one it was given.
-    let rsa = RunCertificate::create(&run.path().join("rsa"), TlsKey::Rsa2048, &[]).unwrap();
-    let mut with_rsa = spec.clone();
+/// An RSA 2048 certificate (`tls_key = "rsa-2048"`): verified the same way, and the
+/// certificate the server presents is exactly the one it was given.
+async fn an_rsa_certificate_is_presented_as_given(kind: &str, s: &Served) {
+    let rsa = RunCertificate::create(&s.run.path().join("rsa"), TlsKey::Rsa2048, &[]).unwrap();
+    let mut with_rsa = s.spec.clone();
     with_rsa.port = free_port();
     with_rsa.tls_dir = Some(rsa.dir.clone());
-    let guard = orch.start(&with_rsa).await.unwrap();
+    let guard = s.orch.start(&with_rsa).await.unwrap();
     let trusted = Scheme::Https {
         cert_pem: rsa.ca_pem.clone(),
         http2: false,
     };
-    orch.wait_ready_over(
-        &guard,
-        &trusted,
-        with_rsa.port,
-        "/",
-        Duration::from_secs(15),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
-    orch.verify_over(&trusted, guard.socket_addr(), std::slice::from_ref(&doc))
+    s.orch
+        .wait_ready_over(
+            &guard,
+            &trusted,
+            with_rsa.port,
+            "/",
+            Duration::from_secs(15),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.orch
+        .verify_over(&trusted, guard.socket_addr(), std::slice::from_ref(&s.doc))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let given = CertificateDer::from_pem_file(rsa.dir.join("cert.pem")).unwrap();
