@@ -137,6 +137,7 @@ pub(crate) async fn run_on<F: Fleet>(
                 tls_dir,
                 generators: std::sync::OnceLock::new(),
                 lost: Default::default(),
+                down: Default::default(),
             };
             let r = {
                 let work = ctx.execute(&mut record, &mut results);

@@ -149,6 +149,7 @@ impl<E: Engine> Ctx<'_, E> {
                 )
             }
             Err(NotStarted { image, reason }) => {
+                self.mark_down(baseline.is_some(), i);
                 self.observer.event(&Event::Unavailable {
                     server: &self.shown(i, baseline.is_some()),
                     reason: &reason,

@@ -3,7 +3,7 @@
 //! recorded as it ends. A server that dies during a search is reported as after any load and
 //! skipped from there; the steps of an unfinished search are not kept.
 
-use super::ctx::{available, Ctx, Live};
+use super::ctx::{Ctx, Live};
 use super::turn::Measured;
 use crate::capacity::{self, Next, Search};
 use crate::events::Event;
@@ -33,7 +33,7 @@ impl<E: Engine> Ctx<'_, E> {
                 continue;
             }
             'documents: for (doc, dspec) in docs.iter().zip(&self.plan.documents) {
-                if self.opts.cancel.is_cancelled() || !available(&record.servers, &server.name) {
+                if self.opts.cancel.is_cancelled() || !self.is_up(false, l.index) {
                     break;
                 }
                 let during = format!("during the capacity search on {}", doc.url_path);

@@ -8,7 +8,6 @@ use crate::fleet::Engine;
 use crate::options::RunOptions;
 use crate::rundir::RunDir;
 use orchestrator::{BuildSource, BuiltImage, Scheme};
-use report::{ServerRecord, ServerStatus};
 use scenario::{HostImages, Plan};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -41,6 +40,10 @@ pub(super) struct Ctx<'a, E: Engine> {
     pub(super) generators: std::sync::OnceLock<Vec<crate::generators::Generator>>,
     /// The `[[host]]`s whose engine stopped answering about a server during the run.
     pub(super) lost: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// The servers that cannot be measured (any more), by side (`true`: an A/B run's baseline)
+    /// and index: the run's own account of what to measure next, apart from the record it
+    /// writes.
+    pub(super) down: std::sync::Mutex<std::collections::BTreeSet<(bool, usize)>>,
 }
 
 /// A server that was started and verified.
@@ -86,6 +89,23 @@ impl<E: Engine> Ctx<'_, E> {
             .collect()
     }
 
+    /// Server `i` (on the baseline side when `baseline`) cannot be measured from here on.
+    pub(super) fn mark_down(&self, baseline: bool, i: usize) {
+        self.down
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((baseline, i));
+    }
+
+    /// Whether server `i` (on the baseline side when `baseline`) is still to be measured.
+    pub(super) fn is_up(&self, baseline: bool, i: usize) -> bool {
+        !self
+            .down
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&(baseline, i))
+    }
+
     /// The `[[host]]` whose engine runs server `i`; `None` for this machine's.
     pub(super) fn host_name(&self, i: usize) -> Option<&str> {
         self.plan.servers[i]
@@ -125,12 +145,6 @@ impl<E: Engine> Ctx<'_, E> {
             name.clone()
         }
     }
-}
-
-pub(super) fn available(servers: &[ServerRecord], name: &str) -> bool {
-    servers
-        .iter()
-        .any(|s| s.name == name && matches!(s.status, ServerStatus::Available { .. }))
 }
 
 pub(super) fn first_line(s: &str) -> &str {

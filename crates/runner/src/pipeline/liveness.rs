@@ -152,6 +152,7 @@ impl<E: Engine> Ctx<'_, E> {
         baseline: bool,
     ) {
         for (i, reason) in deaths {
+            self.mark_down(baseline, i);
             let name = &self.plan.servers[i].name;
             self.observer.event(&Event::Unavailable {
                 server: &self.shown(i, baseline),

@@ -1,7 +1,7 @@
 //! The rounds: every server and document in turn (both sides back to back in ABBA order in an
 //! A/B run), each load measured again at smaller shares while headroom asks, and kept.
 
-use super::ctx::{available, Ctx, Live, Sides};
+use super::ctx::{Ctx, Live, Sides};
 use super::turn::{Flow, LoadAt, Look, Measured, ShareBook, Turn};
 use crate::against::AgainstPlan;
 use crate::error::{io, RunError};
@@ -218,7 +218,7 @@ impl<E: Engine> Ctx<'_, E> {
                 if self.opts.cancel.is_cancelled() {
                     return Ok(Flow::Stop);
                 }
-                if !available(&record.servers, &server.name) {
+                if !self.is_up(false, l.index) {
                     break;
                 }
                 let at = LoadAt {
@@ -299,8 +299,7 @@ impl<E: Engine> Ctx<'_, E> {
         let Some(b) = sides.base.iter().find(|b| b.index == l.index) else {
             return Ok(Flow::NextServer);
         };
-        let base_servers = record.against.as_ref().map_or(&[][..], |a| &a.servers);
-        if !available(base_servers, &server.name) {
+        if !self.is_up(true, l.index) {
             return Ok(Flow::NextServer);
         }
         let base_share = ab.share(plan, &server.name, &spec.name);
