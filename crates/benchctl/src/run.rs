@@ -242,7 +242,7 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
     }
     for p in &outcome.problems {
         if !matches!(p, runner::Problem::Interrupted(_)) {
-            eprintln!("benchctl: error: {p}");
+            eprintln!("benchctl: error: {p}{}", advice(p));
         }
     }
     if let Some(sig) = *signalled.lock().unwrap_or_else(|p| p.into_inner()) {
@@ -551,5 +551,24 @@ pub(crate) fn shipment(host: &str, sent: bool, bytes: u64, seconds: f64) -> Stri
         )
     } else {
         format!("already there on {host}")
+    }
+}
+
+/// What the user can do about a problem of the run, when this command can do it: the `benchctl
+/// gc` that removes containers an engine kept.
+fn advice(p: &runner::Problem) -> String {
+    match p {
+        runner::Problem::LeftBehind {
+            host: Some(host),
+            scenario,
+            ..
+        } => format!(
+            ": `benchctl gc --scenario {} --host {host}` removes them once its engine answers, as does the next run that uses it",
+            scenario.display()
+        ),
+        runner::Problem::LeftBehind { host: None, .. } => {
+            ": `benchctl gc` removes them once it answers".to_string()
+        }
+        _ => String::new(),
     }
 }

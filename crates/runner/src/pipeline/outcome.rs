@@ -220,19 +220,18 @@ impl std::fmt::Display for Problem {
             ),
             Problem::LeftBehind {
                 host: Some(host),
-                scenario,
                 reason,
+                ..
             } => write!(
                 f,
-                "containers of this run may remain on {host} ({}): `benchctl gc --scenario {} --host {host}` removes them once its engine answers, as does the next run that uses it",
+                "containers of this run may remain on {host} ({})",
                 first_line(reason),
-                scenario.display()
             ),
             Problem::LeftBehind {
                 host: None, reason, ..
             } => write!(
                 f,
-                "containers of this run may remain on this machine's engine ({}): `benchctl gc` removes them once it answers",
+                "containers of this run may remain on this machine's engine ({})",
                 first_line(reason)
             ),
         }
