@@ -39,6 +39,7 @@ mod options;
 mod pipeline;
 mod results;
 pub mod rundir;
+pub mod schedule;
 pub mod tls;
 
 pub use against::Against;

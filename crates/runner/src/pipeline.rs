@@ -37,6 +37,7 @@ use crate::events::{Event, Observer};
 use crate::fleet::{Engine, Fleet};
 use crate::results::Results;
 use crate::rundir::{self, RunDir};
+use crate::schedule::Schedule;
 use orchestrator::{BuildSource, Scheme};
 use report::{AgainstRecord, HostFacts, RecordFile, RunRecord, RunStatus, ScenarioRecord, Slowed};
 use scenario::{HostImages, ImageSource, Plan};
@@ -121,7 +122,16 @@ pub(crate) async fn run_on<F: Fleet>(
                 engines: &engines,
                 plan,
                 sources: &sources,
-                runs,
+                schedule: match &ab {
+                    Some(ab) => Schedule::ab(
+                        runs,
+                        report::paired::MIN_ROUNDS,
+                        report::Looks::Growing,
+                        ab.against.fresh,
+                        ab.against.budget,
+                    ),
+                    None => Schedule::plain(runs),
+                },
                 opts: &opts,
                 run_dir: &run_dir,
                 run_id: &run_id,

@@ -7,6 +7,7 @@ use crate::events::Observer;
 use crate::fleet::Engine;
 use crate::options::RunOptions;
 use crate::rundir::RunDir;
+use crate::schedule::Schedule;
 use orchestrator::{BuildSource, BuiltImage, Scheme};
 use scenario::{HostImages, Plan};
 use std::collections::BTreeMap;
@@ -21,7 +22,8 @@ pub(super) struct Ctx<'a, E: Engine> {
     pub(super) engines: &'a [Option<E>],
     pub(super) plan: &'a Plan,
     pub(super) sources: &'a BTreeMap<String, BuildSource>,
-    pub(super) runs: u32,
+    /// The rounds, and an A/B run's order, renewals, budget and looks.
+    pub(super) schedule: Schedule,
     pub(super) opts: &'a RunOptions,
     pub(super) run_dir: &'a RunDir,
     pub(super) run_id: &'a str,

@@ -9,6 +9,7 @@ use crate::events::Event;
 use crate::fleet::{Container, Engine};
 use crate::headroom::{Headroom, MAX_TRIES};
 use crate::results::Results;
+use crate::schedule::{Schedule, Side};
 use crate::{headroom, rundir};
 use orchestrator::ExpectedDoc;
 use report::{AbStop, LoadRecord, RunRecord};
@@ -36,16 +37,16 @@ impl<E: Engine> Ctx<'_, E> {
         let rounds_started = Instant::now();
         let mut last_round = Duration::ZERO;
         let mut stop = None;
-        for round in 0..self.runs {
-            if let Some(ab) = self.ab {
-                // No round starts that the last one says would end beyond the budget.
-                if round > 0 && rounds_started.elapsed() + last_round > ab.against.budget {
-                    stop = Some(AbStop::Time);
-                    break;
-                }
+        for round in 0..self.schedule.rounds {
+            if !self
+                .schedule
+                .may_start(round, rounds_started.elapsed(), last_round)
+            {
+                stop = Some(AbStop::Time);
+                break;
             }
             let round_started = Instant::now();
-            if let Some(ab) = self.ab.filter(|ab| ab.against.fresh && round > 0) {
+            if let Some(ab) = self.ab.filter(|_| self.schedule.renews(round)) {
                 // Every round on fresh containers of both sides: what differs from one
                 // container to the next of the same image (where its memory landed, how its
                 // workers were spawned) then varies from round to round, where the interval
@@ -66,8 +67,8 @@ impl<E: Engine> Ctx<'_, E> {
                 return Ok(());
             }
             last_round = round_started.elapsed();
-            if let Some(ab) = self.ab {
-                if let Look::Stop(why) = self.look(ab, record, round) {
+            if self.ab.is_some() {
+                if let Look::Stop(why) = self.look(record, round) {
                     stop = why;
                     break;
                 }
@@ -307,11 +308,7 @@ impl<E: Engine> Ctx<'_, E> {
             Some(f) => Some(f * ab.used(plan, &server.name, &spec.name)),
             None => base_share,
         };
-        let order = if at.round % 2 == 0 {
-            [true, false]
-        } else {
-            [false, true]
-        };
+        let order = Schedule::order(at.round).map(|side| side == Side::Baseline);
         // A fresh container's first load of the round starts warm: its first requests (workers
         // spawned, pages touched) vary from one container to the next and would add their
         // noise to the round.
@@ -394,26 +391,21 @@ impl<E: Engine> Ctx<'_, E> {
 
     /// An A/B run's look at the paired comparison after round `round` (counted from 0):
     /// whether another round is worth its time.
-    fn look(&self, ab: &AgainstPlan, record: &RunRecord, round: u32) -> Look {
+    fn look(&self, record: &RunRecord, round: u32) -> Look {
         let Some(cmp) = report::paired::compare_record(record) else {
             return Look::Stop(None);
         };
         // The stopping rule acts only at its scheduled looks: the level of each
         // interval was set for those.
-        let at = report::paired::look_rounds(
-            report::paired::MIN_ROUNDS,
-            ab.against.max_rounds,
-            report::Looks::Growing,
-        );
-        let looked = at.contains(&(round + 1));
+        let looked = self.schedule.looks_after(round);
         let settled = looked && cmp.settled();
         self.observer.event(&Event::AbLook {
             round: round + 1,
-            rounds: self.runs,
+            rounds: self.schedule.rounds,
             undecided: cmp.undecided(),
             gated: cmp.groups.iter().filter(|g| g.gated().is_some()).count(),
             looked,
-            next_look: at.into_iter().find(|&r| r > round + 1),
+            next_look: self.schedule.next_look(round),
         });
         if settled {
             return Look::Stop(Some(AbStop::Decided));
@@ -448,7 +440,7 @@ impl<E: Engine> Ctx<'_, E> {
         }
         self.observer.event(&Event::LoadStarting {
             round: round + 1,
-            rounds: self.runs,
+            rounds: self.schedule.rounds,
             server: &shown,
             url_path: &doc.url_path,
             load: &spec.load,
@@ -530,7 +522,7 @@ impl<E: Engine> Ctx<'_, E> {
         loads.push(rec);
         self.observer.event(&Event::LoadDone {
             round: round + 1,
-            rounds: self.runs,
+            rounds: self.schedule.rounds,
             record: loads.last().expect("just pushed"),
             baseline,
         });
