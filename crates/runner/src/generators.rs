@@ -451,40 +451,21 @@ enum Part {
     Cancelled,
 }
 
-/// One load sent by every usable generator, each its share, all starting [`lead`] from now: the merged report and each generator's record; `None` when the run was cancelled
-/// meanwhile. Fails only when no generator measured anything.
-pub(crate) async fn measure(
+/// Every generator's record of a load, and the container of each that takes part (by index).
+type Parts = (Vec<GeneratorRecord>, Vec<(usize, ContainerSpec)>);
+
+/// Each generator's part of one load: its record (`error` says why an unusable one takes no
+/// part) and, for each usable one, the container that sends its share, starting at `start_at`.
+fn plan_parts(
     gens: &[Generator],
-    url: &str,
+    usable: &[usize],
     load: &LoadSpec,
     cpus: &[usize],
+    start_at: f64,
+    url: &str,
     run_id: &str,
-    cancel: &Cancel,
-    observer: &dyn Observer,
-) -> Result<Option<(LoadReport, Vec<GeneratorRecord>)>, RunError> {
-    let usable: Vec<usize> = (0..gens.len())
-        .filter(|&i| gens[i].lost().is_none())
-        .collect();
+) -> Result<Parts, RunError> {
     let n = usable.len();
-    if n == 0 {
-        return Err(RunError::Step(
-            "no load generator is left: every generator host was lost".to_string(),
-        ));
-    }
-    let lead = lead(gens);
-    let start_at = unix_now() + lead.as_secs_f64();
-    observer.event(&Event::GeneratorsStarting {
-        generators: n,
-        lead_s: lead.as_secs_f64(),
-        slowest_trial_s: gens
-            .iter()
-            .map(|g| g.trial.as_secs_f64())
-            .fold(0.0, f64::max),
-    });
-    let bound = load
-        .duration
-        .or(load.min_duration)
-        .map(|d| lead + load.warmup + d + load.timeout + FINISH_MARGIN);
     let mut records: Vec<GeneratorRecord> = Vec::with_capacity(gens.len());
     let mut runs = Vec::new();
     for (i, g) in gens.iter().enumerate() {
@@ -543,14 +524,18 @@ pub(crate) async fn measure(
         records.push(rec);
         runs.push((i, spec));
     }
-    let parts = futures_util::future::join_all(
-        runs.iter()
-            .map(|(i, spec)| run_one(&gens[*i], spec, bound, cancel)),
-    )
-    .await;
-    if cancel.is_cancelled() || parts.iter().any(|p| matches!(p, Part::Cancelled)) {
-        return Ok(None);
-    }
+    Ok((records, runs))
+}
+
+/// Each part's outcome kept in its generator's record; the reports of those that measured,
+/// or an error naming why each failed when none did.
+fn collect_parts(
+    gens: &[Generator],
+    runs: &[(usize, ContainerSpec)],
+    parts: Vec<Part>,
+    records: &mut [GeneratorRecord],
+    observer: &dyn Observer,
+) -> Result<Vec<LoadReport>, RunError> {
     let mut reports = Vec::new();
     for ((i, _), part) in runs.iter().zip(parts) {
         let rec = &mut records[*i];
@@ -584,6 +569,53 @@ pub(crate) async fn measure(
             why.join("; ")
         )));
     }
+    Ok(reports)
+}
+
+/// One load sent by every usable generator, each its share, all starting [`lead`] from now: the merged report and each generator's record; `None` when the run was cancelled
+/// meanwhile. Fails only when no generator measured anything.
+pub(crate) async fn measure(
+    gens: &[Generator],
+    url: &str,
+    load: &LoadSpec,
+    cpus: &[usize],
+    run_id: &str,
+    cancel: &Cancel,
+    observer: &dyn Observer,
+) -> Result<Option<(LoadReport, Vec<GeneratorRecord>)>, RunError> {
+    let usable: Vec<usize> = (0..gens.len())
+        .filter(|&i| gens[i].lost().is_none())
+        .collect();
+    let n = usable.len();
+    if n == 0 {
+        return Err(RunError::Step(
+            "no load generator is left: every generator host was lost".to_string(),
+        ));
+    }
+    let lead = lead(gens);
+    let start_at = unix_now() + lead.as_secs_f64();
+    observer.event(&Event::GeneratorsStarting {
+        generators: n,
+        lead_s: lead.as_secs_f64(),
+        slowest_trial_s: gens
+            .iter()
+            .map(|g| g.trial.as_secs_f64())
+            .fold(0.0, f64::max),
+    });
+    let bound = load
+        .duration
+        .or(load.min_duration)
+        .map(|d| lead + load.warmup + d + load.timeout + FINISH_MARGIN);
+    let (mut records, runs) = plan_parts(gens, &usable, load, cpus, start_at, url, run_id)?;
+    let parts = futures_util::future::join_all(
+        runs.iter()
+            .map(|(i, spec)| run_one(&gens[*i], spec, bound, cancel)),
+    )
+    .await;
+    if cancel.is_cancelled() || parts.iter().any(|p| matches!(p, Part::Cancelled)) {
+        return Ok(None);
+    }
+    let reports = collect_parts(gens, &runs, parts, &mut records, observer)?;
     let merged = LoadReport::merge(&reports)
         .map_err(|e| RunError::Step(format!("merging the generators' measurements: {e}")))?;
     Ok(Some((merged, records)))

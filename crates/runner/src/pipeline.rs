@@ -122,27 +122,14 @@ pub(crate) async fn run_on<F: Fleet>(
                 engines: &engines,
                 plan,
                 sources: &sources,
-                schedule: match &ab {
-                    Some(ab) => Schedule::ab(
-                        runs,
-                        report::paired::MIN_ROUNDS,
-                        report::Looks::Growing,
-                        ab.against.fresh,
-                        ab.against.budget,
-                    ),
-                    None => Schedule::plain(runs),
-                },
+                schedule: schedule_for(ab.as_ref(), runs),
                 opts: &opts,
                 run_dir: &run_dir,
                 run_id: &run_id,
                 observer: observer.as_ref(),
                 observer_arc: &observer,
                 ab: ab.as_ref(),
-                capacity: match (opts.capacity, &plan.capacity) {
-                    (Some(t), Some(c)) => Some(c.clone().with_target(t)),
-                    (Some(t), None) => Some(scenario::CapacitySpec::new(t)),
-                    (None, c) => c.clone(),
-                },
+                capacity: capacity_for(&opts, plan),
                 scheme,
                 tls_dir,
                 generators: std::sync::OnceLock::new(),
@@ -181,6 +168,30 @@ pub(crate) async fn run_on<F: Fleet>(
         saved,
         problems,
     })
+}
+
+/// The rounds of a run of `runs` rounds, or of an A/B run's at most `max_rounds`.
+fn schedule_for(ab: Option<&AgainstPlan>, runs: u32) -> Schedule {
+    match ab {
+        Some(ab) => Schedule::ab(
+            runs,
+            report::paired::MIN_ROUNDS,
+            report::Looks::Growing,
+            ab.against.fresh,
+            ab.against.budget,
+        ),
+        None => Schedule::plain(runs),
+    }
+}
+
+/// The capacity search to make after the loads, if any: the scenario's `[capacity]`, its
+/// target replaced by the command line's when it gives one.
+fn capacity_for(opts: &RunOptions, plan: &Plan) -> Option<scenario::CapacitySpec> {
+    match (opts.capacity, &plan.capacity) {
+        (Some(t), Some(c)) => Some(c.clone().with_target(t)),
+        (Some(t), None) => Some(scenario::CapacitySpec::new(t)),
+        (None, c) => c.clone(),
+    }
 }
 
 /// The options checked against the scenario before anything starts: the rounds, the servers
