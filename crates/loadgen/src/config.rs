@@ -2,7 +2,7 @@
 //! impossible combination of options is a [`ConfigError`] with a one-line message, never a
 //! panic or a hang.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 use thiserror::Error;
@@ -143,7 +143,7 @@ impl Target {
 
 /// The request method. ab sends GET, HEAD with `-i`, POST with `-p`, PUT with `-u`, and any
 /// other token with `-m`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Method {
     Get,
     Head,
@@ -183,7 +183,7 @@ impl Method {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum HttpVersion {
     Http10,
     Http11,
@@ -193,7 +193,7 @@ pub enum HttpVersion {
 }
 
 /// How a worker waits once it has read everything there is (see [`crate::coalesce`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Coalesce {
     /// Block in `epoll_wait`, woken by every response, as ab and wrk are.
@@ -202,7 +202,7 @@ pub enum Coalesce {
     /// only with receive stamps, so that no nap is measured as server time.
     Auto,
     /// Sleep this long whenever there is nothing to read.
-    Nap(Duration),
+    Nap(#[serde(with = "humantime_serde")] Duration),
 }
 
 impl std::fmt::Display for Coalesce {
@@ -223,11 +223,14 @@ pub const AB_TIMELIMIT_REQUESTS: u64 = 50_000;
 
 /// The load itself, independent of where it is sent and which CPUs make it: what a scenario's
 /// `[load]` describes and what `benchctl load`'s flags describe, in one type.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Durations are written as people write them (`250ms`, `1m 30s`), exactly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LoadSpec {
     /// Requests to perform (ab's `-n`); `None` to run for `duration` alone.
     pub requests: Option<u64>,
     /// Stop issuing requests after this long (ab's `-t`, or a duration-bounded run).
+    #[serde(default, with = "humantime_serde")]
     pub duration: Option<Duration>,
     /// Connections at once (ab's `-c`).
     pub concurrency: u32,
@@ -236,8 +239,10 @@ pub struct LoadSpec {
     pub version: HttpVersion,
     pub method: Method,
     /// Per-request timeout (ab's `-s`).
+    #[serde(with = "humantime_serde")]
     pub timeout: Duration,
     /// Load applied and discarded before measuring.
+    #[serde(with = "humantime_serde")]
     pub warmup: Duration,
     /// Constant request rate (requests/s across all workers): an open-model run.
     pub rate: Option<f64>,
@@ -249,15 +254,23 @@ pub struct LoadSpec {
     /// With `requests`: repeat the load back to back (another `requests` each time, the
     /// connections carrying on) until the measured part has lasted at least this long, and
     /// count all of it. Keeps ab's parameters while giving a load long enough to settle.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde"
+    )]
     pub min_duration: Option<Duration>,
     /// HTTP/2 only: streams open at once on each connection (h2load's `-m`); 1 otherwise.
-    #[serde(skip_serializing_if = "is_one")]
+    #[serde(default = "one", skip_serializing_if = "is_one")]
     pub streams: u32,
 }
 
 fn is_one(n: &u32) -> bool {
     *n == 1
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl Default for LoadSpec {

@@ -17,6 +17,7 @@ pub mod cpu;
 pub mod engine;
 pub mod h2;
 pub mod http;
+pub mod job;
 pub mod json;
 pub mod limits;
 pub mod pipeline;
@@ -29,6 +30,7 @@ pub mod tls;
 
 pub use config::{Coalesce, ConfigError, HttpVersion, LoadConfig, LoadSpec, Method, Proxy, Target};
 pub use engine::{run, run_observed, run_until, LoadError, StopFlag};
+pub use job::Job;
 pub use stats::{
     FailureKind, Failures, Measurement, Note, Sample, ServerInfo, StopReason, Timer, Timers,
     TlsSession,

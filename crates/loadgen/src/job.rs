@@ -1,0 +1,131 @@
+//! One load as a document ([`Job`]): where it goes, the load itself, the CPUs that make it and
+//! when it starts. `benchctl load --job FILE` reads one; a run writes one for each of its
+//! `[load] generators`. Both go through this type, so every field of the load reaches a
+//! generator as the run meant it: there is no list of flags to keep in step with the load's
+//! fields.
+
+use crate::config::{ConfigError, LoadConfig, LoadSpec, Target};
+use serde::{Deserialize, Serialize};
+
+/// The version of the job document this generator reads; a job names the one it was written
+/// in, and one of another version is refused rather than half understood.
+pub const JOB_VERSION: u32 = 1;
+
+/// One load for one generator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Job {
+    /// [`JOB_VERSION`] when written.
+    pub version: u32,
+    /// Where the requests go: `http://HOST:PORT/PATH` or `https://...`.
+    pub url: String,
+    pub load: LoadSpec,
+    /// The CPUs the generator's threads are pinned to, one thread each; none: one thread,
+    /// wherever the system puts it.
+    #[serde(default)]
+    pub cpus: Vec<usize>,
+    /// When the load starts, in Unix seconds by the generator's own clock; none: at once.
+    #[serde(default)]
+    pub start_at: Option<f64>,
+}
+
+impl Job {
+    /// `load` sent to `url` at once, from one unpinned thread.
+    pub fn new(url: impl Into<String>, load: LoadSpec) -> Job {
+        Job {
+            version: JOB_VERSION,
+            url: url.into(),
+            load,
+            cpus: Vec::new(),
+            start_at: None,
+        }
+    }
+
+    /// The generator's configuration for this job: the URL parsed, the threads pinned to the
+    /// job's CPUs. Fails on a version this generator does not read and on a URL it cannot
+    /// send to; the load itself is checked by [`LoadConfig::validate`].
+    pub fn config(&self) -> Result<LoadConfig, ConfigError> {
+        if self.version != JOB_VERSION {
+            return Err(ConfigError::Option(format!(
+                "a job of version {} (this generator reads version {JOB_VERSION})",
+                self.version
+            )));
+        }
+        let target = Target::parse(&self.url)?;
+        let mut cfg = LoadConfig::new(target, self.load.clone());
+        if !self.cpus.is_empty() {
+            cfg.cpus = Some(self.cpus.clone());
+        }
+        cfg.threads = self.cpus.len().max(1);
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Coalesce, HttpVersion, Method};
+    use std::time::Duration;
+
+    /// A load with every field away from its default.
+    fn everything() -> LoadSpec {
+        LoadSpec {
+            requests: Some(2001),
+            duration: Some(Duration::from_millis(1500)),
+            concurrency: 7,
+            keep_alive: true,
+            version: HttpVersion::Http2,
+            method: Method::Other("PURGE".to_string()),
+            timeout: Duration::from_micros(2_500_001),
+            warmup: Duration::from_millis(250),
+            rate: Some(1234.5),
+            rx_stamps: false,
+            coalesce: Coalesce::Nap(Duration::from_micros(40)),
+            min_duration: Some(Duration::from_secs(3)),
+            streams: 16,
+        }
+    }
+
+    #[test]
+    fn a_job_reads_back_exactly_as_it_was_written() {
+        let mut job = Job::new("http://127.0.0.1:8080/index.html", everything());
+        job.cpus = vec![0, 2];
+        job.start_at = Some(1_796_195_100.25);
+        let text = serde_json::to_string_pretty(&job).unwrap();
+        let back: Job = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, job);
+        // Durations as people write them.
+        assert!(text.contains("\"timeout\": \"2s 500ms 1us\""), "{text}");
+    }
+
+    #[test]
+    fn a_job_names_its_cpus_as_threads() {
+        let mut job = Job::new("http://127.0.0.1:8080/", everything());
+        job.cpus = vec![0, 1];
+        let cfg = job.config().unwrap();
+        assert_eq!((cfg.threads, cfg.cpus), (2, Some(vec![0, 1])));
+        let cfg = Job::new("http://127.0.0.1:8080/", everything())
+            .config()
+            .unwrap();
+        assert_eq!((cfg.threads, cfg.cpus), (1, None));
+    }
+
+    #[test]
+    fn a_field_this_generator_does_not_know_is_refused() {
+        let job = Job::new("http://127.0.0.1:8080/", everything());
+        let mut value = serde_json::to_value(&job).unwrap();
+        value["load"]["pipeline"] = serde_json::json!(4);
+        let e = serde_json::from_value::<Job>(value)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `pipeline`"), "{e}");
+    }
+
+    #[test]
+    fn another_version_is_refused() {
+        let mut job = Job::new("http://127.0.0.1:8080/", everything());
+        job.version = 2;
+        let e = job.config().unwrap_err().to_string();
+        assert!(e.contains("version 2"), "{e}");
+    }
+}
