@@ -442,7 +442,25 @@ pub(crate) fn context(record: &RunRecord, document: &str) -> Option<CapacityCont
     let searches = of_document(record, document);
     let first = searches.first()?;
     let c = &first.criteria;
-    let rows: Vec<CapacityRow> = searches
+    let rows = capacity_rows(&searches, first);
+    let latency_header = format!("{} ms", c.percentile_name());
+    let table = capacity_table(&rows, &latency_header);
+    let steps = step_rows(&searches);
+    let steps_table = steps_table(&steps, &latency_header);
+    Some(CapacityContext {
+        target: c.target_text(),
+        percentile: c.percentile_name(),
+        rules: rules_text(c),
+        rows,
+        table,
+        steps,
+        steps_table,
+    })
+}
+
+/// One row per search: its capacity, its ratio to the first server's and how it ended.
+fn capacity_rows(searches: &[&CapacityRecord], first: &CapacityRecord) -> Vec<CapacityRow> {
+    searches
         .iter()
         .map(|r| {
             let mut result = r.result.text();
@@ -461,14 +479,17 @@ pub(crate) fn context(record: &RunRecord, document: &str) -> Option<CapacityCont
                 result,
             }
         })
-        .collect();
-    let latency_header = format!("{} ms", c.percentile_name());
-    let table = TextTable::new(
+        .collect()
+}
+
+/// The text table of [`capacity_rows`].
+fn capacity_table(rows: &[CapacityRow], latency_header: &str) -> TextTable {
+    TextTable::new(
         &[
             Column::left("server"),
             Column::right("capacity req/s"),
             Column::right("ratio"),
-            Column::right(&latency_header),
+            Column::right(latency_header),
             Column::right("steps"),
             Column::right("time s"),
             Column::last("result"),
@@ -487,8 +508,12 @@ pub(crate) fn context(record: &RunRecord, document: &str) -> Option<CapacityCont
                 (cells.map(String::clone).to_vec(), String::new())
             })
             .collect(),
-    );
-    let steps: Vec<StepRow> = searches
+    )
+}
+
+/// One row per step of every search, in the order they were taken.
+fn step_rows(searches: &[&CapacityRecord]) -> Vec<StepRow> {
+    searches
         .iter()
         .flat_map(|r| {
             r.steps.iter().enumerate().map(move |(i, s)| StepRow {
@@ -503,14 +528,18 @@ pub(crate) fn context(record: &RunRecord, document: &str) -> Option<CapacityCont
                 verdict: verdict_text(s, &r.criteria),
             })
         })
-        .collect();
-    let steps_table = TextTable::new(
+        .collect()
+}
+
+/// The text table of [`step_rows`].
+fn steps_table(steps: &[StepRow], latency_header: &str) -> TextTable {
+    TextTable::new(
         &[
             Column::left("server"),
             Column::right("step"),
             Column::right("asked req/s"),
             Column::right("sent req/s"),
-            Column::right(&latency_header),
+            Column::right(latency_header),
             Column::right("errors"),
             Column::last("verdict"),
         ],
@@ -529,11 +558,12 @@ pub(crate) fn context(record: &RunRecord, document: &str) -> Option<CapacityCont
                 (cells.map(String::clone).to_vec(), String::new())
             })
             .collect(),
-    );
-    Some(CapacityContext {
-        target: c.target_text(),
-        percentile: c.percentile_name(),
-        rules: format!(
+    )
+}
+
+/// What a step must meet to pass, in a sentence.
+fn rules_text(c: &CapacityCriteria) -> String {
+    format!(
             "A step passes when its {p}, timed from each request's intended send time, is within {t}, under {e}% of its requests fail, and the generator sends at least {k}% of the rate asked; {step} steps after {w} of warm-up, found to within {prec}%",
             p = c.percentile_name(),
             t = describe_us(c.target_us),
@@ -542,12 +572,7 @@ pub(crate) fn context(record: &RunRecord, document: &str) -> Option<CapacityCont
             step = describe_seconds(c.step_s),
             w = describe_seconds(c.warmup_s),
             prec = trim_number(c.precision * 100.0)
-        ),
-        rows,
-        table,
-        steps,
-        steps_table,
-    })
+        )
 }
 
 fn describe_seconds(s: f64) -> String {
