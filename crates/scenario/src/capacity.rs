@@ -4,8 +4,8 @@
 //! latency stays within the limit; this is what it is asked.
 
 use crate::error::Diagnostics;
-use crate::raw::RawCapacity;
 use crate::units::parse_duration;
+use serde::Deserialize;
 use serde_spanned::Spanned;
 use std::fmt;
 use std::str::FromStr;
@@ -210,6 +210,29 @@ impl CapacitySpec {
     pub fn with_target(self, target: CapacityTarget) -> CapacitySpec {
         CapacitySpec { target, ..self }
     }
+}
+
+/// `[capacity]`: one latency target (exactly one of the percentile keys) and the search's
+/// bounds.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCapacity {
+    /// Latency limits, e.g. `"10ms"`; exactly one of them.
+    pub p50: Option<Spanned<String>>,
+    pub p90: Option<Spanned<String>>,
+    pub p99: Option<Spanned<String>>,
+    #[serde(rename = "p99.9")]
+    pub p99_9: Option<Spanned<String>>,
+    /// Each step's measured window (default `"2s"`).
+    pub step: Option<Spanned<String>>,
+    /// Load before each step's window, not counted (default `"500ms"`).
+    pub warmup: Option<Spanned<String>>,
+    /// Most steps per server and document (default 12).
+    pub max_steps: Option<Spanned<i64>>,
+    /// Most time per server and document (default `"40s"`).
+    pub budget: Option<Spanned<String>>,
+    /// First rate tried, requests/s (default: half the closed-loop requests/s).
+    pub start: Option<Spanned<f64>>,
 }
 
 /// Checks a `[capacity]` table, reporting every mistake at its position; `None` when it has

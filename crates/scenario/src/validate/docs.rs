@@ -1,7 +1,17 @@
 //! `[[document]]` tables: URL paths, generated bodies and files, the latter only from the
 //! scenario's own folder and only when every user may read them.
 
-use super::*;
+use super::common::{check_name, line_of, size_value, Protocol};
+use super::load::{check_load_level, resolve_load, LoadLevel};
+use crate::documents::{HELLO_WORLD, HTML_MIN_SIZE, PNG_MAX_SIZE, PNG_MIN_SIZE};
+use crate::error::Diagnostics;
+use crate::plan::{DocumentSource, DocumentSpec, GeneratorKind, SourceFile};
+use crate::raw::RawScenario;
+use crate::units::describe_bytes;
+use serde_spanned::Spanned;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::{Component, Path, PathBuf};
 
 /// Where `file` documents are looked up, and the one folder they must lie in.
 pub(super) struct DocumentRoots {
@@ -147,10 +157,6 @@ pub(super) fn check_documents(
         }
     }
     docs
-}
-
-pub(super) fn line_of(d: &Diagnostics, span: Range<usize>) -> usize {
-    d.line_column(span.start).0
 }
 
 /// Checks a URL path and maps it to its place under the document root.

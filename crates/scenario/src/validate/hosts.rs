@@ -1,7 +1,14 @@
 //! `[[host]]` engines and `[load] generators`: each host's URL, address and TLS material,
 //! how its images get there, and which hosts send load.
 
-use super::*;
+use super::common::{check_name, line_of};
+use crate::error::Diagnostics;
+use crate::plan::{DocumentSpec, HostImages, HostSpec, HostUrl, ServerSpec};
+use crate::raw::{RawHost, RawScenario};
+use serde_spanned::Spanned;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
 
 /// `[load] generators`: each a `[[host]]`, once; every server on a host (a server on this
 /// machine's engine listens on 127.0.0.1, which no other machine reaches); every load big

@@ -1,7 +1,16 @@
 //! The load keys: `[load]` and each `[document.load]`, checked where they are written and
 //! resolved key by key into every document's [`LoadSpec`].
 
-use super::*;
+use super::common::Protocol;
+use super::limits::{DEFAULT_TIMEOUT, MAX_CONCURRENCY, MAX_STREAMS};
+use crate::error::Diagnostics;
+use crate::plan::LoadSpec;
+use crate::raw::RawLoad;
+use crate::units::{parse_coalesce, parse_duration, Coalesce};
+use loadgen::{HttpVersion, Method};
+use serde_spanned::Spanned;
+use std::ops::Range;
+use std::time::Duration;
 
 /// One level of load settings (`[load]` or a `[document.load]`) with its values checked.
 /// Values that failed their check are dropped and `poisoned` set, so that the merged result
@@ -326,22 +335,5 @@ pub(super) fn resolve_load(
         coalesce: own.coalesce.or(defaults.coalesce).unwrap_or(Coalesce::Auto),
         min_duration: min_duration.filter(|_| has_requests).map(|(t, _)| t),
         streams: own.streams.or(defaults.streams).unwrap_or(1),
-    }
-}
-
-/// Parses a size value, reporting at its position. `key` names it in messages.
-pub(super) fn size_value(d: &mut Diagnostics, value: &Spanned<RawSize>, key: &str) -> Option<u64> {
-    let parsed = match value.get_ref() {
-        RawSize::Number(n) => u64::try_from(*n).map_err(|_| {
-            format!("{key} cannot be negative ({n}); give a size in bytes such as 468 or \"512m\"")
-        }),
-        RawSize::Text(t) => parse_size(t).map_err(|msg| format!("bad {key}: {msg}")),
-    };
-    match parsed {
-        Ok(n) => Some(n),
-        Err(msg) => {
-            d.error(value.span(), msg);
-            None
-        }
     }
 }
