@@ -1,7 +1,11 @@
 //! A record as JSON: written pretty with a final line break, and read back with every version
 //! and field checked, an error naming where in the file it is.
 
-use super::*;
+use super::schema::{AgainstRecord, RunRecord, ServerStatus, SCHEMA_VERSION};
+use crate::error::ReportError;
+use loadgen::json::{LoadReport, LOAD_REPORT_VERSION};
+use std::io::Write as _;
+use std::path::Path;
 
 impl RunRecord {
     /// The record as the pretty JSON every results file holds, with a final line break.
@@ -148,7 +152,7 @@ impl RunRecord {
                 figure(&format!("{list}[{i}].server_usage.cpu_s"), u.cpu_s)?;
             }
         }
-        crate::capacity::check_figures(self)
+        crate::capacity::search::check_figures(&self.capacity)
     }
 }
 

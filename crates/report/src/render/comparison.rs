@@ -1,7 +1,13 @@
 //! The contexts of `compare`'s reports: two stored runs side by side, and an A/B run's paired
 //! verdicts.
 
-use super::*;
+use super::numbers::f;
+use super::table::{Column, TextTable};
+use crate::compare::metric::Verdict;
+use crate::compare::Comparison;
+use crate::paired::{PairedComparison, PairedVerdict};
+use crate::stats::Metric;
+use serde::Serialize;
 
 #[derive(Serialize)]
 pub(super) struct ComparisonContext {

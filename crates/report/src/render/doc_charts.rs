@@ -1,7 +1,19 @@
 //! The HTML report's charts of one document: requests/s and latency per server, and each
 //! load's timeline with its steady stretch.
 
-use super::*;
+use super::loads::{group_loads, hist_error};
+use super::numbers::f;
+use crate::charts::{
+    self, BarChart, BarInput, LineChart, SeriesInput, ShadeInput, TimeChart, TimeLineInput,
+};
+use crate::error::ReportError;
+use crate::record::{LoadRecord, RunRecord};
+use crate::stats::{GroupStats, Metric};
+use hdrhistogram::Histogram;
+use loadgen::stats::Timer;
+use loadgen::steady::{Pattern, Point};
+use loadgen::Note;
+use serde::Serialize;
 
 #[derive(Serialize)]
 pub(super) struct DocCharts {
