@@ -1,8 +1,10 @@
 //! `benchctl load URL`: the load generator on its own, with ab's flags and output.
 
+use crate::failure::Failure;
+use crate::output::stdout;
 use crate::progress::{Progress, Style};
+use crate::signals::OnSignals;
 use crate::signals::Signal;
-use crate::{Failure, OnSignals};
 use clap::Args;
 use loadgen::config::AB_TIMELIMIT_REQUESTS;
 use loadgen::{HttpVersion, LoadConfig, LoadError, LoadSpec, Method, Proxy, StopFlag, Target};
@@ -580,11 +582,11 @@ pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
     progress.finish(m.complete());
     if a.json {
         let report = loadgen::json::LoadReport::from_measurement(&m);
-        crate::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+        stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else if a.html {
-        crate::stdout(&report::abfiles::render_html(&m, &ab_opts))?;
+        stdout(&report::abfiles::render_html(&m, &ab_opts))?;
     } else {
-        crate::stdout(&report::ab::render_text(&report::ab::summarize_with(
+        stdout(&report::ab::render_text(&report::ab::summarize_with(
             &m, &ab_opts,
         )))?;
     }

@@ -1,9 +1,12 @@
 //! `benchctl run SCENARIO`: maps the arguments onto the run pipeline ([`runner::run`]), prints
 //! what it hears while the run goes, then the report, and says how the run ended.
 
+use crate::args::{kind_and_file, parse_threshold};
+use crate::failure::Failure;
+use crate::output::{shipment, stdout, TableFormat};
 use crate::progress::{Progress, Style};
+use crate::signals::OnSignals;
 use crate::signals::Signal;
-use crate::{Failure, OnSignals, TableFormat};
 use clap::Args;
 use loadgen::{HttpVersion, LoadSpec, Method};
 use runner::{Cancel, Cleanup, Event, Headroom, Observer, RunError, RunOptions, Saved};
@@ -139,7 +142,7 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
     on_stop_signals(on_signals, &cancel, &cleanup, &signalled)?;
     // Sources named on the command line must fit the scenario; those from the environment
     // (BENCHCTL_SOURCES, which ./x sets from the machine's vendored copies) serve where they do.
-    let mut sources: std::collections::BTreeMap<String, PathBuf> = crate::env_sources()?
+    let mut sources: std::collections::BTreeMap<String, PathBuf> = crate::args::env_sources()?
         .into_iter()
         .filter(|(kind, _)| plan.servers.iter().any(|s| s.kind.as_str() == kind))
         .collect();
@@ -171,13 +174,13 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
     let record = &outcome.record;
     if !record.loads.is_empty() || outcome.problems.is_empty() {
         let text = renderer.render(record, a.format.into())?;
-        crate::stdout(&text)?;
+        stdout(&text)?;
     }
     // An A/B run's verdict: the paired comparison, after the candidate's own tables.
     let paired = report::compare_record(record);
     if let Some(cmp) = &paired {
         let text = renderer.render_paired(cmp, a.format.into())?;
-        crate::stdout(&format!("\n{text}"))?;
+        stdout(&format!("\n{text}"))?;
     }
     say_where_saved(&outcome.saved);
     for p in &outcome.problems {
@@ -216,7 +219,7 @@ fn against(
     }
     let mut against = runner::Against::new(record, path.to_path_buf());
     if let Some(t) = &a.threshold {
-        against.threshold = crate::cmds::parse_threshold(t).map_err(Failure::usage)?;
+        against.threshold = parse_threshold(t).map_err(Failure::usage)?;
     }
     if let Some(n) = a.runs {
         against.max_rounds = n;
@@ -578,17 +581,6 @@ impl Observer for Printer {
     }
 }
 
-pub(crate) fn kind_and_file(text: &str) -> Result<(String, PathBuf), String> {
-    match text.split_once('=') {
-        Some((kind, file)) if !kind.is_empty() && !file.is_empty() => {
-            Ok((kind.to_string(), PathBuf::from(file)))
-        }
-        _ => Err(format!(
-            "expected KIND=FILE, e.g. cherokee=cherokee-1.2.104.tar.gz, not {text:?}"
-        )),
-    }
-}
-
 /// The load in ab's terms, for the progress line.
 fn describe_load(l: &LoadSpec) -> String {
     let mut parts = Vec::new();
@@ -615,16 +607,4 @@ fn describe_load(l: &LoadSpec) -> String {
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
-}
-
-/// How an image reached `host`: sent (its size and time), or found there already.
-pub(crate) fn shipment(host: &str, sent: bool, bytes: u64, seconds: f64) -> String {
-    if sent {
-        format!(
-            "sent to {host}: {:.1} MiB in {seconds:.1} s, the same id there",
-            bytes as f64 / f64::from(1 << 20)
-        )
-    } else {
-        format!("already there on {host}")
-    }
 }
