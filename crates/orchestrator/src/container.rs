@@ -21,21 +21,24 @@
 
 mod removal;
 pub(crate) use removal::remove_container;
-use removal::{remove_labelled, remove_labelled_until_gone, RUN_REMOVAL_BOUND};
+use removal::{
+    blocking_remove, remove_labelled, remove_labelled_until_gone, DROP_REMOVE_BOUND,
+    RUN_REMOVAL_BOUND,
+};
 pub use removal::{remove_run_blocking, remove_run_blocking_on};
 
-use crate::error::{is_not_found, is_removal_in_progress, OrchestratorError, Result};
-use crate::owner::Owner;
-use crate::{
-    Endpoint, Orchestrator, LABEL_MACHINE, LABEL_OWNER, LABEL_PID, LABEL_PID_START, LABEL_RUN,
-    LABEL_SERVER,
+use crate::client::Orchestrator;
+use crate::engine::Endpoint;
+use crate::error::{OrchestratorError, Result};
+use crate::labels::{
+    LABEL_MACHINE, LABEL_OWNER, LABEL_PID, LABEL_PID_START, LABEL_RUN, LABEL_SERVER,
 };
+use crate::owner::Owner;
 use bollard::models::{
     ContainerCreateBody, ContainerUpdateBody, HostConfig, HostConfigLogConfig, Mount, MountType,
 };
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, LogsOptionsBuilder,
-    RemoveContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, LogsOptionsBuilder, UploadToContainerOptionsBuilder,
 };
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -43,7 +46,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Where a server's container finds the run's certificate (`cert.pem`) and key (`key.pem`),
 /// read-only, when it is to serve HTTPS (`BENCH_TLS=1`).
@@ -361,6 +364,40 @@ fn host_config(
         }),
         ..Default::default()
     })
+}
+
+impl Drop for ContainerGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let id = self.id.clone();
+        let endpoint = self.endpoint.clone();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("benchctl-container-drop".to_string())
+            .spawn(move || {
+                let result = blocking_remove(&endpoint, &id);
+                let _ = done_tx.send(result);
+            });
+        match spawned {
+            Ok(_) => match done_rx.recv_timeout(DROP_REMOVE_BOUND) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => eprintln!(
+                    "benchctl: could not remove container {} ({e}); `benchctl gc` removes it",
+                    self.name
+                ),
+                Err(_) => eprintln!(
+                    "benchctl: removing container {} is taking too long; `benchctl gc` removes it",
+                    self.name
+                ),
+            },
+            Err(e) => eprintln!(
+                "benchctl: could not start removing container {} ({e}); `benchctl gc` removes it",
+                self.name
+            ),
+        }
+    }
 }
 
 /// Docker names allow `[a-zA-Z0-9][a-zA-Z0-9_.-]*`; anything else becomes '-'.

@@ -17,16 +17,15 @@ pub use context::{
     context_hash, context_tag, dockerfile_bases, BuildSource, LABEL_SOURCE, SOURCE_IN_CONTEXT,
 };
 
+use crate::client::Orchestrator;
 use crate::error::{OrchestratorError, Result};
+use crate::labels::{LABEL_OWNER, LABEL_SERVER};
 use crate::logtail::{strip_ansi, Tail};
-use crate::{Orchestrator, LABEL_OWNER, LABEL_SERVER};
 use bollard::query_parameters::BuildImageOptionsBuilder;
 use futures_util::StreamExt;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -571,6 +570,7 @@ mod tests {
     }
 
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn a_reference_splits_into_repository_and_tag() {
