@@ -1,6 +1,8 @@
 //! The smaller subcommands: `validate`, `images`, `gc`, `report` and `compare`.
 
-use crate::Failure;
+use crate::args::{env_sources, kind_and_file, parse_threshold};
+use crate::failure::Failure;
+use crate::output::{shipment, stdout};
 use anyhow::{anyhow, Context as _};
 use clap::{Args, Subcommand, ValueEnum};
 use orchestrator::Orchestrator;
@@ -8,10 +10,10 @@ use report::{Format, RunRecord};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// `println!` through [`crate::stdout`], so a closed pipe is not a panic.
+/// `println!` through [`stdout`], so a closed pipe is not a panic.
 macro_rules! say {
     ($($t:tt)*) => {
-        crate::stdout(&format!("{}\n", format!($($t)*)))?
+        stdout(&format!("{}\n", format!($($t)*)))?
     };
 }
 
@@ -94,7 +96,7 @@ enum ImagesAction {
         #[arg(long, value_name = "NAME")]
         host: String,
         /// A kind's own source for its build here, as `run --source` (repeatable).
-        #[arg(long = "source", value_name = "KIND=FILE", value_parser = crate::run::kind_and_file)]
+        #[arg(long = "source", value_name = "KIND=FILE", value_parser = kind_and_file)]
         sources: Vec<(String, PathBuf)>,
     },
 }
@@ -130,7 +132,7 @@ pub async fn images(a: ImagesArgs) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
         ImagesAction::Build { servers, source } => {
-            let env_sources = crate::env_sources()?;
+            let env_sources = env_sources()?;
             let source = match &source {
                 None => None,
                 Some(path) => {
@@ -207,7 +209,7 @@ async fn push(
         runner::push_targets(&plan, &kinds, h, names).map_err(|e| Failure::usage(anyhow!(e)))?;
     // Sources from the environment serve the kinds they name; those given here must be sent.
     let mut by_kind: std::collections::BTreeMap<String, PathBuf> =
-        crate::env_sources()?.into_iter().collect();
+        env_sources()?.into_iter().collect();
     for (kind, path) in sources {
         if !targets.iter().any(|(k, _)| k == &kind) {
             return Err(Failure::usage(anyhow!(
@@ -243,7 +245,7 @@ async fn push(
                     "{kind}: {} {} {}",
                     built.tag,
                     shipped.id,
-                    crate::run::shipment(host, shipped.sent, shipped.bytes, shipped.seconds)
+                    shipment(host, shipped.sent, shipped.bytes, shipped.seconds)
                 );
             }
             Err(e) => {
@@ -659,28 +661,13 @@ fn compare_ab(a: &CompareArgs, threshold: Option<f64>) -> Result<ExitCode, Failu
     })
 }
 
-pub(crate) fn parse_threshold(s: &str) -> anyhow::Result<f64> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| {
-        anyhow!("--threshold {s:?}: expected a percentage such as 5% or a fraction such as 0.05")
-    })?;
-    if !(0.0..10.0).contains(&v) {
-        return Err(anyhow!("--threshold {s:?} is out of range"));
-    }
-    Ok(v)
-}
-
 fn emit(text: &str, out: Option<&Path>) -> anyhow::Result<()> {
     match out {
         Some(p) => {
             std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
             eprintln!("wrote {}", p.display());
         }
-        None => crate::stdout(text)?,
+        None => stdout(text)?,
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! `benchctl hosts check FILE`: can every Docker engine the scenario uses be reached, and what
 //! is each (engine and API version, CPUs, memory, clock offset)? Exit 1 when one cannot.
 
-use crate::Failure;
+use crate::failure::Failure;
+use crate::output::stdout;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,7 +46,7 @@ pub async fn main(a: HostsArgs) -> Result<ExitCode, Failure> {
     let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
     for c in &checks {
         match &c.facts {
-            Ok(f) => crate::stdout(&format!(
+            Ok(f) => stdout(&format!(
                 "{:width$}  {}  engine {}  API {}  {} CPUs  {:.1} GiB  clock {:+.3} s (±{:.3})\n",
                 c.name,
                 c.url,
@@ -57,7 +58,7 @@ pub async fn main(a: HostsArgs) -> Result<ExitCode, Failure> {
                 f.clock_uncertainty_s,
             ))?,
             Err(e) => {
-                crate::stdout(&format!("{:width$}  {}  FAILED: {e}\n", c.name, c.url))?;
+                stdout(&format!("{:width$}  {}  FAILED: {e}\n", c.name, c.url))?;
                 failed.push(c.name.as_str());
             }
         }

@@ -1,8 +1,10 @@
 //! `benchctl load URL`: the load generator on its own, with ab's flags and output.
 
+use crate::failure::Failure;
+use crate::output::stdout;
 use crate::progress::{Progress, Style};
+use crate::signals::OnSignals;
 use crate::signals::Signal;
-use crate::{Failure, OnSignals};
 use clap::Args;
 use loadgen::config::AB_TIMELIMIT_REQUESTS;
 use loadgen::{HttpVersion, LoadConfig, LoadError, LoadSpec, Method, Proxy, StopFlag, Target};
@@ -185,15 +187,38 @@ pub struct LoadArgs {
 /// The flags in the load generator's terms; every check the generator makes is made here too,
 /// so bad input never reaches the target.
 fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
-    let usage = |m: String| Failure::usage(anyhow::anyhow!(m));
     let target = Target::parse(&a.url).map_err(Failure::usage)?;
-    let secs = |flag: &str, v: &str| -> Result<Duration, Failure> {
-        // ab takes bare seconds (`-t 10`, `-s 30`); the scenario syntax wants a unit.
-        let v = v.trim();
-        let bare = !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.');
-        let with_unit = if bare { format!("{v}s") } else { v.to_string() };
-        parse_duration(&with_unit).map_err(|e| usage(format!("{flag}: bad duration {v:?}: {e}")))
-    };
+    let load = load_spec(a)?;
+    let mut c = LoadConfig::new(target, load);
+    apply_timing_and_cpus(&mut c, a)?;
+    apply_headers(&mut c, a)?;
+    apply_request_options(&mut c, a)?;
+    check_output_flags(&mut c, a)?;
+    c.validate().map_err(Failure::usage)?;
+    if c.target.https {
+        // The TLS options are checked (and the CA file read) before anything is sent.
+        loadgen::tls::Tls::new(&c.target.host, &c.tls)
+            .map_err(|e| usage(format!("{}: {e}", a.url)))?;
+    }
+    Ok(c)
+}
+
+/// A usage error with `m` as its message.
+fn usage(m: String) -> Failure {
+    Failure::usage(anyhow::anyhow!(m))
+}
+
+/// A duration flag's value: bare seconds as ab takes them (`-t 10`, `-s 30`), or with a unit
+/// as the scenario syntax wants it.
+fn secs(flag: &str, v: &str) -> Result<Duration, Failure> {
+    let v = v.trim();
+    let bare = !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+    let with_unit = if bare { format!("{v}s") } else { v.to_string() };
+    parse_duration(&with_unit).map_err(|e| usage(format!("{flag}: bad duration {v:?}: {e}")))
+}
+
+/// How much load, how it is sent and over which HTTP version.
+fn load_spec(a: &LoadArgs) -> Result<LoadSpec, Failure> {
     if a.time_limit.is_some() && a.duration.is_some() {
         return Err(usage("give either -t or --duration, not both".into()));
     }
@@ -202,7 +227,7 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
         (_, Some(d)) => Some(secs("--duration", d)?),
         _ => None,
     };
-    let load = LoadSpec {
+    Ok(LoadSpec {
         requests: match (a.requests, &a.time_limit, &a.duration) {
             (Some(n), _, _) => Some(n),
             (None, Some(_), _) => Some(AB_TIMELIMIT_REQUESTS),
@@ -241,8 +266,11 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
             (Some(n), true) => n,
             (None, _) => 1,
         },
-    };
-    let mut c = LoadConfig::new(target, load);
+    })
+}
+
+/// The measurement's intervals, and the CPUs and threads the generator runs on.
+fn apply_timing_and_cpus(c: &mut LoadConfig, a: &LoadArgs) -> Result<(), Failure> {
     c.variable_length = a.variable_length;
     c.interval = secs("--interval", &a.interval)?;
     if c.interval < loadgen::timeline::MIN_INTERVAL {
@@ -261,6 +289,11 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
             None => loadgen::cpu::allowed_cpus().len().max(1),
         },
     };
+    Ok(())
+}
+
+/// -H: each `Name: value` on one line.
+fn apply_headers(c: &mut LoadConfig, a: &LoadArgs) -> Result<(), Failure> {
     for h in &a.headers {
         // Before any trimming: a line break at either end is still a second line on the wire
         // in ab, and never what the user meant.
@@ -274,6 +307,12 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
         };
         c.headers.push((k.trim().to_string(), v.trim().to_string()));
     }
+    Ok(())
+}
+
+/// What each request carries (TLS, cookies, credentials, a body) and how it gets there
+/// (pipelining, a proxy, the socket's buffer and local address).
+fn apply_request_options(c: &mut LoadConfig, a: &LoadArgs) -> Result<(), Failure> {
     // -r: a receive error never ends a run (it is counted under "Receive"); nothing to set.
     let _ = a.receive_errors_ok;
     c.pipeline = a.pipeline;
@@ -307,6 +346,11 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
             ))
         })?);
     }
+    Ok(())
+}
+
+/// The output flags, which some loads cannot give: -v 3 and above, -w with --json, -g.
+fn check_output_flags(c: &mut LoadConfig, a: &LoadArgs) -> Result<(), Failure> {
     if a.verbosity >= 3 {
         return Err(usage(format!(
             "-v {}: ab prints every response's status and head from level 3 up; benchctl does not print from inside the measurement (the terminal would be timed with the server). Use -v 2 to see the request, and count the statuses in the results (Non-2xx responses)",
@@ -324,13 +368,7 @@ fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
         }
         c.keep_start_times = true;
     }
-    c.validate().map_err(Failure::usage)?;
-    if c.target.https {
-        // The TLS options are checked (and the CA file read) before anything is sent.
-        loadgen::tls::Tls::new(&c.target.host, &c.tls)
-            .map_err(|e| usage(format!("{}: {e}", a.url)))?;
-    }
-    Ok(c)
+    Ok(())
 }
 
 /// The method from -i, -p, -u and -m, as ab combines them: -m names the method a -p/-u body
@@ -544,11 +582,11 @@ pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
     progress.finish(m.complete());
     if a.json {
         let report = loadgen::json::LoadReport::from_measurement(&m);
-        crate::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+        stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else if a.html {
-        crate::stdout(&report::abfiles::render_html(&m, &ab_opts))?;
+        stdout(&report::abfiles::render_html(&m, &ab_opts))?;
     } else {
-        crate::stdout(&report::ab::render_text(&report::ab::summarize_with(
+        stdout(&report::ab::render_text(&report::ab::summarize_with(
             &m, &ab_opts,
         )))?;
     }

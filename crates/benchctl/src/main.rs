@@ -2,14 +2,19 @@
 //! does the work, prints what comes back. Exit status: 0 success, 1 failure or regression, 2 bad
 //! input, 130 interrupted (143 for SIGTERM).
 
+mod args;
 mod cmds;
+mod failure;
 mod hosts;
 mod load;
+mod output;
 mod progress;
 mod run;
 mod signals;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use failure::Failure;
+
+use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -77,10 +82,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// What the first SIGINT/SIGTERM does, and what must be cleaned up if a second one comes.
-pub type OnSignals =
-    fn(Box<dyn FnOnce(signals::Signal) + Send>, Box<dyn FnOnce() + Send>) -> std::io::Result<()>;
-
 /// Installs the signal handlers of `run` and `load`: the first signal calls `stop`; a second
 /// one runs `cleanup` and ends the process with the first signal's status, at once. This is the
 /// only place the process exits other than by returning from `main`.
@@ -92,49 +93,6 @@ fn on_signals(
         cleanup();
         std::process::exit(i32::from(sig.exit_code()))
     })
-}
-
-/// The server sources named in `BENCHCTL_SOURCES` (`KIND=FILE[,KIND=FILE...]`).
-pub fn env_sources() -> Result<Vec<(String, std::path::PathBuf)>, Failure> {
-    let Some(value) = std::env::var_os("BENCHCTL_SOURCES") else {
-        return Ok(Vec::new());
-    };
-    let value = value.to_string_lossy().into_owned();
-    value
-        .split(',')
-        .filter(|e| !e.trim().is_empty())
-        .map(|e| {
-            run::kind_and_file(e.trim())
-                .map_err(|m| Failure::usage(anyhow::anyhow!("BENCHCTL_SOURCES: {m}")))
-        })
-        .collect()
-}
-
-/// The formats of a table printed by `run` and `compare`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TableFormat {
-    Text,
-    Markdown,
-}
-
-impl From<TableFormat> for report::Format {
-    fn from(f: TableFormat) -> report::Format {
-        match f {
-            TableFormat::Text => report::Format::Text,
-            TableFormat::Markdown => report::Format::Markdown,
-        }
-    }
-}
-
-/// Writes to standard output; a reader that went away (`benchctl ... | head`) is not an error,
-/// and must not turn into a panic in the middle of a run whose containers still need removing.
-pub fn stdout(text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r,
-    }
 }
 
 /// Prints clap's verdict as one line (help and version as they are) and exits 2 for bad input.
@@ -177,42 +135,6 @@ fn block_on<F: std::future::Future<Output = Result<ExitCode, Failure>>>(
     rt.block_on(f)
 }
 
-/// An error with the exit status it deserves: 2 for bad input, 1 otherwise.
-#[derive(Debug)]
-pub struct Failure {
-    pub code: u8,
-    pub error: anyhow::Error,
-}
-
-impl Failure {
-    pub fn usage(e: impl Into<anyhow::Error>) -> Self {
-        Failure {
-            code: 2,
-            error: e.into(),
-        }
-    }
-}
-
-impl<E: Into<anyhow::Error>> From<E> for Failure {
-    fn from(e: E) -> Self {
-        Failure {
-            code: 1,
-            error: e.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for Failure {
-    /// `{:#}` is the error and its causes on one line, each said once.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if f.alternate() {
-            write!(f, "{}", chain_text(&self.error))
-        } else {
-            write!(f, "{}", self.error)
-        }
-    }
-}
-
 /// `text` with its control characters but line breaks escaped (`\u{1b}`, `\t`): an error
 /// quoting a user's text (a file name, a value) must not restyle or clear the terminal.
 fn printable(text: &str) -> String {
@@ -220,22 +142,4 @@ fn printable(text: &str) -> String {
         .map(|line| scenario::escape_controls(line).into_owned())
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// The error and its causes, joined by ": ", leaving out a cause whose text is already there:
-/// many errors quote their source in their own message ("cannot write X: {source}") and keep it
-/// as their source too, and wrappers repeat their inner error's message, so anyhow's `{:#}`
-/// would print the same words two or three times.
-fn chain_text(e: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in e.chain() {
-        let s = cause.to_string();
-        if text.is_empty() {
-            text = s;
-        } else if !text.contains(&s) {
-            text.push_str(": ");
-            text.push_str(&s);
-        }
-    }
-    text
 }

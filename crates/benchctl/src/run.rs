@@ -1,9 +1,12 @@
 //! `benchctl run SCENARIO`: maps the arguments onto the run pipeline ([`runner::run`]), prints
 //! what it hears while the run goes, then the report, and says how the run ended.
 
+use crate::args::{kind_and_file, parse_threshold};
+use crate::failure::Failure;
+use crate::output::{shipment, stdout, TableFormat};
 use crate::progress::{Progress, Style};
+use crate::signals::OnSignals;
 use crate::signals::Signal;
-use crate::{Failure, OnSignals, TableFormat};
 use clap::Args;
 use loadgen::{HttpVersion, LoadSpec, Method};
 use runner::{Cancel, Cleanup, Event, Headroom, Observer, RunError, RunOptions, Saved};
@@ -131,56 +134,15 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
     let renderer = report::Renderer::new(a.templates.as_deref()).map_err(Failure::usage)?;
     let against = match &a.against {
         None => None,
-        Some(path) => {
-            let record = report::RunRecord::load(path).map_err(Failure::usage)?;
-            if record.scenario.sha256 != plan.scenario_hash {
-                eprintln!(
-                    "benchctl: note: {} ran another version of the scenario ({}); both sides run {} as it is now",
-                    path.display(),
-                    record.scenario.path,
-                    a.scenario.display()
-                );
-            }
-            let mut against = runner::Against::new(record, path.clone());
-            if let Some(t) = &a.threshold {
-                against.threshold = crate::cmds::parse_threshold(t).map_err(Failure::usage)?;
-            }
-            if let Some(n) = a.runs {
-                against.max_rounds = n;
-            }
-            if let Some(b) = a.budget {
-                against.budget = b;
-            }
-            against.slowed = a.slow_candidate.clone();
-            against.fresh = !a.keep_containers;
-            against.generator = a.baseline_generator.clone();
-            Some(against)
-        }
+        Some(path) => Some(against(&a, &plan, path)?),
     };
     let cancel = Cancel::new();
     let cleanup = Cleanup::new();
     let signalled: Arc<Mutex<Option<Signal>>> = Arc::default();
-    {
-        let cancel = cancel.clone();
-        let signalled = Arc::clone(&signalled);
-        let cleanup = cleanup.clone();
-        on_signals(
-            Box::new(move |sig| {
-                eprintln!("benchctl: {sig}: stopping the run and removing its containers");
-                *signalled.lock().unwrap_or_else(|p| p.into_inner()) = Some(sig);
-                cancel.cancel(sig.to_string());
-            }),
-            Box::new(move || {
-                eprintln!("benchctl: second signal: removing what the run made, then exiting");
-                for p in cleanup.now() {
-                    eprintln!("benchctl: could not remove {p}");
-                }
-            }),
-        )?;
-    }
+    on_stop_signals(on_signals, &cancel, &cleanup, &signalled)?;
     // Sources named on the command line must fit the scenario; those from the environment
     // (BENCHCTL_SOURCES, which ./x sets from the machine's vendored copies) serve where they do.
-    let mut sources: std::collections::BTreeMap<String, PathBuf> = crate::env_sources()?
+    let mut sources: std::collections::BTreeMap<String, PathBuf> = crate::args::env_sources()?
         .into_iter()
         .filter(|(kind, _)| plan.servers.iter().any(|s| s.kind.as_str() == kind))
         .collect();
@@ -212,34 +174,15 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
     let record = &outcome.record;
     if !record.loads.is_empty() || outcome.problems.is_empty() {
         let text = renderer.render(record, a.format.into())?;
-        crate::stdout(&text)?;
+        stdout(&text)?;
     }
     // An A/B run's verdict: the paired comparison, after the candidate's own tables.
     let paired = report::compare_record(record);
     if let Some(cmp) = &paired {
         let text = renderer.render_paired(cmp, a.format.into())?;
-        crate::stdout(&format!("\n{text}"))?;
+        stdout(&format!("\n{text}"))?;
     }
-    match &outcome.saved {
-        Saved::At(p) => eprintln!("results: {}", p.display()),
-        Saved::Rescued { wanted, at, error } => eprintln!(
-            "benchctl: error: could not write the results record to {} ({error}); it was saved to {} instead ({} may hold an earlier, incomplete state of it)",
-            wanted.display(),
-            at.display(),
-            wanted.display()
-        ),
-        Saved::Unsaved {
-            wanted,
-            error,
-            json,
-        } => {
-            eprintln!(
-                "benchctl: error: could not write the results record to {} ({error}) nor anywhere else; here it is:",
-                wanted.display()
-            );
-            eprintln!("{}", String::from_utf8_lossy(json));
-        }
-    }
+    say_where_saved(&outcome.saved);
     for p in &outcome.problems {
         if !matches!(p, runner::Problem::Interrupted(_)) {
             eprintln!("benchctl: error: {p}{}", advice(p));
@@ -259,6 +202,88 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
     })
 }
 
+/// The A/B side of a run against the stored run at `path`, with the command line's bounds.
+fn against(
+    a: &RunArgs,
+    plan: &scenario::Plan,
+    path: &std::path::Path,
+) -> Result<runner::Against, Failure> {
+    let record = report::RunRecord::load(path).map_err(Failure::usage)?;
+    if record.scenario.sha256 != plan.scenario_hash {
+        eprintln!(
+            "benchctl: note: {} ran another version of the scenario ({}); both sides run {} as it is now",
+            path.display(),
+            record.scenario.path,
+            a.scenario.display()
+        );
+    }
+    let mut against = runner::Against::new(record, path.to_path_buf());
+    if let Some(t) = &a.threshold {
+        against.threshold = parse_threshold(t).map_err(Failure::usage)?;
+    }
+    if let Some(n) = a.runs {
+        against.max_rounds = n;
+    }
+    if let Some(b) = a.budget {
+        against.budget = b;
+    }
+    against.slowed = a.slow_candidate.clone();
+    against.fresh = !a.keep_containers;
+    against.generator = a.baseline_generator.clone();
+    Ok(against)
+}
+
+/// On a first signal the run is cancelled (and the signal kept in `signalled` for the exit
+/// code); on a second, what it made is removed at once.
+fn on_stop_signals(
+    on_signals: OnSignals,
+    cancel: &Cancel,
+    cleanup: &Cleanup,
+    signalled: &Arc<Mutex<Option<Signal>>>,
+) -> Result<(), Failure> {
+    let cancel = cancel.clone();
+    let signalled = Arc::clone(signalled);
+    let cleanup = cleanup.clone();
+    on_signals(
+        Box::new(move |sig| {
+            eprintln!("benchctl: {sig}: stopping the run and removing its containers");
+            *signalled.lock().unwrap_or_else(|p| p.into_inner()) = Some(sig);
+            cancel.cancel(sig.to_string());
+        }),
+        Box::new(move || {
+            eprintln!("benchctl: second signal: removing what the run made, then exiting");
+            for p in cleanup.now() {
+                eprintln!("benchctl: could not remove {p}");
+            }
+        }),
+    )?;
+    Ok(())
+}
+
+/// Where the results record went: its path, where it was rescued to, or the record itself.
+fn say_where_saved(saved: &Saved) {
+    match saved {
+        Saved::At(p) => eprintln!("results: {}", p.display()),
+        Saved::Rescued { wanted, at, error } => eprintln!(
+            "benchctl: error: could not write the results record to {} ({error}); it was saved to {} instead ({} may hold an earlier, incomplete state of it)",
+            wanted.display(),
+            at.display(),
+            wanted.display()
+        ),
+        Saved::Unsaved {
+            wanted,
+            error,
+            json,
+        } => {
+            eprintln!(
+                "benchctl: error: could not write the results record to {} ({error}) nor anywhere else; here it is:",
+                wanted.display()
+            );
+            eprintln!("{}", String::from_utf8_lossy(json));
+        }
+    }
+}
+
 /// Prints the run's progress on stderr, a line per step, and a bar per load on a terminal.
 #[derive(Default)]
 struct Printer {
@@ -274,65 +299,11 @@ impl Printer {
     }
 }
 
-impl Observer for Printer {
-    fn event(&self, event: &Event<'_>) {
+impl Printer {
+    /// A load's start and end, and what its generators and the machine said of it. Only
+    /// those events are passed here.
+    fn load_event(&self, event: &Event<'_>) {
         match event {
-            Event::SweptStale {
-                containers,
-                folders,
-            } => eprintln!(
-                "removed {containers} container(s) and {folders} folder(s) left behind by earlier runs"
-            ),
-            Event::Building {
-                server,
-                context,
-                host,
-            } => eprintln!(
-                "{server}: building image{} from {}",
-                host.map(|h| format!(" on {h}")).unwrap_or_default(),
-                context.display()
-            ),
-            Event::Built {
-                server,
-                tag,
-                built,
-                seconds,
-            } => eprintln!(
-                "{server}: image {tag} ({})",
-                if *built {
-                    format!("built in {seconds:.1} s")
-                } else {
-                    "up to date".to_string()
-                }
-            ),
-            Event::Shipped {
-                server,
-                host,
-                id,
-                sent,
-                bytes,
-                seconds,
-            } => eprintln!(
-                "{server}: image {id} {}",
-                shipment(host, *sent, *bytes, *seconds)
-            ),
-            Event::Ready {
-                server,
-                answering_s,
-                verified_s,
-                version,
-                host,
-                address,
-            } => eprintln!(
-                "{server}: {}answering after {answering_s:.2} s, verified after {verified_s:.2} s ({})",
-                // A server on this machine listens on 127.0.0.1, which says nothing new.
-                host.map(|h| format!("on {h} at {address}, "))
-                    .unwrap_or_default(),
-                version.unwrap_or("no Server header")
-            ),
-            Event::Unavailable { server, reason } => {
-                eprintln!("{server}: unavailable: {}", first_line(reason))
-            }
             Event::LoadStarting {
                 round,
                 rounds,
@@ -351,53 +322,7 @@ impl Observer for Printer {
                 rounds,
                 record,
                 baseline,
-            } => {
-                if let Some(mut p) = self.bar().take() {
-                    p.finish(record.load.complete);
-                }
-                let l = &record.load;
-                let mut flags = Vec::new();
-                if record.client_bound {
-                    flags.push("client-bound".to_string());
-                }
-                if report::record::is_too_short(l) {
-                    flags.push(format!("too short: {:.0} ms", l.elapsed_s * 1000.0));
-                }
-                if let Some(n) = l.settings.repetitions {
-                    flags.push(format!("{n} loads back to back"));
-                }
-                let shown = if *baseline {
-                    format!("{} [baseline]", record.server)
-                } else {
-                    record.server.clone()
-                };
-                eprintln!(
-                    "round {round}/{rounds}  {:<10} {:<16} {:>10.1} req/s  {} failed{}",
-                    shown,
-                    record.url_path,
-                    l.requests_per_second,
-                    l.failed,
-                    if flags.is_empty() {
-                        String::new()
-                    } else {
-                        format!("  ({})", flags.join(", "))
-                    }
-                );
-                for g in &record.generators {
-                    eprintln!("  {}", g.summary_line());
-                }
-                let mut said = self.said.lock().unwrap_or_else(|p| p.into_inner());
-                for n in &l.notes {
-                    let key = (
-                        record.server.clone(),
-                        record.document.clone(),
-                        std::mem::discriminant(n),
-                    );
-                    if said.insert(key) {
-                        eprintln!("  note: {}", report::notes::describe(n));
-                    }
-                }
-            }
+            } => self.load_done(*round, *rounds, record, *baseline),
             Event::GeneratorsStarting {
                 generators,
                 lead_s,
@@ -419,76 +344,229 @@ impl Observer for Printer {
                 generator * 100.0,
                 share.map_or_else(String::new, |s| format!(" ({server} at {s} of a core)"))
             ),
-            Event::CapacityStarting {
-                server,
-                url_path,
-                criteria,
-                start,
-            } => eprintln!(
-                "capacity   {server:<10} {url_path:<16} {}, from {start:.0} req/s",
-                criteria.target_text()
-            ),
-            Event::CapacityStep {
-                server,
-                url_path,
-                number,
-                step,
-                criteria,
-            } => eprintln!(
-                "capacity   {server:<10} {url_path:<16} step {number}: {:>8.0} req/s asked, {:>8.0} sent, {} {}: {}",
-                step.rate,
-                step.achieved(),
-                criteria.percentile_name(),
-                step.latency_us
-                    .map_or_else(|| "-".to_string(), |us| format!("{:.2} ms", us as f64 / 1e3)),
-                report::capacity::verdict_text(step, criteria)
-            ),
-            Event::CapacityDone { record } => eprintln!(
-                "capacity   {:<10} {:<16} {} req/s: {}",
-                record.server,
-                record.url_path,
-                report::capacity::rate_text(&record.result),
-                record.result.text()
-            ),
             Event::ConntrackWait { count, max, need } => eprintln!(
                 "           waiting for room in the kernel's connection tracking table ({count} of {max} entries in use, {need} wanted; entries expire 2 minutes after their connection closes; at most 130 s)"
             ),
-            Event::AbFresh {
-                round,
-                containers,
-                not_removed,
-                seconds,
-            } => {
+            _ => {}
+        }
+    }
+
+    /// A load's line: its requests/s and failures, with its flags, generators and the notes
+    /// not said before of that server and document.
+    fn load_done(&self, round: u32, rounds: u32, record: &report::LoadRecord, baseline: bool) {
+        if let Some(mut p) = self.bar().take() {
+            p.finish(record.load.complete);
+        }
+        let l = &record.load;
+        let mut flags = Vec::new();
+        if record.client_bound {
+            flags.push("client-bound".to_string());
+        }
+        if report::record::is_too_short(l) {
+            flags.push(format!("too short: {:.0} ms", l.elapsed_s * 1000.0));
+        }
+        if let Some(n) = l.settings.repetitions {
+            flags.push(format!("{n} loads back to back"));
+        }
+        let shown = if baseline {
+            format!("{} [baseline]", record.server)
+        } else {
+            record.server.clone()
+        };
+        eprintln!(
+            "round {round}/{rounds}  {:<10} {:<16} {:>10.1} req/s  {} failed{}",
+            shown,
+            record.url_path,
+            l.requests_per_second,
+            l.failed,
+            if flags.is_empty() {
+                String::new()
+            } else {
+                format!("  ({})", flags.join(", "))
+            }
+        );
+        for g in &record.generators {
+            eprintln!("  {}", g.summary_line());
+        }
+        let mut said = self.said.lock().unwrap_or_else(|p| p.into_inner());
+        for n in &l.notes {
+            let key = (
+                record.server.clone(),
+                record.document.clone(),
+                std::mem::discriminant(n),
+            );
+            if said.insert(key) {
+                eprintln!("  note: {}", report::notes::describe(n));
+            }
+        }
+    }
+}
+
+/// The servers' images and containers getting ready. Only those events are passed here.
+fn server_event(event: &Event<'_>) {
+    match event {
+        Event::SweptStale {
+            containers,
+            folders,
+        } => eprintln!(
+            "removed {containers} container(s) and {folders} folder(s) left behind by earlier runs"
+        ),
+        Event::Building {
+            server,
+            context,
+            host,
+        } => eprintln!(
+            "{server}: building image{} from {}",
+            host.map(|h| format!(" on {h}")).unwrap_or_default(),
+            context.display()
+        ),
+        Event::Built {
+            server,
+            tag,
+            built,
+            seconds,
+        } => eprintln!(
+            "{server}: image {tag} ({})",
+            if *built {
+                format!("built in {seconds:.1} s")
+            } else {
+                "up to date".to_string()
+            }
+        ),
+        Event::Shipped {
+            server,
+            host,
+            id,
+            sent,
+            bytes,
+            seconds,
+        } => eprintln!(
+            "{server}: image {id} {}",
+            shipment(host, *sent, *bytes, *seconds)
+        ),
+        Event::Ready {
+            server,
+            answering_s,
+            verified_s,
+            version,
+            host,
+            address,
+        } => eprintln!(
+            "{server}: {}answering after {answering_s:.2} s, verified after {verified_s:.2} s ({})",
+            // A server on this machine listens on 127.0.0.1, which says nothing new.
+            host.map(|h| format!("on {h} at {address}, "))
+                .unwrap_or_default(),
+            version.unwrap_or("no Server header")
+        ),
+        Event::Unavailable { server, reason } => {
+            eprintln!("{server}: unavailable: {}", first_line(reason))
+        }
+        _ => {}
+    }
+}
+
+/// A capacity search's start, steps and result. Only those events are passed here.
+fn capacity_event(event: &Event<'_>) {
+    match event {
+        Event::CapacityStarting {
+            server,
+            url_path,
+            criteria,
+            start,
+        } => eprintln!(
+            "capacity   {server:<10} {url_path:<16} {}, from {start:.0} req/s",
+            criteria.target_text()
+        ),
+        Event::CapacityStep {
+            server,
+            url_path,
+            number,
+            step,
+            criteria,
+        } => eprintln!(
+            "capacity   {server:<10} {url_path:<16} step {number}: {:>8.0} req/s asked, {:>8.0} sent, {} {}: {}",
+            step.rate,
+            step.achieved(),
+            criteria.percentile_name(),
+            step.latency_us
+                .map_or_else(|| "-".to_string(), |us| format!("{:.2} ms", us as f64 / 1e3)),
+            report::capacity::verdict_text(step, criteria)
+        ),
+        Event::CapacityDone { record } => eprintln!(
+            "capacity   {:<10} {:<16} {} req/s: {}",
+            record.server,
+            record.url_path,
+            report::capacity::rate_text(&record.result),
+            record.result.text()
+        ),
+        _ => {}
+    }
+}
+
+/// An A/B run's fresh containers and its looks at the comparison. Only those events are
+/// passed here.
+fn ab_event(event: &Event<'_>) {
+    match event {
+        Event::AbFresh {
+            round,
+            containers,
+            not_removed,
+            seconds,
+        } => {
+            eprintln!(
+                "A/B        round {round}: {containers} fresh container(s) in {seconds:.1} s"
+            );
+            if *not_removed > 0 {
                 eprintln!(
-                    "A/B        round {round}: {containers} fresh container(s) in {seconds:.1} s"
+                    "  warning: {not_removed} container(s) of the last round were not removed; benchctl gc removes them once this run is over"
                 );
-                if *not_removed > 0 {
-                    eprintln!(
-                        "  warning: {not_removed} container(s) of the last round were not removed; benchctl gc removes them once this run is over"
-                    );
-                }
             }
-            Event::AbLook {
-                round,
-                rounds,
-                undecided,
-                gated,
-                looked,
-                next_look,
-            } => {
-                let next = next_look.map_or(String::new(), |n| format!("; next look after round {n}"));
-                if !*looked {
-                    if let Some(n) = next_look {
-                        eprintln!("A/B        round {round}/{rounds}: next look after round {n}");
-                    }
-                } else if *undecided == 0 {
-                    eprintln!("A/B        round {round}/{rounds}: all {gated} gated metric(s) judged");
-                } else {
-                    eprintln!(
-                        "A/B        round {round}/{rounds}: {undecided} of {gated} gated metric(s) not judged yet{next}"
-                    );
+        }
+        Event::AbLook {
+            round,
+            rounds,
+            undecided,
+            gated,
+            looked,
+            next_look,
+        } => {
+            let next = next_look.map_or(String::new(), |n| format!("; next look after round {n}"));
+            if !*looked {
+                if let Some(n) = next_look {
+                    eprintln!("A/B        round {round}/{rounds}: next look after round {n}");
                 }
+            } else if *undecided == 0 {
+                eprintln!("A/B        round {round}/{rounds}: all {gated} gated metric(s) judged");
+            } else {
+                eprintln!(
+                    "A/B        round {round}/{rounds}: {undecided} of {gated} gated metric(s) not judged yet{next}"
+                );
             }
+        }
+        _ => {}
+    }
+}
+
+impl Observer for Printer {
+    fn event(&self, event: &Event<'_>) {
+        match event {
+            Event::SweptStale { .. }
+            | Event::Building { .. }
+            | Event::Built { .. }
+            | Event::Shipped { .. }
+            | Event::Ready { .. }
+            | Event::Unavailable { .. } => server_event(event),
+            Event::LoadStarting { .. }
+            | Event::LoadDone { .. }
+            | Event::GeneratorsStarting { .. }
+            | Event::GeneratorFailed { .. }
+            | Event::Headroom { .. }
+            | Event::ConntrackWait { .. } => self.load_event(event),
+            Event::CapacityStarting { .. }
+            | Event::CapacityStep { .. }
+            | Event::CapacityDone { .. } => capacity_event(event),
+            Event::AbFresh { .. }
+            | Event::AbLook { .. } => ab_event(event),
             Event::RecordNotWritten { path, error } => eprintln!(
                 "benchctl: warning: cannot write the results record {} ({error}); the run goes on with every measurement kept",
                 path.display()
@@ -500,17 +578,6 @@ impl Observer for Printer {
         if let Some(p) = self.bar().as_mut() {
             p.update(completed);
         }
-    }
-}
-
-pub(crate) fn kind_and_file(text: &str) -> Result<(String, PathBuf), String> {
-    match text.split_once('=') {
-        Some((kind, file)) if !kind.is_empty() && !file.is_empty() => {
-            Ok((kind.to_string(), PathBuf::from(file)))
-        }
-        _ => Err(format!(
-            "expected KIND=FILE, e.g. cherokee=cherokee-1.2.104.tar.gz, not {text:?}"
-        )),
     }
 }
 
@@ -541,19 +608,6 @@ fn describe_load(l: &LoadSpec) -> String {
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
 }
-
-/// How an image reached `host`: sent (its size and time), or found there already.
-pub(crate) fn shipment(host: &str, sent: bool, bytes: u64, seconds: f64) -> String {
-    if sent {
-        format!(
-            "sent to {host}: {:.1} MiB in {seconds:.1} s, the same id there",
-            bytes as f64 / f64::from(1 << 20)
-        )
-    } else {
-        format!("already there on {host}")
-    }
-}
-
 /// What the user can do about a problem of the run, when this command can do it: the `benchctl
 /// gc` that removes containers an engine kept.
 fn advice(p: &runner::Problem) -> String {

@@ -128,3 +128,7 @@ pub fn install(
         .recv()
         .unwrap_or_else(|_| Err(std::io::Error::other("the signal thread ended at start")))
 }
+
+/// What the first SIGINT/SIGTERM does, and what must be cleaned up if a second one comes.
+pub type OnSignals =
+    fn(Box<dyn FnOnce(Signal) + Send>, Box<dyn FnOnce() + Send>) -> std::io::Result<()>;

@@ -228,30 +228,67 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
         return;
     }
     let _one_at_a_time = testsupport::exclusive();
-    let mut hosts = TestHosts::up(3).unwrap_or_else(|e| panic!("making 3 test hosts: {e}"));
-    let engines: Vec<Endpoint> = hosts.hosts().iter().map(tcp).collect();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let srv = rt.block_on(Orchestrator::connect_to(&engines[0])).unwrap();
-    let base = rt.block_on(busybox_base(&srv));
-    let dir = tempfile::tempdir().unwrap();
-    let kinds = dir.path().join("kinds");
-    write_kind(&kinds.join("tiny"), &base);
-    let nothing_left = |what: &str, engines: &[Endpoint]| {
+    let mut b = Bench::up();
+    let s = by_request_count(&b);
+    gc_keeps_only_this_binarys_generator_image(&b, &s);
+    h2c_from_both_generators(&b);
+    at_a_constant_rate(&b);
+    sigint_during_the_load(&b);
+    a_generator_host_lost(&mut b);
+}
+
+/// Three namespace hosts (a server's, srv1, and two generators', cli1 and cli2) and the kind
+/// their runs use: what every part of the test above shares, as making the hosts takes most
+/// of its time.
+/// (Fields drop in this order: the engine's client before its runtime, the hosts last.)
+struct Bench {
+    kinds: PathBuf,
+    dir: tempfile::TempDir,
+    srv: Orchestrator,
+    rt: tokio::runtime::Runtime,
+    engines: Vec<Endpoint>,
+    hosts: TestHosts,
+}
+
+impl Bench {
+    fn up() -> Bench {
+        let hosts = TestHosts::up(3).unwrap_or_else(|e| panic!("making 3 test hosts: {e}"));
+        let engines: Vec<Endpoint> = hosts.hosts().iter().map(tcp).collect();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let srv = rt.block_on(Orchestrator::connect_to(&engines[0])).unwrap();
+        let base = rt.block_on(busybox_base(&srv));
+        let dir = tempfile::tempdir().unwrap();
+        let kinds = dir.path().join("kinds");
+        write_kind(&kinds.join("tiny"), &base);
+        Bench {
+            rt,
+            hosts,
+            engines,
+            srv,
+            dir,
+            kinds,
+        }
+    }
+
+    /// No labelled container is left on any of `engines`.
+    fn nothing_left(&self, what: &str, engines: &[Endpoint]) {
         for (i, ep) in engines.iter().enumerate() {
-            let left = rt.block_on(labelled(ep, "benchctl=1"));
+            let left = self.rt.block_on(labelled(ep, "benchctl=1"));
             assert!(left.is_empty(), "{what}: left on host {i}: {left:?}");
         }
-    };
+    }
+}
 
-    // 1. By request count: the parts add up, in the counters and in the histogram.
+/// By request count: the parts add up, in the counters and in the histogram.
+fn by_request_count(b: &Bench) -> PathBuf {
     let s = write_scenario(
-        dir.path(),
+        b.dir.path(),
         "count",
-        &hosts,
+        &b.hosts,
         &["cli1", "cli2"],
         "requests = 2001\nconcurrency = 4",
     );
-    let mut run = Run::start(dir.path(), &s, &kinds, "count");
+    let mut run = Run::start(b.dir.path(), &s, &b.kinds, "count");
     let (code, err) = run.finish(Duration::from_secs(600));
     assert_eq!(code, Some(0), "{err}");
     let rec = run.record();
@@ -269,7 +306,7 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
     }
     // Where the server ran, as it started and in the record.
     assert!(
-        err.contains(&format!("tiny: on srv1 at {}:", hosts.hosts()[0].address)),
+        err.contains(&format!("tiny: on srv1 at {}:", b.hosts.hosts()[0].address)),
         "{err}"
     );
     assert_eq!(rec.servers[0].host.as_deref(), Some("srv1"));
@@ -300,13 +337,18 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
         );
     }
     assert!(!l.is_partial());
-    nothing_left("after the run by count", &engines);
+    b.nothing_left("after the run by count", &b.engines);
     let local = Endpoint::Local;
-    assert!(rt.block_on(labelled(&local, &pid)).is_empty());
+    assert!(b.rt.block_on(labelled(&local, &pid)).is_empty());
+    s
+}
 
-    // `gc` on a generator host removes the generators' images of other binaries (an older
-    // tag, made here) and keeps this binary's.
-    let cli1 = rt.block_on(Orchestrator::connect_to(&engines[1])).unwrap();
+/// `gc` on a generator host removes the generators' images of other binaries (an older
+/// tag, made here) and keeps this binary's.
+fn gc_keeps_only_this_binarys_generator_image(b: &Bench, s: &Path) {
+    let cli1 =
+        b.rt.block_on(Orchestrator::connect_to(&b.engines[1]))
+            .unwrap();
     let generator_images = |orch: &Orchestrator| -> Vec<String> {
         let filters = std::collections::HashMap::from([(
             "reference".to_string(),
@@ -315,12 +357,12 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
         let opts = bollard::query_parameters::ListImagesOptionsBuilder::default()
             .filters(&filters)
             .build();
-        let mut tags: Vec<String> = rt
-            .block_on(orch.docker().list_images(Some(opts)))
-            .unwrap()
-            .into_iter()
-            .flat_map(|i| i.repo_tags)
-            .collect();
+        let mut tags: Vec<String> =
+            b.rt.block_on(orch.docker().list_images(Some(opts)))
+                .unwrap()
+                .into_iter()
+                .flat_map(|i| i.repo_tags)
+                .collect();
         tags.sort();
         tags
     };
@@ -330,12 +372,12 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
         .repo("benchctl/benchctl-load")
         .tag("000000000000")
         .build();
-    rt.block_on(cli1.docker().tag_image(&current[0], Some(older)))
+    b.rt.block_on(cli1.docker().tag_image(&current[0], Some(older)))
         .unwrap();
     let gc = std::process::Command::new(env!("CARGO_BIN_EXE_benchctl"))
         .args(["gc", "--scenario", s.to_str().unwrap(), "--host", "cli1"])
         .arg("--docker-dir")
-        .arg(&kinds)
+        .arg(&b.kinds)
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&gc.stdout);
@@ -353,28 +395,30 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
         current,
         "this binary's image stays"
     );
+}
 
-    // HTTP/2 by prior knowledge from both generators, to nginx on srv1: its image built here
-    // from the repository's kind (srv1 cannot reach Debian's mirrors) and copied there, where
-    // the run finds it up to date.
-    let nginx_kind = kinds.join("nginx");
+/// HTTP/2 by prior knowledge from both generators, to nginx on srv1: its image built here
+/// from the repository's kind (srv1 cannot reach Debian's mirrors) and copied there, where
+/// the run finds it up to date.
+fn h2c_from_both_generators(b: &Bench) {
+    let nginx_kind = b.kinds.join("nginx");
     std::fs::create_dir_all(&nginx_kind).unwrap();
     let repo_kind = testsupport::repo_root().join("docker/nginx");
     for f in std::fs::read_dir(&repo_kind).unwrap() {
         let f = f.unwrap();
         std::fs::copy(f.path(), nginx_kind.join(f.file_name())).unwrap();
     }
-    let here = rt.block_on(Orchestrator::connect()).unwrap();
+    let here = b.rt.block_on(Orchestrator::connect()).unwrap();
     let logs = tempfile::tempdir().unwrap();
-    let tag = rt
-        .block_on(here.build_image("nginx", &nginx_kind, &logs.path().join("nginx.log")))
-        .unwrap_or_else(|e| panic!("{e}"))
-        .tag;
-    rt.block_on(here.ship_image(&srv, &tag)).unwrap();
+    let tag =
+        b.rt.block_on(here.build_image("nginx", &nginx_kind, &logs.path().join("nginx.log")))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .tag;
+    b.rt.block_on(here.ship_image(&b.srv, &tag)).unwrap();
     let s = write_scenario(
-        dir.path(),
+        b.dir.path(),
         "h2c",
-        &hosts,
+        &b.hosts,
         &["cli1", "cli2"],
         "requests = 2000\nconcurrency = 4\nstreams = 4",
     );
@@ -386,7 +430,7 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
             "name = \"nginx\"\nkind = \"nginx\"",
         );
     std::fs::write(&s, text).unwrap();
-    let mut run = Run::start(dir.path(), &s, &kinds, "h2c");
+    let mut run = Run::start(b.dir.path(), &s, &b.kinds, "h2c");
     let (code, err) = run.finish(Duration::from_secs(600));
     assert_eq!(code, Some(0), "{err}");
     let rec = run.record();
@@ -401,17 +445,19 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
         "{:?}",
         l.generators
     );
-    nothing_left("after the HTTP/2 run", &engines);
+    b.nothing_left("after the HTTP/2 run", &b.engines);
+}
 
-    // 2. At a constant rate: two halves deliver the whole rate, with the latencies of one.
+/// At a constant rate: two halves deliver the whole rate, with the latencies of one.
+fn at_a_constant_rate(b: &Bench) {
     let rate_load = "duration = \"5s\"\nrate = 200.0\nconcurrency = 8";
-    let s = write_scenario(dir.path(), "two", &hosts, &["cli1", "cli2"], rate_load);
-    let mut run = Run::start(dir.path(), &s, &kinds, "two");
+    let s = write_scenario(b.dir.path(), "two", &b.hosts, &["cli1", "cli2"], rate_load);
+    let mut run = Run::start(b.dir.path(), &s, &b.kinds, "two");
     let (code, err) = run.finish(Duration::from_secs(600));
     assert_eq!(code, Some(0), "{err}");
     let two = run.record();
-    let s = write_scenario(dir.path(), "one", &hosts, &["cli1"], rate_load);
-    let mut run = Run::start(dir.path(), &s, &kinds, "one");
+    let s = write_scenario(b.dir.path(), "one", &b.hosts, &["cli1"], rate_load);
+    let mut run = Run::start(b.dir.path(), &s, &b.kinds, "one");
     let (code, err) = run.finish(Duration::from_secs(600));
     assert_eq!(code, Some(0), "{err}");
     let one = run.record();
@@ -443,7 +489,7 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
     assert!(lo.load.requests_per_second >= 0.99 * 200.0);
     let h = lt.load.histogram(loadgen::Timer::Total).unwrap();
     assert_eq!(h.len(), lt.load.complete);
-    // Within the noise of a shared 2-core machine running three engines: within a factor of
+    // Within the noise of a shared 2-core machine running three b.engines: within a factor of
     // three of each other, or within two milliseconds (runs had p90 at 1.5 ms with two
     // generators and 0.74 ms with one, 1.04 and 0.87, and with builds beside them 2.79 and
     // 1.11). A merge that mixed up units or clocks would be off by orders of magnitude.
@@ -454,45 +500,50 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
             "p{p}: {a} µs with two generators, {b} µs with one"
         );
     }
-    nothing_left("after the runs at a rate", &engines);
+    b.nothing_left("after the runs at a rate", &b.engines);
+}
 
-    // 3. SIGINT during the load: status 130, nothing left anywhere.
+/// SIGINT during the load: status 130, nothing left anywhere.
+fn sigint_during_the_load(b: &Bench) {
+    let local = Endpoint::Local;
     let s = write_scenario(
-        dir.path(),
+        b.dir.path(),
         "sigint",
-        &hosts,
+        &b.hosts,
         &["cli1", "cli2"],
         "duration = \"30s\"\nrate = 100.0\nconcurrency = 4",
     );
-    let mut run = Run::start(dir.path(), &s, &kinds, "sigint");
+    let mut run = Run::start(b.dir.path(), &s, &b.kinds, "sigint");
     let lead = run.lead();
     // Two seconds into the load.
     std::thread::sleep(lead + Duration::from_secs(2));
-    let running: usize = engines[1..]
+    let running: usize = b.engines[1..]
         .iter()
-        .map(|ep| rt.block_on(labelled(ep, "benchctl.role=generator")).len())
+        .map(|ep| b.rt.block_on(labelled(ep, "benchctl.role=generator")).len())
         .sum();
     assert_eq!(running, 2, "a generator on each host while the load runs");
     let pid = run.pid_label();
     run.signal(libc::SIGINT);
     let (code, err) = run.finish(Duration::from_secs(60));
     assert_eq!(code, Some(130), "{err}");
-    nothing_left("after SIGINT", &engines);
-    assert!(rt.block_on(labelled(&local, &pid)).is_empty());
+    b.nothing_left("after SIGINT", &b.engines);
+    assert!(b.rt.block_on(labelled(&local, &pid)).is_empty());
+}
 
-    // 4. A generator host lost during the load: reported, the other's part kept, exit 1.
+/// A generator host lost during the load: reported, the other's part kept, exit 1.
+fn a_generator_host_lost(b: &mut Bench) {
     let s = write_scenario(
-        dir.path(),
+        b.dir.path(),
         "lost",
-        &hosts,
+        &b.hosts,
         &["cli1", "cli2"],
         "duration = \"8s\"\nrate = 100.0\nconcurrency = 4",
     );
-    let mut run = Run::start(dir.path(), &s, &kinds, "lost");
+    let mut run = Run::start(b.dir.path(), &s, &b.kinds, "lost");
     let lead = run.lead();
     // Three seconds into the load's eight.
     std::thread::sleep(lead + Duration::from_secs(3));
-    hosts.kill_engine(2);
+    b.hosts.kill_engine(2);
     let (code, err) = run.finish(Duration::from_secs(120));
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("generator on cli2 failed"), "{err}");
@@ -504,7 +555,7 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
     assert!(g2.error.is_some() && g2.complete.is_none(), "{g2:?}");
     assert_eq!(l.load.complete, g1.complete.unwrap());
     assert!(l.load.complete > 0);
-    nothing_left("after losing cli2", &engines[..2]);
+    b.nothing_left("after losing cli2", &b.engines[..2]);
 }
 
 impl Run {

@@ -11,7 +11,7 @@
 //! (50 requests each), and every command is waited for within a limit.
 
 use orchestrator::{Endpoint, Orchestrator};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use testhosts::TestHosts;
@@ -92,71 +92,124 @@ fn images_built_here_are_shipped_to_a_host_checked_by_id_and_not_sent_twice() {
         return;
     }
     let _one_at_a_time = testsupport::exclusive();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let local = rt
-        .block_on(Orchestrator::connect())
-        .expect("the local engine");
-    // Made before the clock starts: shared with the other host tests, built once per machine.
-    let base = rt.block_on(busybox_base(&local));
-    let started = Instant::now();
-    let hosts = TestHosts::up(1).unwrap_or_else(|e| panic!("making a test host: {e}"));
-    let h = &hosts.hosts()[0];
+    let w = World::up();
+    let (tag, id, first_s) = a_first_push_sends_it(&w);
+    let second_s = a_second_push_sends_nothing(&w, &tag, &id);
+    a_changed_folder_is_only_retagged(&w, &tag, &id);
+    a_broken_kind_is_named(&w);
+    a_run_ships_what_it_needs(&w, &id);
     eprintln!(
-        "host at {}: dockerd answered after {:.1} s",
-        h.address,
-        h.ready_after.as_secs_f64()
+        "first push {first_s:.1} s, second {second_s:.1} s; {:.1} s from the host's start",
+        w.started.elapsed().as_secs_f64()
     );
-    let remote = rt
-        .block_on(Orchestrator::connect_to(&Endpoint::Tcp {
-            host: h.address.to_string(),
-            port: testhosts::ENGINE_PORT,
-            tls: None,
-        }))
-        .unwrap();
+}
 
-    let dir = tempfile::tempdir().unwrap();
-    let kinds = dir.path().join("kinds");
-    write_kind(&kinds.join("tiny"), &base, "");
-    // Another image (its label differs), which the run sends itself.
-    write_kind(
-        &kinds.join("other"),
-        &base,
-        "LABEL purpose=shipped-by-the-run\n",
-    );
-    write_kind(&kinds.join("broken"), &base, "RUN false\n");
-    let scenario = dir.path().join("ship.toml");
-    std::fs::write(
-        &scenario,
-        format!(
-            "name = \"ship\"\n[load]\nrequests = 50\nconcurrency = 2\ntimeout = \"10s\"\n\
-             [[host]]\nname = \"srv1\"\nurl = \"{}\"\ninsecure = true\nimages = \"ship\"\n\
-             [[server]]\nname = \"tiny\"\nkind = \"tiny\"\nhost = \"srv1\"\nmemory = \"64m\"\n\
-             [[server]]\nname = \"other\"\nkind = \"other\"\nhost = \"srv1\"\nmemory = \"64m\"\n\
-             [[document]]\nname = \"hello\"\npath = \"/\"\ngenerate = \"hello\"\n",
-            h.tcp_url()
-        ),
-    )
-    .unwrap();
-    let (s, k) = (scenario.to_str().unwrap(), kinds.to_str().unwrap());
-    let push = |extra: &[&str]| {
+/// This machine's engine, a namespace host's (srv1) and the kinds and scenario of the test
+/// above. (Fields drop in this order: the clients before their runtime, the host last.)
+struct World {
+    dir: tempfile::TempDir,
+    kinds: PathBuf,
+    scenario: PathBuf,
+    local: Orchestrator,
+    remote: Orchestrator,
+    rt: tokio::runtime::Runtime,
+    started: Instant,
+    hosts: TestHosts,
+}
+
+impl World {
+    fn up() -> World {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let local = rt
+            .block_on(Orchestrator::connect())
+            .expect("the local engine");
+        // Made before the clock starts: shared with the other host tests, built once per machine.
+        let base = rt.block_on(busybox_base(&local));
+        let started = Instant::now();
+        let hosts = TestHosts::up(1).unwrap_or_else(|e| panic!("making a test host: {e}"));
+        let h = &hosts.hosts()[0];
+        eprintln!(
+            "host at {}: dockerd answered after {:.1} s",
+            h.address,
+            h.ready_after.as_secs_f64()
+        );
+        let remote = rt
+            .block_on(Orchestrator::connect_to(&Endpoint::Tcp {
+                host: h.address.to_string(),
+                port: testhosts::ENGINE_PORT,
+                tls: None,
+            }))
+            .unwrap();
+
+        let dir = tempfile::tempdir().unwrap();
+        let kinds = dir.path().join("kinds");
+        write_kind(&kinds.join("tiny"), &base, "");
+        // Another image (its label differs), which the run sends itself.
+        write_kind(
+            &kinds.join("other"),
+            &base,
+            "LABEL purpose=shipped-by-the-run\n",
+        );
+        write_kind(&kinds.join("broken"), &base, "RUN false\n");
+        let scenario = dir.path().join("ship.toml");
+        std::fs::write(
+            &scenario,
+            format!(
+                "name = \"ship\"\n[load]\nrequests = 50\nconcurrency = 2\ntimeout = \"10s\"\n\
+                 [[host]]\nname = \"srv1\"\nurl = \"{}\"\ninsecure = true\nimages = \"ship\"\n\
+                 [[server]]\nname = \"tiny\"\nkind = \"tiny\"\nhost = \"srv1\"\nmemory = \"64m\"\n\
+                 [[server]]\nname = \"other\"\nkind = \"other\"\nhost = \"srv1\"\nmemory = \"64m\"\n\
+                 [[document]]\nname = \"hello\"\npath = \"/\"\ngenerate = \"hello\"\n",
+                h.tcp_url()
+            ),
+        )
+        .unwrap();
+        World {
+            dir,
+            kinds,
+            scenario,
+            local,
+            remote,
+            rt,
+            started,
+            hosts,
+        }
+    }
+
+    fn scenario_arg(&self) -> &str {
+        self.scenario.to_str().unwrap()
+    }
+
+    fn kinds_arg(&self) -> &str {
+        self.kinds.to_str().unwrap()
+    }
+
+    /// `benchctl images push` to srv1, with `extra` arguments.
+    fn push(&self, extra: &[&str]) -> Output {
         let mut args = vec![
             "images",
             "push",
             "--scenario",
-            s,
+            self.scenario_arg(),
             "--host",
             "srv1",
             "--docker-dir",
-            k,
+            self.kinds_arg(),
         ];
         args.extend_from_slice(extra);
         benchctl(&args, Duration::from_secs(300))
-    };
-    let id_of = |orch: &Orchestrator, tag: &str| rt.block_on(orch.image_id(tag)).unwrap();
+    }
 
-    // 1. Sent, with its tag, id and size, and there by the same id.
+    fn id_of(&self, orch: &Orchestrator, tag: &str) -> Option<String> {
+        self.rt.block_on(orch.image_id(tag)).unwrap()
+    }
+}
+
+/// Sent, with its tag, id and size, and there by the same id.
+/// Returns the tag and id sent, and the seconds it took.
+fn a_first_push_sends_it(w: &World) -> (String, String, f64) {
     let t = Instant::now();
-    let o = push(&["tiny"]);
+    let o = w.push(&["tiny"]);
     let first_s = t.elapsed().as_secs_f64();
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
@@ -172,9 +225,9 @@ fn images_built_here_are_shipped_to_a_host_checked_by_id_and_not_sent_twice() {
         line.contains(" MiB in ") && line.ends_with("the same id there"),
         "{line}"
     );
-    assert_eq!(id_of(&local, tag).as_deref(), Some(id));
+    assert_eq!(w.id_of(&w.local, tag).as_deref(), Some(id));
     assert_eq!(
-        id_of(&remote, tag).as_deref(),
+        w.id_of(&w.remote, tag).as_deref(),
         Some(id),
         "the id on arrival"
     );
@@ -182,10 +235,14 @@ fn images_built_here_are_shipped_to_a_host_checked_by_id_and_not_sent_twice() {
         err.contains("warning: host srv1"),
         "plain TCP is warned of: {err}"
     );
+    (tag.to_string(), id.to_string(), first_s)
+}
 
-    // 2. Once more: already there, nothing sent.
+/// Once more: already there, nothing sent.
+/// Returns the seconds it took.
+fn a_second_push_sends_nothing(w: &World, tag: &str, id: &str) -> f64 {
     let t = Instant::now();
-    let o = push(&["tiny"]);
+    let o = w.push(&["tiny"]);
     let second_s = t.elapsed().as_secs_f64();
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
@@ -194,15 +251,18 @@ fn images_built_here_are_shipped_to_a_host_checked_by_id_and_not_sent_twice() {
         format!("tiny: {tag} {id} already there on srv1"),
         "{err}"
     );
+    second_s
+}
 
-    // 3. A folder changed without changing the image (a file its Dockerfile does not use: the
-    // build is all cache, the id the same): a new tag, which that engine is only given.
+/// A folder changed without changing the image (a file its Dockerfile does not use: the
+/// build is all cache, the id the same): a new tag, which that engine is only given.
+fn a_changed_folder_is_only_retagged(w: &World, tag: &str, id: &str) {
     std::fs::write(
-        kinds.join("tiny/README"),
+        w.kinds.join("tiny/README"),
         "The image's folder changes; the image does not.\n",
     )
     .unwrap();
-    let o = push(&["tiny"]);
+    let o = w.push(&["tiny"]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     let line = out.lines().last().unwrap_or_default();
@@ -216,10 +276,12 @@ fn images_built_here_are_shipped_to_a_host_checked_by_id_and_not_sent_twice() {
         line.ends_with(&format!("{id} already there on srv1")),
         "{out}"
     );
-    assert_eq!(id_of(&remote, &retagged).as_deref(), Some(id));
+    assert_eq!(w.id_of(&w.remote, &retagged).as_deref(), Some(id));
+}
 
-    // 4. A kind that does not build here is named, and nothing else is said to fail.
-    let o = push(&["broken", "tiny"]);
+/// A kind that does not build here is named, and nothing else is said to fail.
+fn a_broken_kind_is_named(w: &World) {
+    let o = w.push(&["broken", "tiny"]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(out.contains("broken: FAILED: "), "{out}");
@@ -228,12 +290,22 @@ fn images_built_here_are_shipped_to_a_host_checked_by_id_and_not_sent_twice() {
         err.trim_end().ends_with("could not send to srv1: broken"),
         "{err}"
     );
+}
 
-    // 5. A run: `other` is built here and sent by the run, `tiny` found there as pushed; both
-    // are measured on srv1.
-    let record = dir.path().join("ship.json");
+/// A run: `other` is built here and sent by the run, `tiny` found there as pushed; both
+/// are measured on srv1.
+fn a_run_ships_what_it_needs(w: &World, id: &str) {
+    let h = &w.hosts.hosts()[0];
+    let record = w.dir.path().join("ship.json");
     let o = benchctl(
-        &["run", s, "--docker-dir", k, "-o", record.to_str().unwrap()],
+        &[
+            "run",
+            w.scenario_arg(),
+            "--docker-dir",
+            w.kinds_arg(),
+            "-o",
+            record.to_str().unwrap(),
+        ],
         Duration::from_secs(300),
     );
     let (out, err) = text(&o);
@@ -259,11 +331,12 @@ fn images_built_here_are_shipped_to_a_host_checked_by_id_and_not_sent_twice() {
     }
     for srv in &rec.servers {
         let (tag, id) = (&srv.image_tag, srv.image_id.as_deref());
-        assert_eq!(id_of(&remote, tag).as_deref(), id, "{} on srv1", srv.name);
-        assert_eq!(id_of(&local, tag).as_deref(), id, "{} here", srv.name);
+        assert_eq!(
+            w.id_of(&w.remote, tag).as_deref(),
+            id,
+            "{} on srv1",
+            srv.name
+        );
+        assert_eq!(w.id_of(&w.local, tag).as_deref(), id, "{} here", srv.name);
     }
-    eprintln!(
-        "first push {first_s:.1} s, second {second_s:.1} s; {:.1} s from the host's start",
-        started.elapsed().as_secs_f64()
-    );
 }

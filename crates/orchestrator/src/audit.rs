@@ -3,7 +3,9 @@
 //! where it was told to. Both refuse the server when they fail, and both refuse it when the
 //! check itself cannot be made: a server is measured only once it is known to be confined.
 
-use crate::{ContainerGuard, Orchestrator, OrchestratorError, Result};
+use crate::client::Orchestrator;
+use crate::container::ContainerGuard;
+use crate::error::{OrchestratorError, Result};
 use bollard::query_parameters::TopOptionsBuilder;
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};

@@ -10,9 +10,9 @@
 //! whole group is killed, because mmdebstrap runs apt and dpkg beneath it. The tarball (100+ MB)
 //! is streamed to the daemon in chunks rather than read into memory.
 
+use crate::client::Orchestrator;
 use crate::error::{OrchestratorError, Result};
 use crate::logtail::Tail;
-use crate::Orchestrator;
 use bollard::query_parameters::CreateImageOptionsBuilder;
 use futures_util::StreamExt;
 use std::path::{Path, PathBuf};

@@ -19,23 +19,28 @@
 //! `std::process::exit` skips destructors: callers must let guards drop (or call
 //! [`Orchestrator::remove_run`]) before exiting; `panic = "abort"` would skip them as well.
 
+mod confinement;
 mod removal;
+pub use confinement::{Confinement, Tmpfs, DEFAULT_PIDS_LIMIT};
 pub(crate) use removal::remove_container;
-use removal::{remove_labelled, remove_labelled_until_gone, RUN_REMOVAL_BOUND};
+use removal::{
+    blocking_remove, remove_labelled, remove_labelled_until_gone, DROP_REMOVE_BOUND,
+    RUN_REMOVAL_BOUND,
+};
 pub use removal::{remove_run_blocking, remove_run_blocking_on};
 
-use crate::error::{is_not_found, is_removal_in_progress, OrchestratorError, Result};
-use crate::owner::Owner;
-use crate::{
-    Endpoint, Orchestrator, LABEL_MACHINE, LABEL_OWNER, LABEL_PID, LABEL_PID_START, LABEL_RUN,
-    LABEL_SERVER,
+use crate::client::Orchestrator;
+use crate::engine::Endpoint;
+use crate::error::{OrchestratorError, Result};
+use crate::labels::{
+    LABEL_MACHINE, LABEL_OWNER, LABEL_PID, LABEL_PID_START, LABEL_RUN, LABEL_SERVER,
 };
+use crate::owner::Owner;
 use bollard::models::{
     ContainerCreateBody, ContainerUpdateBody, HostConfig, HostConfigLogConfig, Mount, MountType,
 };
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, LogsOptionsBuilder,
-    RemoveContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, LogsOptionsBuilder, UploadToContainerOptionsBuilder,
 };
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -43,7 +48,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Where a server's container finds the run's certificate (`cert.pem`) and key (`key.pem`),
 /// read-only, when it is to serve HTTPS (`BENCH_TLS=1`).
@@ -96,72 +101,9 @@ pub struct ContainerSpec {
     pub confinement: Confinement,
 }
 
-/// Least privilege for a server container. Every capability is dropped and
-/// `no-new-privileges` set, always; what a server needs back is declared here (from its
-/// manifest, `docker/<server>/server.toml`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Confinement {
-    /// `UID:GID` (or a user name) the container's processes run as; `None` keeps the image's
-    /// `USER`.
-    pub user: Option<String>,
-    /// Capabilities added back after all are dropped (`NET_BIND_SERVICE`, ...).
-    pub cap_add: Vec<String>,
-    /// Mount the image's root filesystem read-only: a server writes only to its tmpfs mounts.
-    pub read_only: bool,
-    /// Writable in-memory mounts.
-    pub tmpfs: Vec<Tmpfs>,
-    /// Most processes and threads the container may have at once.
-    pub pids_limit: i64,
-}
-
-/// A tmpfs mount, `nosuid,nodev` always.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tmpfs {
-    /// Absolute path inside the container.
-    pub path: String,
-    pub size_bytes: u64,
-    /// Programs (or shared objects, as Varnish compiles its VCL into) may be run from it.
-    pub exec: bool,
-}
-
-impl Tmpfs {
-    /// A `noexec` tmpfs of `size_bytes` at `path`.
-    pub fn new(path: &str, size_bytes: u64) -> Tmpfs {
-        Tmpfs {
-            path: path.to_string(),
-            size_bytes,
-            exec: false,
-        }
-    }
-
-    fn options(&self) -> String {
-        format!(
-            "rw,nosuid,nodev,{},size={}",
-            if self.exec { "exec" } else { "noexec" },
-            self.size_bytes
-        )
-    }
-}
-
-/// The process and thread limit when a server declares none.
-pub const DEFAULT_PIDS_LIMIT: i64 = 4096;
 /// A container's log (what `docker logs` shows): at most this many files of this size.
 const LOG_MAX_SIZE: &str = "10m";
 const LOG_MAX_FILES: &str = "2";
-
-impl Default for Confinement {
-    /// The image's user, no capabilities, a read-only root with `/tmp` (64 MiB) and `/run`
-    /// (16 MiB) writable, [`DEFAULT_PIDS_LIMIT`].
-    fn default() -> Self {
-        Confinement {
-            user: None,
-            cap_add: Vec::new(),
-            read_only: true,
-            tmpfs: vec![Tmpfs::new("/tmp", 64 << 20), Tmpfs::new("/run", 16 << 20)],
-            pids_limit: DEFAULT_PIDS_LIMIT,
-        }
-    }
-}
 
 /// A running container that is force-removed when this guard is dropped or [`removed`](Self::remove).
 #[derive(Debug)]
@@ -227,6 +169,176 @@ impl ContainerGuard {
     }
 }
 
+/// The container's labels: the caller's, then benchctl's own and its owner's.
+fn container_labels(spec: &ContainerSpec) -> HashMap<String, String> {
+    let mut labels: HashMap<String, String> = spec.labels.iter().cloned().collect();
+    labels.insert(LABEL_OWNER.to_string(), "1".to_string());
+    labels.insert(LABEL_RUN.to_string(), spec.run_id.clone());
+    labels.insert(LABEL_SERVER.to_string(), spec.name.clone());
+    // A caller may name another owner (a supervisor process, or a test standing in for a
+    // crashed run); otherwise the owner is this process, named by its pid and start time so
+    // that a reused pid is never taken for it.
+    if !labels.contains_key(LABEL_PID) {
+        let me = Owner::current();
+        labels.insert(LABEL_PID.to_string(), me.pid.to_string());
+        if let Some(start) = me.start {
+            labels.insert(LABEL_PID_START.to_string(), start.to_string());
+        }
+    }
+    if let Some(machine) = crate::owner::machine_id() {
+        labels.entry(LABEL_MACHINE.to_string()).or_insert(machine);
+    }
+    labels
+}
+
+/// The container's environment: the spec's, with `BENCH_PORT`, `BENCH_TLS` and `BENCH_HTTP2`
+/// set from the spec whatever it says of them.
+fn container_env(spec: &ContainerSpec) -> Vec<String> {
+    let mut env: Vec<String> = spec
+        .env
+        .iter()
+        .filter(|(k, _)| k != "BENCH_PORT")
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    env.push(format!("BENCH_PORT={}", spec.port));
+    if spec.tls_dir.is_some() {
+        env.retain(|e| !e.starts_with("BENCH_TLS="));
+        env.push("BENCH_TLS=1".to_string());
+    }
+    if spec.http2 {
+        env.retain(|e| !e.starts_with("BENCH_HTTP2="));
+        env.push("BENCH_HTTP2=1".to_string());
+    }
+    env
+}
+
+/// Bind mounts (`SOURCE:TARGET:ro`) and volumes of a container.
+type Storage = (Option<Vec<String>>, Option<Vec<Mount>>);
+
+/// The documents and the certificate: bind mounts here, volumes (filled before the start) on
+/// another machine's engine.
+fn container_storage(spec: &ContainerSpec, local: bool) -> Result<Storage> {
+    // On another engine no path of this machine exists: the documents and the certificate
+    // go into volumes of the container's own, uploaded before it starts.
+    let volume = |target: &str| Mount {
+        target: Some(target.to_string()),
+        typ: Some(MountType::VOLUME),
+        read_only: Some(false),
+        ..Default::default()
+    };
+    let (binds, mut mounts) = match &spec.docroot {
+        Some(_) if !local => (None, Some(vec![volume(DOCROOT)])),
+        Some(dir) => {
+            let abs = std::fs::canonicalize(dir).map_err(|e| {
+                OrchestratorError::io(format!("document root {}", dir.display()), e)
+            })?;
+            let abs = abs.to_str().ok_or_else(|| {
+                OrchestratorError::Invalid(format!("{}: path must be UTF-8", abs.display()))
+            })?;
+            (Some(vec![format!("{abs}:{DOCROOT}:ro")]), None)
+        }
+        None => (None, None),
+    };
+    // The run's certificate: bind-mounted read-only here, uploaded into a volume there.
+    let binds = match (&spec.tls_dir, local) {
+        (None, _) => binds,
+        (Some(dir), true) => {
+            let abs = std::fs::canonicalize(dir).map_err(|e| {
+                OrchestratorError::io(format!("certificate folder {}", dir.display()), e)
+            })?;
+            let abs = abs.to_str().ok_or_else(|| {
+                OrchestratorError::Invalid(format!("{}: path must be UTF-8", abs.display()))
+            })?;
+            let mut v = binds.unwrap_or_default();
+            v.push(format!("{abs}:{TLS_MOUNT}:ro"));
+            Some(v)
+        }
+        (Some(_), false) => {
+            mounts.get_or_insert_with(Vec::new).push(volume(TLS_MOUNT));
+            binds
+        }
+    };
+    Ok((binds, mounts))
+}
+
+/// The container's limits, mounts and confinement.
+fn host_config(
+    spec: &ContainerSpec,
+    memory: Option<i64>,
+    binds: Option<Vec<String>>,
+    mounts: Option<Vec<Mount>>,
+) -> Result<HostConfig> {
+    let c = &spec.confinement;
+    Ok(HostConfig {
+        network_mode: Some("host".to_string()),
+        cpuset_cpus: spec.cpuset.clone(),
+        cpu_period: spec.cpu_share.map(|_| CPU_PERIOD_US),
+        cpu_quota: spec.cpu_share.map(cpu_quota).transpose()?,
+        memory,
+        // Without this the limit would allow as much swap again, and swapping servers measure the disk.
+        memory_swap: memory,
+        binds,
+        mounts,
+        init: Some(false),
+        // Host networking shares the host's network namespace: with NET_RAW a server could
+        // open a packet socket and read every local connection's traffic. Nothing a server
+        // does needs a capability unless it says so.
+        cap_drop: Some(vec!["ALL".to_string()]),
+        cap_add: (!c.cap_add.is_empty()).then(|| c.cap_add.clone()),
+        security_opt: Some(vec!["no-new-privileges".to_string()]),
+        readonly_rootfs: Some(c.read_only),
+        tmpfs: (!c.tmpfs.is_empty()).then(|| {
+            c.tmpfs
+                .iter()
+                .map(|t| (t.path.clone(), t.options()))
+                .collect()
+        }),
+        pids_limit: Some(c.pids_limit),
+        log_config: Some(HostConfigLogConfig {
+            typ: Some("json-file".to_string()),
+            config: Some(HashMap::from([
+                ("max-size".to_string(), LOG_MAX_SIZE.to_string()),
+                ("max-file".to_string(), LOG_MAX_FILES.to_string()),
+            ])),
+        }),
+        ..Default::default()
+    })
+}
+
+impl Drop for ContainerGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let id = self.id.clone();
+        let endpoint = self.endpoint.clone();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("benchctl-container-drop".to_string())
+            .spawn(move || {
+                let result = blocking_remove(&endpoint, &id);
+                let _ = done_tx.send(result);
+            });
+        match spawned {
+            Ok(_) => match done_rx.recv_timeout(DROP_REMOVE_BOUND) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => eprintln!(
+                    "benchctl: could not remove container {} ({e}); `benchctl gc` removes it",
+                    self.name
+                ),
+                Err(_) => eprintln!(
+                    "benchctl: removing container {} is taking too long; `benchctl gc` removes it",
+                    self.name
+                ),
+            },
+            Err(e) => eprintln!(
+                "benchctl: could not start removing container {} ({e}); `benchctl gc` removes it",
+                self.name
+            ),
+        }
+    }
+}
+
 /// Docker names allow `[a-zA-Z0-9][a-zA-Z0-9_.-]*`; anything else becomes '-'.
 fn name_part(s: &str) -> String {
     s.chars()
@@ -274,81 +386,9 @@ impl Orchestrator {
             std::process::id()
         );
 
-        let mut labels: HashMap<String, String> = spec.labels.iter().cloned().collect();
-        labels.insert(LABEL_OWNER.to_string(), "1".to_string());
-        labels.insert(LABEL_RUN.to_string(), spec.run_id.clone());
-        labels.insert(LABEL_SERVER.to_string(), spec.name.clone());
-        // A caller may name another owner (a supervisor process, or a test standing in for a
-        // crashed run); otherwise the owner is this process, named by its pid and start time so
-        // that a reused pid is never taken for it.
-        if !labels.contains_key(LABEL_PID) {
-            let me = Owner::current();
-            labels.insert(LABEL_PID.to_string(), me.pid.to_string());
-            if let Some(start) = me.start {
-                labels.insert(LABEL_PID_START.to_string(), start.to_string());
-            }
-        }
-        if let Some(machine) = crate::owner::machine_id() {
-            labels.entry(LABEL_MACHINE.to_string()).or_insert(machine);
-        }
-
-        let mut env: Vec<String> = spec
-            .env
-            .iter()
-            .filter(|(k, _)| k != "BENCH_PORT")
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        env.push(format!("BENCH_PORT={}", spec.port));
-        if spec.tls_dir.is_some() {
-            env.retain(|e| !e.starts_with("BENCH_TLS="));
-            env.push("BENCH_TLS=1".to_string());
-        }
-        if spec.http2 {
-            env.retain(|e| !e.starts_with("BENCH_HTTP2="));
-            env.push("BENCH_HTTP2=1".to_string());
-        }
-
-        // On another engine no path of this machine exists: the documents and the certificate
-        // go into volumes of the container's own, uploaded before it starts.
-        let volume = |target: &str| Mount {
-            target: Some(target.to_string()),
-            typ: Some(MountType::VOLUME),
-            read_only: Some(false),
-            ..Default::default()
-        };
-        let (binds, mut mounts) = match &spec.docroot {
-            Some(_) if !local => (None, Some(vec![volume(DOCROOT)])),
-            Some(dir) => {
-                let abs = std::fs::canonicalize(dir).map_err(|e| {
-                    OrchestratorError::io(format!("document root {}", dir.display()), e)
-                })?;
-                let abs = abs.to_str().ok_or_else(|| {
-                    OrchestratorError::Invalid(format!("{}: path must be UTF-8", abs.display()))
-                })?;
-                (Some(vec![format!("{abs}:{DOCROOT}:ro")]), None)
-            }
-            None => (None, None),
-        };
-        // The run's certificate: bind-mounted read-only here, uploaded into a volume there.
-        let binds = match (&spec.tls_dir, local) {
-            (None, _) => binds,
-            (Some(dir), true) => {
-                let abs = std::fs::canonicalize(dir).map_err(|e| {
-                    OrchestratorError::io(format!("certificate folder {}", dir.display()), e)
-                })?;
-                let abs = abs.to_str().ok_or_else(|| {
-                    OrchestratorError::Invalid(format!("{}: path must be UTF-8", abs.display()))
-                })?;
-                let mut v = binds.unwrap_or_default();
-                v.push(format!("{abs}:{TLS_MOUNT}:ro"));
-                Some(v)
-            }
-            (Some(_), false) => {
-                mounts.get_or_insert_with(Vec::new).push(volume(TLS_MOUNT));
-                binds
-            }
-        };
-
+        let labels = container_labels(spec);
+        let env = container_env(spec);
+        let (binds, mounts) = container_storage(spec, local)?;
         let memory = spec
             .memory_bytes
             .map(|m| {
@@ -366,40 +406,7 @@ impl Orchestrator {
             covered.push(TLS_MOUNT);
         }
         self.check_volumes(&spec.image, &covered).await?;
-        let host_config = HostConfig {
-            network_mode: Some("host".to_string()),
-            cpuset_cpus: spec.cpuset.clone(),
-            cpu_period: spec.cpu_share.map(|_| CPU_PERIOD_US),
-            cpu_quota: spec.cpu_share.map(cpu_quota).transpose()?,
-            memory,
-            // Without this the limit would allow as much swap again, and swapping servers measure the disk.
-            memory_swap: memory,
-            binds,
-            mounts,
-            init: Some(false),
-            // Host networking shares the host's network namespace: with NET_RAW a server could
-            // open a packet socket and read every local connection's traffic. Nothing a server
-            // does needs a capability unless it says so.
-            cap_drop: Some(vec!["ALL".to_string()]),
-            cap_add: (!c.cap_add.is_empty()).then(|| c.cap_add.clone()),
-            security_opt: Some(vec!["no-new-privileges".to_string()]),
-            readonly_rootfs: Some(c.read_only),
-            tmpfs: (!c.tmpfs.is_empty()).then(|| {
-                c.tmpfs
-                    .iter()
-                    .map(|t| (t.path.clone(), t.options()))
-                    .collect()
-            }),
-            pids_limit: Some(c.pids_limit),
-            log_config: Some(HostConfigLogConfig {
-                typ: Some("json-file".to_string()),
-                config: Some(HashMap::from([
-                    ("max-size".to_string(), LOG_MAX_SIZE.to_string()),
-                    ("max-file".to_string(), LOG_MAX_FILES.to_string()),
-                ])),
-            }),
-            ..Default::default()
-        };
+        let host_config = host_config(spec, memory, binds, mounts)?;
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
             user: c.user.clone(),

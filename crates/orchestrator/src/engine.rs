@@ -17,7 +17,7 @@ use crate::ssh::SshTarget;
 use bollard::Docker;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// How long connecting to an engine and negotiating its API version may take.
 pub const CONNECT_BOUND: Duration = Duration::from_secs(10);
@@ -149,9 +149,9 @@ impl Endpoint {
             let docker = docker
                 .negotiate_version()
                 .await
-                .map_err(crate::classify_connect_error)?;
+                .map_err(classify_connect_error)?;
             // A failed negotiation leaves the client on its newest version; prove the pair works.
-            docker.ping().await.map_err(crate::classify_connect_error)?;
+            docker.ping().await.map_err(classify_connect_error)?;
             Ok(docker)
         };
         match tokio::time::timeout(CONNECT_BOUND, attempt).await {
@@ -229,46 +229,7 @@ pub struct EngineFacts {
     pub clock_uncertainty_s: f64,
 }
 
-impl crate::Orchestrator {
-    /// Asks the engine for its version, CPUs, memory and clock.
-    pub async fn facts(&self) -> Result<EngineFacts> {
-        let version = self.docker_version().await?;
-        let before = SystemTime::now();
-        let sent = Instant::now();
-        let info = self
-            .docker
-            .info()
-            .await
-            .map_err(|e| OrchestratorError::docker("info", e))?;
-        let round_trip = sent.elapsed();
-        let their = info
-            .system_time
-            .as_deref()
-            .and_then(parse_rfc3339)
-            .ok_or_else(|| {
-                OrchestratorError::Invalid(format!(
-                    "the engine at {} did not report its clock in a form benchctl reads ({:?})",
-                    self.endpoint.url(),
-                    info.system_time
-                ))
-            })?;
-        let ours = unix_seconds(before) + round_trip.as_secs_f64() / 2.0;
-        Ok(EngineFacts {
-            version,
-            api_version: self.api_version(),
-            cpus: info.ncpu.and_then(|n| u64::try_from(n).ok()).unwrap_or(0),
-            memory_bytes: info
-                .mem_total
-                .and_then(|n| u64::try_from(n).ok())
-                .unwrap_or(0),
-            kernel: info.kernel_version.unwrap_or_default(),
-            clock_offset_s: their - ours,
-            clock_uncertainty_s: round_trip.as_secs_f64() / 2.0,
-        })
-    }
-}
-
-fn unix_seconds(t: SystemTime) -> f64 {
+pub(crate) fn unix_seconds(t: SystemTime) -> f64 {
     match t.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(d) => d.as_secs_f64(),
         Err(e) => -e.duration().as_secs_f64(),
@@ -282,6 +243,19 @@ pub fn parse_rfc3339(text: &str) -> Option<f64> {
         time::OffsetDateTime::parse(text.trim(), &time::format_description::well_known::Rfc3339)
             .ok()?;
     Some(t.unix_timestamp() as f64 + f64::from(t.nanosecond()) / 1e9)
+}
+
+pub(crate) fn classify_connect_error(err: bollard::errors::Error) -> OrchestratorError {
+    match err {
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 400,
+            message,
+        } => OrchestratorError::ApiVersion { message },
+        bollard::errors::Error::APIVersionParseError {} => OrchestratorError::ApiVersion {
+            message: "the daemon reported no usable API version".to_string(),
+        },
+        other => OrchestratorError::Unreachable { source: other },
+    }
 }
 
 #[cfg(test)]

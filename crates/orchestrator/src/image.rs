@@ -17,16 +17,15 @@ pub use context::{
     context_hash, context_tag, dockerfile_bases, BuildSource, LABEL_SOURCE, SOURCE_IN_CONTEXT,
 };
 
+use crate::client::Orchestrator;
 use crate::error::{OrchestratorError, Result};
+use crate::labels::{LABEL_OWNER, LABEL_SERVER};
 use crate::logtail::{strip_ansi, Tail};
-use crate::{Orchestrator, LABEL_OWNER, LABEL_SERVER};
 use bollard::query_parameters::BuildImageOptionsBuilder;
 use futures_util::StreamExt;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -136,83 +135,9 @@ impl Orchestrator {
         }
 
         let context = context_tar(context_dir, source)?;
-        let log_file = create_log(log_path)?;
-        let mut log = std::io::BufWriter::new(log_file);
-        let mut tail = Tail::new();
-        let write_err = |e| OrchestratorError::io(format!("writing {}", log_path.display()), e);
-
-        let mut labels = HashMap::from([
-            (LABEL_OWNER.to_string(), "1".to_string()),
-            (LABEL_SERVER.to_string(), server.to_string()),
-        ]);
-        if let Some(src) = source {
-            labels.insert(LABEL_SOURCE.to_string(), src.sha256().to_string());
-        }
-        let options = BuildImageOptionsBuilder::default()
-            .dockerfile("Dockerfile")
-            .t(&tag)
-            // The engine's own default network (its bridge, behind NAT), never the host's: a
-            // build runs as root with the default capabilities (NET_RAW among them), and in the
-            // host's network namespace a RUN step could reach services on its loopback and
-            // capture its traffic. On the bridge it reaches package mirrors as any client
-            // does, and nothing of the host but what the network routes to it.
-            .networkmode(BUILD_NETWORK)
-            .rm(true)
-            .forcerm(true)
-            .labels(&labels)
-            .build();
-        let docker = self.patient();
-        let mut stream =
-            docker.build_image(options, None, Some(bollard::body_full(context.into())));
-
-        let mut failure: Option<String> = None;
-        let deadline = tokio::time::sleep(self.build_timeout);
-        tokio::pin!(deadline);
-        loop {
-            let item = tokio::select! {
-                item = stream.next() => item,
-                _ = &mut deadline => {
-                    failure = Some(format!("the build did not finish within {:?} and was abandoned", self.build_timeout));
-                    break;
-                }
-            };
-            let Some(item) = item else { break };
-            let text = match item {
-                Ok(info) => {
-                    let mut text = String::new();
-                    if let Some(s) = info.stream {
-                        text.push_str(&s);
-                    }
-                    if let Some(s) = info.status {
-                        text.push_str(&s);
-                        if let Some(p) = info.progress_detail.and_then(|p| p.current.zip(p.total)) {
-                            text.push_str(&format!(" {}/{}", p.0, p.1));
-                        }
-                        text.push('\n');
-                    }
-                    if let Some(msg) = info.error_detail.and_then(|d| d.message) {
-                        text.push_str(&format!("ERROR: {msg}\n"));
-                        failure.get_or_insert(msg);
-                    }
-                    text
-                }
-                Err(bollard::errors::Error::DockerStreamError { error }) => {
-                    let text = format!("ERROR: {error}\n");
-                    failure.get_or_insert(error);
-                    text
-                }
-                Err(e) => {
-                    let text = format!("ERROR: {e}\n");
-                    failure.get_or_insert(e.to_string());
-                    text
-                }
-            };
-            // The legacy builder colours a step's stderr red with ANSI escapes; the log is for reading.
-            let text = strip_ansi(&text);
-            log.write_all(text.as_bytes()).map_err(write_err)?;
-            tail.push(&text);
-        }
-        log.flush().map_err(write_err)?;
+        let (failure, tail) = self
+            .stream_build(server, &tag, context, source, log_path)
+            .await?;
 
         let id = match failure {
             None => self.image_id(&tag).await?,
@@ -241,6 +166,68 @@ impl Orchestrator {
                 })
             }
         }
+    }
+
+    /// Sends the build of `tag` to the engine and follows it to its end or the build timeout,
+    /// every message written to `log_path`: the first error (none when it succeeded) and the
+    /// log's last lines.
+    async fn stream_build(
+        &self,
+        server: &str,
+        tag: &str,
+        context: Vec<u8>,
+        source: Option<&BuildSource>,
+        log_path: &Path,
+    ) -> Result<(Option<String>, Tail)> {
+        let log_file = create_log(log_path)?;
+        let mut log = std::io::BufWriter::new(log_file);
+        let mut tail = Tail::new();
+        let write_err = |e| OrchestratorError::io(format!("writing {}", log_path.display()), e);
+
+        let mut labels = HashMap::from([
+            (LABEL_OWNER.to_string(), "1".to_string()),
+            (LABEL_SERVER.to_string(), server.to_string()),
+        ]);
+        if let Some(src) = source {
+            labels.insert(LABEL_SOURCE.to_string(), src.sha256().to_string());
+        }
+        let options = BuildImageOptionsBuilder::default()
+            .dockerfile("Dockerfile")
+            .t(tag)
+            // The engine's own default network (its bridge, behind NAT), never the host's: a
+            // build runs as root with the default capabilities (NET_RAW among them), and in the
+            // host's network namespace a RUN step could reach services on its loopback and
+            // capture its traffic. On the bridge it reaches package mirrors as any client
+            // does, and nothing of the host but what the network routes to it.
+            .networkmode(BUILD_NETWORK)
+            .rm(true)
+            .forcerm(true)
+            .labels(&labels)
+            .build();
+        let docker = self.patient();
+        let mut stream =
+            docker.build_image(options, None, Some(bollard::body_full(context.into())));
+
+        let mut failure: Option<String> = None;
+        let deadline = tokio::time::sleep(self.build_timeout);
+        tokio::pin!(deadline);
+        loop {
+            let item = tokio::select! {
+                item = stream.next() => item,
+                _ = &mut deadline => {
+                    failure = Some(format!("the build did not finish within {:?} and was abandoned", self.build_timeout));
+                    break;
+                }
+            };
+            let Some(item) = item else { break };
+            let text = build_output_text(item, &mut failure);
+            // The legacy builder colours a step's stderr red with ANSI escapes; the log is for reading.
+            let text = strip_ansi(&text);
+            log.write_all(text.as_bytes()).map_err(write_err)?;
+            tail.push(&text);
+        }
+        log.flush().map_err(write_err)?;
+        Ok((failure, tail))
     }
 
     /// The id and labels of a local image, or `None` if there is none by that name.
@@ -310,20 +297,8 @@ impl Orchestrator {
         if to.image_id(image).await?.as_deref() == Some(id.as_str()) {
             return Ok(shipped(false, 0));
         }
-        if to.image_id(&id).await?.is_some() {
-            if let Some((repo, tag)) = split_reference(image) {
-                let options = bollard::query_parameters::TagImageOptionsBuilder::default()
-                    .repo(repo)
-                    .tag(tag)
-                    .build();
-                to.docker
-                    .tag_image(&id, Some(options))
-                    .await
-                    .map_err(|e| OrchestratorError::docker(format!("tag {id} as {image}"), e))?;
-                if to.image_id(image).await?.as_deref() == Some(id.as_str()) {
-                    return Ok(shipped(false, 0));
-                }
-            }
+        if to.image_id(&id).await?.is_some() && to.tag_as(&id, image).await? {
+            return Ok(shipped(false, 0));
         }
         // An image made for another processor would arrive intact and not run there.
         let arch = to
@@ -340,6 +315,51 @@ impl Orchestrator {
             )));
         }
 
+        let (bytes, export_error, load_error) = self.transfer_image(to, image).await;
+        if let Some(e) = export_error {
+            return Err(failed(format!(
+                "reading it from this machine's engine failed after {bytes} bytes: {e}"
+            )));
+        }
+        if let Some(e) = load_error {
+            return Err(failed(format!(
+                "that engine did not load it ({bytes} bytes sent): {e}"
+            )));
+        }
+        match to.image_id(image).await? {
+            Some(there) if there == id => Ok(shipped(true, bytes)),
+            Some(there) => Err(failed(format!(
+                "it arrived as {there}, not as {id}, its id here: what was loaded is not this image, and it is not used"
+            ))),
+            None => Err(failed(format!(
+                "that engine loaded {bytes} bytes but has no image {image} after it"
+            ))),
+        }
+    }
+
+    /// Tags the image `id` of this engine as `image`; whether `image` names it after.
+    async fn tag_as(&self, id: &str, image: &str) -> Result<bool> {
+        let Some((repo, tag)) = split_reference(image) else {
+            return Ok(false);
+        };
+        let options = bollard::query_parameters::TagImageOptionsBuilder::default()
+            .repo(repo)
+            .tag(tag)
+            .build();
+        self.docker
+            .tag_image(id, Some(options))
+            .await
+            .map_err(|e| OrchestratorError::docker(format!("tag {id} as {image}"), e))?;
+        Ok(self.image_id(image).await?.as_deref() == Some(id))
+    }
+
+    /// Streams `image` from this engine's export into `to`'s import: the bytes sent, and the
+    /// first error of each side.
+    async fn transfer_image(
+        &self,
+        to: &Orchestrator,
+        image: &str,
+    ) -> (u64, Option<String>, Option<String>) {
         // The export is read as the load sends it: what is in flight is a few chunks. Its
         // error, if any, ends the upload early and is the cause reported.
         let sent = Arc::new(AtomicU64::new(0));
@@ -377,30 +397,11 @@ impl Orchestrator {
                 load_error.get_or_insert(m);
             }
         }
-        let bytes = sent.load(Ordering::Relaxed);
-        if let Some(e) = export_error
+        let export_error = export_error
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            return Err(failed(format!(
-                "reading it from this machine's engine failed after {bytes} bytes: {e}"
-            )));
-        }
-        if let Some(e) = load_error {
-            return Err(failed(format!(
-                "that engine did not load it ({bytes} bytes sent): {e}"
-            )));
-        }
-        match to.image_id(image).await? {
-            Some(there) if there == id => Ok(shipped(true, bytes)),
-            Some(there) => Err(failed(format!(
-                "it arrived as {there}, not as {id}, its id here: what was loaded is not this image, and it is not used"
-            ))),
-            None => Err(failed(format!(
-                "that engine loaded {bytes} bytes but has no image {image} after it"
-            ))),
-        }
+            .take();
+        (sent.load(Ordering::Relaxed), export_error, load_error)
     }
 
     /// Removes every tag of `benchctl/<server>` but `keep` (a whole tag, `benchctl/x:hash`),
@@ -502,6 +503,44 @@ fn summarize_failure(message: &str, log_tail: &[String]) -> String {
     }
 }
 
+/// One message of a build's stream as the log shows it; the first error it carries is kept in
+/// `failure`.
+fn build_output_text(
+    item: std::result::Result<bollard::models::BuildInfo, bollard::errors::Error>,
+    failure: &mut Option<String>,
+) -> String {
+    match item {
+        Ok(info) => {
+            let mut text = String::new();
+            if let Some(s) = info.stream {
+                text.push_str(&s);
+            }
+            if let Some(s) = info.status {
+                text.push_str(&s);
+                if let Some(p) = info.progress_detail.and_then(|p| p.current.zip(p.total)) {
+                    text.push_str(&format!(" {}/{}", p.0, p.1));
+                }
+                text.push('\n');
+            }
+            if let Some(msg) = info.error_detail.and_then(|d| d.message) {
+                text.push_str(&format!("ERROR: {msg}\n"));
+                failure.get_or_insert(msg);
+            }
+            text
+        }
+        Err(bollard::errors::Error::DockerStreamError { error }) => {
+            let text = format!("ERROR: {error}\n");
+            failure.get_or_insert(error);
+            text
+        }
+        Err(e) => {
+            let text = format!("ERROR: {e}\n");
+            failure.get_or_insert(e.to_string());
+            text
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -531,6 +570,7 @@ mod tests {
     }
 
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn a_reference_splits_into_repository_and_tag() {

@@ -14,10 +14,10 @@
 //! request goes to the server's own address: 127.0.0.1, or another engine's host), hashing the body as it streams so a 100 MB file is never held in
 //! memory, and records the Server header, which the results keep as the server's version.
 
+use crate::client::Orchestrator;
 use crate::container::ContainerGuard;
 use crate::error::{OrchestratorError, Result};
 use crate::logtail::TAIL_LINES;
-use crate::Orchestrator;
 use sha2::{Digest, Sha256};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};

@@ -14,9 +14,9 @@
 //! otherwise be charged for the file's cached pages.
 
 use crate::cgroup::Cgroup;
+use crate::client::Orchestrator;
 use crate::container::ContainerGuard;
 use crate::error::{OrchestratorError, Result};
-use crate::Orchestrator;
 use bollard::models::ContainerStatsResponse;
 use bollard::query_parameters::StatsOptionsBuilder;
 use bollard::Docker;

@@ -228,49 +228,10 @@ async fn an_engine_over_ssh_runs_a_server_as_over_tcp_and_a_wrong_key_fails_with
 /// A server on `remote` (host `h`'s engine): its image built there, documents uploaded,
 /// verified at that host's address, sampled, swept and removed three ways.
 async fn a_server_there(local: &Orchestrator, remote: &Orchestrator, h: &testhosts::TestHost) {
-    // The namespace has no way out to Debian's mirrors: its base image comes from here.
-    let base = busybox_image(local).await;
-    let t = Instant::now();
-    local.ship_image(remote, &base.tag).await.unwrap();
-    eprintln!(
-        "copied {} to {} in {:.1} s",
-        base.tag,
-        h.name,
-        t.elapsed().as_secs_f64()
-    );
-    // Built on that engine: the context travels through its API.
-    let ctx = common::context(&[(
-        "Dockerfile",
-        &format!(
-            "FROM {}\nUSER 65534:65534\nENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -v -p $BENCH_ADDR:$BENCH_PORT -h /srv/www\"]\n",
-            base.tag
-        ),
-    )]);
-    let logs = tempfile::tempdir().unwrap();
-    let image = remote
-        .build_image("test-remote", ctx.path(), &logs.path().join("remote.log"))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(local.image_id(&image.tag).await.unwrap().is_none());
+    let image = image_built_there(local, remote, h).await;
 
     let www = tempfile::tempdir().unwrap();
-    let hello = b"Hello, World!";
-    let big: Vec<u8> = (0..2_000_000u32).map(|i| (i * 13 % 251) as u8).collect();
-    std::fs::write(www.path().join("index.html"), hello).unwrap();
-    std::fs::create_dir(www.path().join("sub")).unwrap();
-    std::fs::write(www.path().join("sub/big.bin"), &big).unwrap();
-    let docs = [
-        ExpectedDoc {
-            url_path: "/index.html".to_string(),
-            length: hello.len() as u64,
-            sha256_hex: hex::encode(Sha256::digest(hello)),
-        },
-        ExpectedDoc {
-            url_path: "/sub/big.bin".to_string(),
-            length: big.len() as u64,
-            sha256_hex: hex::encode(Sha256::digest(&big)),
-        },
-    ];
+    let docs = documents_in(www.path());
 
     let run = run_id("remote");
     let address = IpAddr::V4(h.address);
@@ -320,13 +281,79 @@ async fn a_server_there(local: &Orchestrator, remote: &Orchestrator, h: &testhos
     assert_eq!(remote.gc_stale().await.unwrap(), 0);
     assert_eq!(labelled(remote).await.len(), 1);
 
+    removed_three_ways(remote, guard, &spec, &run).await;
+
+    certificate_served_there(remote, spec).await;
+}
+
+/// A busybox httpd image built on `remote`, from a base image shipped there from here.
+async fn image_built_there(
+    local: &Orchestrator,
+    remote: &Orchestrator,
+    h: &testhosts::TestHost,
+) -> orchestrator::BuiltImage {
+    // The namespace has no way out to Debian's mirrors: its base image comes from here.
+    let base = busybox_image(local).await;
+    let t = Instant::now();
+    local.ship_image(remote, &base.tag).await.unwrap();
+    eprintln!(
+        "copied {} to {} in {:.1} s",
+        base.tag,
+        h.name,
+        t.elapsed().as_secs_f64()
+    );
+    // Built on that engine: the context travels through its API.
+    let ctx = common::context(&[(
+        "Dockerfile",
+        &format!(
+            "FROM {}\nUSER 65534:65534\nENTRYPOINT [\"sh\", \"-c\", \"exec busybox httpd -f -v -p $BENCH_ADDR:$BENCH_PORT -h /srv/www\"]\n",
+            base.tag
+        ),
+    )]);
+    let logs = tempfile::tempdir().unwrap();
+    let image = remote
+        .build_image("test-remote", ctx.path(), &logs.path().join("remote.log"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(local.image_id(&image.tag).await.unwrap().is_none());
+    image
+}
+
+/// Two documents written into `www`, a small one and a 2 MB one in a subfolder.
+fn documents_in(www: &std::path::Path) -> [ExpectedDoc; 2] {
+    let hello = b"Hello, World!";
+    let big: Vec<u8> = (0..2_000_000u32).map(|i| (i * 13 % 251) as u8).collect();
+    std::fs::write(www.join("index.html"), hello).unwrap();
+    std::fs::create_dir(www.join("sub")).unwrap();
+    std::fs::write(www.join("sub/big.bin"), &big).unwrap();
+    [
+        ExpectedDoc {
+            url_path: "/index.html".to_string(),
+            length: hello.len() as u64,
+            sha256_hex: hex::encode(Sha256::digest(hello)),
+        },
+        ExpectedDoc {
+            url_path: "/sub/big.bin".to_string(),
+            length: big.len() as u64,
+            sha256_hex: hex::encode(Sha256::digest(&big)),
+        },
+    ]
+}
+
+/// The container of `guard` removed when dropped, then others in order and by a run's sweep.
+async fn removed_three_ways(
+    remote: &Orchestrator,
+    guard: orchestrator::ContainerGuard,
+    spec: &ContainerSpec,
+    run: &str,
+) {
     // Dropped: the guard reaches its own engine to remove it.
     let id = guard.id().to_string();
     drop(guard);
     assert!(labelled(remote).await.is_empty(), "{id} is still there");
 
     // And in order, with a second one.
-    let guard = remote.start(&spec).await.unwrap();
+    let guard = remote.start(spec).await.unwrap();
     remote
         .wait_ready(&guard, spec.port, "/index.html", Duration::from_secs(20))
         .await
@@ -334,18 +361,20 @@ async fn a_server_there(local: &Orchestrator, remote: &Orchestrator, h: &testhos
     guard.remove().await.unwrap();
     assert!(labelled(remote).await.is_empty());
     // A run's sweep from another thread reaches every engine named.
-    let leaked = remote.start(&spec).await.unwrap().leak();
+    let leaked = remote.start(spec).await.unwrap().leak();
     let removed = orchestrator::remove_run_blocking_on(
         &[Endpoint::Local, remote.endpoint().clone()],
-        &run,
+        run,
         Duration::from_secs(30),
     )
     .unwrap();
     assert_eq!(removed, 1, "{leaked}");
     assert!(labelled(remote).await.is_empty());
+}
 
-    // A certificate folder goes there as the documents do: served back from TLS_MOUNT here by
-    // the same httpd, byte for byte.
+/// A certificate folder goes there as the documents do: served back from TLS_MOUNT here by
+/// the same httpd, byte for byte.
+async fn certificate_served_there(remote: &Orchestrator, spec: ContainerSpec) {
     let tls = tempfile::tempdir().unwrap();
     let cert = b"-----BEGIN CERTIFICATE-----\nnot a real one\n-----END CERTIFICATE-----\n";
     std::fs::write(tls.path().join("cert.pem"), cert).unwrap();

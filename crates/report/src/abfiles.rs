@@ -10,8 +10,8 @@
 //!   (within 0.1%). With no timed request the file has its header line alone.
 //! - `-w`: text from the server (its Server header) and the document path are HTML-escaped.
 
-use crate::ab::{round_ms, AbOptions};
-use loadgen::stats::{nth_value, Measurement, Sample};
+use crate::ab::summary::{round_ms, AbOptions};
+use loadgen::stats::{nth_value, Measurement, Recorder, Sample};
 use std::fmt::Write as _;
 
 /// The `-e` file: `Percentage served,Time in ms`, then one line per percentage 0 to 100 with
@@ -123,43 +123,63 @@ fn escape(s: &str) -> String {
 /// (its Connection Times have min, avg and max of Connect, Processing and Total only, and
 /// its Processing row is Total's figure minus Connect's).
 pub fn render_html(m: &Measurement, opts: &AbOptions) -> String {
-    let (table, tr, td) = ("", "", "bgcolor=white");
     let timetaken = m.elapsed.as_micros() as f64 / 1_000_000.0;
-    let r = &m.rec;
     let mut o = String::new();
-    let row = |o: &mut String, th: &str, val: &str| {
-        let _ = writeln!(
-            o,
-            "<tr {tr}><th colspan=2 {td}>{th}</th><td colspan=2 {td}>{val}</td></tr>"
-        );
-    };
-    let _ = write!(o, "\n\n<table {table}>\n");
-    row(&mut o, "Server Software:", &escape(&m.server.software));
-    row(&mut o, "Server Hostname:", &escape(&m.server.hostname));
-    row(&mut o, "Server Port:", &m.server.port.to_string());
-    row(&mut o, "Document Path:", &escape(&m.server.path));
+    let _ = write!(o, "\n\n<table {HTML_TABLE}>\n");
+    html_server_rows(&mut o, m, opts);
+    html_count_rows(&mut o, m, opts, timetaken);
+    if timetaken != 0.0 {
+        html_rate_rows(&mut o, &m.rec, opts, timetaken);
+    }
+    html_connection_times(&mut o, &m.rec);
+    o.push_str("</table>\n");
+    o
+}
+
+/// ab's default attributes of the `-w` table, its rows and its cells.
+const HTML_TABLE: &str = "";
+const HTML_TR: &str = "";
+const HTML_TD: &str = "bgcolor=white";
+
+/// One heading and value row of the `-w` table.
+fn html_row(o: &mut String, th: &str, val: &str) {
+    let (tr, td) = (HTML_TR, HTML_TD);
+    let _ = writeln!(
+        o,
+        "<tr {tr}><th colspan=2 {td}>{th}</th><td colspan=2 {td}>{val}</td></tr>"
+    );
+}
+
+/// What was asked of which server: software, host, port, path, length, concurrency.
+fn html_server_rows(o: &mut String, m: &Measurement, opts: &AbOptions) {
+    html_row(o, "Server Software:", &escape(&m.server.software));
+    html_row(o, "Server Hostname:", &escape(&m.server.hostname));
+    html_row(o, "Server Port:", &m.server.port.to_string());
+    html_row(o, "Document Path:", &escape(&m.server.path));
     if opts.variable_length {
-        row(&mut o, "Document Length:", "Variable");
+        html_row(o, "Document Length:", "Variable");
     } else {
-        row(
-            &mut o,
+        html_row(
+            o,
             "Document Length:",
             &format!("{} bytes", m.server.document_length),
         );
     }
-    row(
-        &mut o,
-        "Concurrency Level:",
-        &m.settings.concurrency.to_string(),
-    );
-    row(
-        &mut o,
+    html_row(o, "Concurrency Level:", &m.settings.concurrency.to_string());
+}
+
+/// The time taken and the counts of requests, failures and bytes.
+fn html_count_rows(o: &mut String, m: &Measurement, opts: &AbOptions, timetaken: f64) {
+    let (tr, td) = (HTML_TR, HTML_TD);
+    let r = &m.rec;
+    html_row(
+        o,
         "Time taken for tests:",
         &format!("{timetaken:.3} seconds"),
     );
-    row(&mut o, "Complete requests:", &r.completed.to_string());
+    html_row(o, "Complete requests:", &r.completed.to_string());
     let failed = r.failures.total();
-    row(&mut o, "Failed requests:", &failed.to_string());
+    html_row(o, "Failed requests:", &failed.to_string());
     if failed > 0 {
         let _ = writeln!(
             o,
@@ -168,55 +188,55 @@ pub fn render_html(m: &Measurement, opts: &AbOptions) -> String {
         );
     }
     if r.non_2xx > 0 {
-        row(&mut o, "Non-2xx responses:", &r.non_2xx.to_string());
+        html_row(o, "Non-2xx responses:", &r.non_2xx.to_string());
     }
     if m.settings.keep_alive {
-        row(
-            &mut o,
+        html_row(
+            o,
             "Keep-Alive requests:",
             &r.keep_alive_requests.to_string(),
         );
     }
-    row(
-        &mut o,
-        "Total transferred:",
-        &format!("{} bytes", r.total_bytes),
+    html_row(o, "Total transferred:", &format!("{} bytes", r.total_bytes));
+    if opts.send_body {
+        html_row(o, "Total body sent:", &r.sent_bytes.to_string());
+    }
+    html_row(o, "HTML transferred:", &format!("{} bytes", r.body_bytes));
+}
+
+/// Requests per second and transfer rates, for a run that took any time.
+fn html_rate_rows(o: &mut String, r: &Recorder, opts: &AbOptions, timetaken: f64) {
+    let (tr, td) = (HTML_TR, HTML_TD);
+    html_row(
+        o,
+        "Requests per second:",
+        &format!("{:.2}", r.completed as f64 / timetaken),
+    );
+    html_row(
+        o,
+        "Transfer rate:",
+        &format!(
+            "{:.2} kb/s received",
+            r.total_bytes as f64 / 1024.0 / timetaken
+        ),
     );
     if opts.send_body {
-        row(&mut o, "Total body sent:", &r.sent_bytes.to_string());
-    }
-    row(
-        &mut o,
-        "HTML transferred:",
-        &format!("{} bytes", r.body_bytes),
-    );
-    if timetaken != 0.0 {
-        row(
-            &mut o,
-            "Requests per second:",
-            &format!("{:.2}", r.completed as f64 / timetaken),
-        );
-        row(
-            &mut o,
-            "Transfer rate:",
-            &format!(
-                "{:.2} kb/s received",
-                r.total_bytes as f64 / 1024.0 / timetaken
-            ),
-        );
-        if opts.send_body {
-            for (v, what) in [
-                (r.sent_bytes, "sent"),
-                (r.total_bytes + r.sent_bytes, "total"),
-            ] {
-                let _ = writeln!(
-                    o,
-                    "<tr {tr}><td colspan=2 {td}>&nbsp;</td><td colspan=2 {td}>{:.2} kb/s {what}</td></tr>",
-                    v as f64 / 1024.0 / timetaken
-                );
-            }
+        for (v, what) in [
+            (r.sent_bytes, "sent"),
+            (r.total_bytes + r.sent_bytes, "total"),
+        ] {
+            let _ = writeln!(
+                o,
+                "<tr {tr}><td colspan=2 {td}>&nbsp;</td><td colspan=2 {td}>{:.2} kb/s {what}</td></tr>",
+                v as f64 / 1024.0 / timetaken
+            );
         }
     }
+}
+
+/// Connection Times: min, avg and max of Connect, Processing and Total, as ab computes them.
+fn html_connection_times(o: &mut String, r: &Recorder) {
+    let (tr, td) = (HTML_TR, HTML_TD);
     let (con, tot) = (&r.moments.connect, &r.moments.total);
     let count = tot.count as i64;
     if count > 0 {
@@ -250,8 +270,6 @@ pub fn render_html(m: &Measurement, opts: &AbOptions) -> String {
             );
         }
     }
-    o.push_str("</table>\n");
-    o
 }
 
 #[cfg(test)]

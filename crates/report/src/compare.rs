@@ -22,54 +22,17 @@
 //! builds or starts) also fails the comparison: a nightly job must not go green by losing a
 //! server.
 
+pub(crate) mod metric;
+
+use metric::verdict;
+pub use metric::{compare_metric, MetricComparison, Verdict, ALPHA};
+
 use crate::record::RunRecord;
-use crate::stats::{self, GroupStats, Metric, Summary};
+use crate::stats::{self, GroupStats, Metric};
 use serde::Serialize;
 
 /// The threshold the CLI uses when none is given: 5%.
 pub const DEFAULT_THRESHOLD: f64 = 0.05;
-/// Significance level of the test.
-pub const ALPHA: f64 = 0.05;
-
-/// How the current run compares with the baseline on one metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Better,
-    Same,
-    Worse,
-    /// Beyond the threshold, but no test could say whether the move is more than noise (a side
-    /// has a single round): neither better nor worse, and no regression.
-    NotTested,
-}
-
-impl Verdict {
-    pub fn label(self) -> &'static str {
-        match self {
-            Verdict::Better => "better",
-            Verdict::Same => "same",
-            Verdict::Worse => "worse",
-            Verdict::NotTested => "not tested",
-        }
-    }
-}
-
-/// One metric of one (server, document) in both runs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MetricComparison {
-    pub metric: Metric,
-    pub baseline: Summary,
-    pub current: Summary,
-    /// (current − baseline) / baseline of the medians; infinite when the baseline is 0 and the
-    /// current is not.
-    pub change: f64,
-    /// Welch's two-sided p-value; `None` when a side has a single round.
-    pub p_value: Option<f64>,
-    pub verdict: Verdict,
-    /// Why the verdict is what it is, when the numbers alone do not say ("within noise",
-    /// "1 run: not tested for significance").
-    pub note: Option<String>,
-}
 
 /// All metrics of one server serving one document.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -188,27 +151,6 @@ pub fn compare(baseline: &RunRecord, current: &RunRecord, threshold: f64) -> Com
     }
 }
 
-/// The verdict on one metric.
-pub fn compare_metric(
-    metric: Metric,
-    baseline: &Summary,
-    current: &Summary,
-    threshold: f64,
-) -> MetricComparison {
-    let change = relative_change(baseline.median, current.median);
-    let p_value = stats::welch_t_test(&baseline.values, &current.values);
-    let (verdict, note) = verdict(metric, change, p_value, threshold);
-    MetricComparison {
-        metric,
-        baseline: baseline.clone(),
-        current: current.clone(),
-        change,
-        p_value,
-        verdict,
-        note,
-    }
-}
-
 /// Replaces every p-value with its Holm-adjusted value across the whole comparison and
 /// re-derives the verdicts from them.
 fn holm_adjust(groups: &mut [GroupComparison], threshold: f64) {
@@ -237,57 +179,10 @@ fn holm_adjust(groups: &mut [GroupComparison], threshold: f64) {
     }
 }
 
-/// The verdict and its note from a change, its p-value (None: untestable) and the threshold.
-fn verdict(
-    metric: Metric,
-    change: f64,
-    p_value: Option<f64>,
-    threshold: f64,
-) -> (Verdict, Option<String>) {
-    // Positive when the move is for the better.
-    let goodness = if metric.higher_is_better() {
-        change
-    } else {
-        -change
-    };
-    let beyond = goodness.abs() > threshold;
-    let direction = if goodness > 0.0 {
-        Verdict::Better
-    } else {
-        Verdict::Worse
-    };
-    match (beyond, p_value) {
-        (false, None) => (
-            Verdict::Same,
-            Some("1 run: not tested for significance".to_string()),
-        ),
-        (false, Some(_)) => (Verdict::Same, None),
-        (true, Some(p)) if p < ALPHA => (direction, None),
-        (true, Some(p)) => (Verdict::Same, Some(format!("within noise, p = {p:.2}"))),
-        (true, None) => (
-            Verdict::NotTested,
-            Some(format!("1 run: {} beyond the threshold", direction.label())),
-        ),
-    }
-}
-
-fn relative_change(base: f64, cur: f64) -> f64 {
-    if base == cur {
-        0.0
-    } else if base == 0.0 {
-        if cur > 0.0 {
-            f64::INFINITY
-        } else {
-            f64::NEG_INFINITY
-        }
-    } else {
-        (cur - base) / base.abs()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::Summary;
 
     fn s(v: &[f64]) -> Summary {
         Summary::of(v)

@@ -9,31 +9,28 @@
 mod comparison;
 mod doc_charts;
 mod filters;
+mod loads;
+mod numbers;
 mod rows;
-mod table;
+pub(crate) mod table;
 use comparison::{comparison_context, paired_context};
 use doc_charts::{doc_charts, DocCharts};
 pub(crate) use filters::md_escape;
 use filters::{md_cell_filter, md_code_filter, pad_filter};
+use loads::{group_loads, hist_error};
+pub(crate) use numbers::f;
 use rows::{head_to_head_table, notes, row, Row};
 pub(crate) use rows::{share_text, summary_lines};
-pub(crate) use table::{Column, TextTable};
+use table::TextTable;
 
-use crate::ab::{self, AbOptions, AbSummary};
-use crate::charts::{
-    self, BarChart, BarInput, LineChart, SeriesInput, ShadeInput, TimeChart, TimeLineInput,
-};
-use crate::compare::{Comparison, Verdict};
+use crate::ab::summary::{self as ab, AbOptions, AbSummary};
+use crate::charts;
+use crate::compare::Comparison;
 use crate::error::ReportError;
-use crate::paired::{PairedComparison, PairedVerdict};
+use crate::paired::PairedComparison;
 use crate::record::{LoadRecord, RunRecord, ServerStatus};
-use crate::stats::{self, GroupStats, Metric, Summary};
-use hdrhistogram::Histogram;
-use loadgen::stats::Timer;
-use loadgen::steady::{Pattern, Point};
-use loadgen::Note;
+use crate::stats::{self, GroupStats, Metric};
 use serde::Serialize;
-use std::collections::HashMap;
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::OnceLock;
@@ -358,25 +355,6 @@ pub fn render_comparison(
     Renderer::new(templates)?.render_comparison(cmp, format)
 }
 
-fn hist_error(l: &LoadRecord, detail: &str) -> ReportError {
-    ReportError::Histogram {
-        server: l.server.clone(),
-        document: l.document.clone(),
-        round: l.round,
-        detail: detail.to_string(),
-    }
-}
-
-fn group_loads<'a>(record: &'a RunRecord, server: &str, doc: &str) -> Vec<&'a LoadRecord> {
-    let mut v: Vec<&LoadRecord> = record
-        .loads
-        .iter()
-        .filter(|l| l.server == server && l.document == doc)
-        .collect();
-    v.sort_by_key(|l| l.round);
-    v
-}
-
 /// The round whose requests/s is the median (the lower middle one for an even count), so the
 /// ab block shown is a typical round rather than the first or the best.
 fn median_round<'a>(loads: &[&'a LoadRecord]) -> (&'a LoadRecord, String) {
@@ -403,29 +381,6 @@ fn median_round<'a>(loads: &[&'a LoadRecord]) -> (&'a LoadRecord, String) {
 fn short_id(id: &str) -> &str {
     let hex = id.strip_prefix("sha256:").unwrap_or(id);
     &hex[..hex.len().min(12)]
-}
-
-// ---------------------------------------------------------------------------------------------
-// Number formatting: fixed decimals, so output never depends on float printing subtleties.
-
-pub(crate) fn f(v: f64, decimals: usize) -> String {
-    if v.is_finite() {
-        format!("{v:.decimals$}")
-    } else {
-        "-".to_string()
-    }
-}
-
-fn median_or_dash(s: Option<&Summary>, decimals: usize) -> String {
-    s.map_or_else(|| "-".to_string(), |s| f(s.median, decimals))
-}
-
-/// The posts' "1.66x".
-fn ratio(v: f64, reference: Option<f64>) -> String {
-    match reference {
-        Some(r) if r > 0.0 => format!("{:.2}x", v / r),
-        _ => "-".to_string(),
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

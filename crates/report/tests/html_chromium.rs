@@ -351,75 +351,7 @@ fn html_report_charts_render_in_chromium() {
     );
     std::fs::write(work.join("report.dom.html"), &dom).unwrap();
 
-    let charts = svgs(&dom);
-    let mut by_id: BTreeMap<String, String> = BTreeMap::new();
-    for (di, (doc, servers)) in docs.iter().enumerate() {
-        for kind in CHART_KINDS {
-            let id = format!("{kind}-{di}");
-            let (attrs, inner) = charts
-                .iter()
-                .find(|(a, _)| a.get("id") == Some(&id))
-                .unwrap_or_else(|| panic!("no <svg id=\"{id}\"> ({kind} chart of {doc})"));
-            assert_eq!(attrs.get("data-chart").map(String::as_str), Some(kind));
-            assert!(
-                attrs.get("aria-label").is_some_and(|l| l.ends_with(doc)),
-                "{id}: {attrs:?}"
-            );
-            by_id.insert(id.clone(), kind.to_string());
-            match kind {
-                "latency" => {
-                    let curves = start_tags(inner, "polyline");
-                    assert_eq!(curves.len(), servers.len(), "{id}: one curve per server");
-                    for c in &curves {
-                        let pts: Vec<(f64, f64)> = c["points"]
-                            .split_whitespace()
-                            .map(|p| {
-                                let (x, y) = p.split_once(',').unwrap();
-                                (x.parse().unwrap(), y.parse().unwrap())
-                            })
-                            .collect();
-                        assert!(pts.len() >= 5, "{id}: a curve of {} points", pts.len());
-                        assert!(span(pts.iter().map(|p| p.0)) > 100.0, "{id}: {pts:?}");
-                        assert!(span(pts.iter().map(|p| p.1)) > 0.0, "{id}: a flat curve");
-                    }
-                    for s in servers {
-                        assert!(inner.contains(&format!("<title>{s}</title>")), "{id}: {s}");
-                    }
-                }
-                _ => {
-                    let bars = start_tags(inner, "rect");
-                    assert_eq!(bars.len(), servers.len(), "{id}: one bar per server");
-                    for b in &bars {
-                        assert!(
-                            num(b, "width") > 0.0 && num(b, "height") > 0.0,
-                            "{id}: {b:?}"
-                        );
-                        assert!(b.get("fill").is_some_and(|f| f.starts_with('#')));
-                    }
-                    for s in servers {
-                        assert!(
-                            inner.contains(&format!("<title>{s}: ")),
-                            "{id}: no bar for {s}"
-                        );
-                    }
-                    if kind == "rps" {
-                        // Three rounds: a CI whisker (stem and two caps) over every bar.
-                        let whiskers = start_tags(inner, "line")
-                            .into_iter()
-                            .filter(|l| l.get("class").map(String::as_str) == Some("whisker"))
-                            .count();
-                        assert_eq!(whiskers, 3 * servers.len(), "{id}: CI whiskers");
-                    }
-                }
-            }
-        }
-    }
-    let all_ids: BTreeSet<&String> = charts.iter().filter_map(|(a, _)| a.get("id")).collect();
-    assert_eq!(
-        all_ids,
-        by_id.keys().collect::<BTreeSet<_>>(),
-        "charts beyond the expected ones"
-    );
+    let by_id = check_charts(&dom, &docs);
 
     // 2. Self-contained: nothing to fetch, and nothing to run.
     let external = external_references(&dom);
@@ -439,7 +371,116 @@ fn html_report_charts_render_in_chromium() {
             file_url(&work.join("probe.html")),
         ],
     );
-    let laid = parse_layout(&probe_dom);
+    check_layout(&probe_dom, &docs, &by_id);
+
+    // 4. A screenshot, as an artifact to look at.
+    let png = work.join("report.png");
+    run_chromium(
+        &chromium,
+        &work,
+        "screenshot",
+        &[
+            format!("--screenshot={}", png.display()),
+            "--window-size=1280,2000".into(),
+            "--hide-scrollbars".into(),
+            file_url(&page),
+        ],
+    );
+    check_screenshot(&png);
+    println!("screenshot: {}", png.display());
+    println!("page: {}", page.display());
+}
+
+/// The charts in the DOM Chromium parsed: the expected ones of each document (`docs`, with
+/// their servers), each with its marks, and no others. Returns the kind of chart by id.
+fn check_charts(dom: &str, docs: &[(String, BTreeSet<String>)]) -> BTreeMap<String, String> {
+    let charts = svgs(dom);
+    let mut by_id: BTreeMap<String, String> = BTreeMap::new();
+    for (di, (doc, servers)) in docs.iter().enumerate() {
+        for kind in CHART_KINDS {
+            let id = format!("{kind}-{di}");
+            let (attrs, inner) = charts
+                .iter()
+                .find(|(a, _)| a.get("id") == Some(&id))
+                .unwrap_or_else(|| panic!("no <svg id=\"{id}\"> ({kind} chart of {doc})"));
+            assert_eq!(attrs.get("data-chart").map(String::as_str), Some(kind));
+            assert!(
+                attrs.get("aria-label").is_some_and(|l| l.ends_with(doc)),
+                "{id}: {attrs:?}"
+            );
+            by_id.insert(id.clone(), kind.to_string());
+            match kind {
+                "latency" => check_latency_chart(&id, inner, servers),
+                _ => check_bar_chart(&id, kind, inner, servers),
+            }
+        }
+    }
+    let all_ids: BTreeSet<&String> = charts.iter().filter_map(|(a, _)| a.get("id")).collect();
+    assert_eq!(
+        all_ids,
+        by_id.keys().collect::<BTreeSet<_>>(),
+        "charts beyond the expected ones"
+    );
+    by_id
+}
+
+/// A latency chart: one curve per server, spread over the chart, each named.
+fn check_latency_chart(id: &str, inner: &str, servers: &BTreeSet<String>) {
+    let curves = start_tags(inner, "polyline");
+    assert_eq!(curves.len(), servers.len(), "{id}: one curve per server");
+    for c in &curves {
+        let pts: Vec<(f64, f64)> = c["points"]
+            .split_whitespace()
+            .map(|p| {
+                let (x, y) = p.split_once(',').unwrap();
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect();
+        assert!(pts.len() >= 5, "{id}: a curve of {} points", pts.len());
+        assert!(span(pts.iter().map(|p| p.0)) > 100.0, "{id}: {pts:?}");
+        assert!(span(pts.iter().map(|p| p.1)) > 0.0, "{id}: a flat curve");
+    }
+    for s in servers {
+        assert!(inner.contains(&format!("<title>{s}</title>")), "{id}: {s}");
+    }
+}
+
+/// A bar chart: one bar per server, with area and colour, each named; the requests/s chart
+/// with its whiskers.
+fn check_bar_chart(id: &str, kind: &str, inner: &str, servers: &BTreeSet<String>) {
+    let bars = start_tags(inner, "rect");
+    assert_eq!(bars.len(), servers.len(), "{id}: one bar per server");
+    for b in &bars {
+        assert!(
+            num(b, "width") > 0.0 && num(b, "height") > 0.0,
+            "{id}: {b:?}"
+        );
+        assert!(b.get("fill").is_some_and(|f| f.starts_with('#')));
+    }
+    for s in servers {
+        assert!(
+            inner.contains(&format!("<title>{s}: ")),
+            "{id}: no bar for {s}"
+        );
+    }
+    if kind == "rps" {
+        // Three rounds: a CI whisker (stem and two caps) over every bar.
+        let whiskers = start_tags(inner, "line")
+            .into_iter()
+            .filter(|l| l.get("class").map(String::as_str) == Some("whisker"))
+            .count();
+        assert_eq!(whiskers, 3 * servers.len(), "{id}: CI whiskers");
+    }
+}
+
+/// What the browser laid out (the probe page's DOM): each chart has a box, and its marks
+/// have area.
+fn check_layout(
+    probe_dom: &str,
+    docs: &[(String, BTreeSet<String>)],
+    by_id: &BTreeMap<String, String>,
+) {
+    let laid = parse_layout(probe_dom);
     assert_eq!(
         laid.keys().collect::<BTreeSet<_>>(),
         by_id.keys().collect::<BTreeSet<_>>()
@@ -460,21 +501,11 @@ fn html_report_charts_render_in_chromium() {
             assert_eq!(l.rects, servers, "{id}: bars drawn: {l:?}");
         }
     }
+}
 
-    // 4. A screenshot, as an artifact to look at.
-    let png = work.join("report.png");
-    run_chromium(
-        &chromium,
-        &work,
-        "screenshot",
-        &[
-            format!("--screenshot={}", png.display()),
-            "--window-size=1280,2000".into(),
-            "--hide-scrollbars".into(),
-            file_url(&page),
-        ],
-    );
-    let bytes = std::fs::read(&png).expect("chromium wrote no screenshot");
+/// The screenshot is a PNG of the window's size, and not a blank one.
+fn check_screenshot(png: &Path) {
+    let bytes = std::fs::read(png).expect("chromium wrote no screenshot");
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
     let dim = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
     assert_eq!((dim(16), dim(20)), (1280, 2000), "screenshot size");
@@ -483,8 +514,6 @@ fn html_report_charts_render_in_chromium() {
         "a blank screenshot? {} bytes",
         bytes.len()
     );
-    println!("screenshot: {}", png.display());
-    println!("page: {}", page.display());
 }
 
 #[test]

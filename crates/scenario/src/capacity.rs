@@ -4,8 +4,8 @@
 //! latency stays within the limit; this is what it is asked.
 
 use crate::error::Diagnostics;
-use crate::raw::RawCapacity;
 use crate::units::parse_duration;
+use serde::Deserialize;
 use serde_spanned::Spanned;
 use std::fmt;
 use std::str::FromStr;
@@ -212,11 +212,66 @@ impl CapacitySpec {
     }
 }
 
+/// `[capacity]`: one latency target (exactly one of the percentile keys) and the search's
+/// bounds.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCapacity {
+    /// Latency limits, e.g. `"10ms"`; exactly one of them.
+    pub p50: Option<Spanned<String>>,
+    pub p90: Option<Spanned<String>>,
+    pub p99: Option<Spanned<String>>,
+    #[serde(rename = "p99.9")]
+    pub p99_9: Option<Spanned<String>>,
+    /// Each step's measured window (default `"2s"`).
+    pub step: Option<Spanned<String>>,
+    /// Load before each step's window, not counted (default `"500ms"`).
+    pub warmup: Option<Spanned<String>>,
+    /// Most steps per server and document (default 12).
+    pub max_steps: Option<Spanned<i64>>,
+    /// Most time per server and document (default `"40s"`).
+    pub budget: Option<Spanned<String>>,
+    /// First rate tried, requests/s (default: half the closed-loop requests/s).
+    pub start: Option<Spanned<f64>>,
+}
+
 /// Checks a `[capacity]` table, reporting every mistake at its position; `None` when it has
 /// any.
 pub(crate) fn check(d: &mut Diagnostics, table: &Spanned<RawCapacity>) -> Option<CapacitySpec> {
     let raw = table.get_ref();
+    let target = check_target(d, table);
     let mut ok = true;
+    let (step, warmup, budget) = check_durations(d, raw, &mut ok);
+    let max_steps = check_max_steps(d, raw, &mut ok);
+    if let Some(v) = &raw.budget {
+        if budget < warmup + step {
+            d.error(
+                v.span(),
+                format!(
+                    "a budget of {} leaves no room for one step ({} of warm-up and {} measured; raise budget)",
+                    describe_duration(budget),
+                    describe_duration(warmup),
+                    describe_duration(step)
+                ),
+            );
+            ok = false;
+        }
+    }
+    let start = check_start(d, raw, &mut ok);
+    let target = target?;
+    ok.then_some(CapacitySpec {
+        target,
+        step,
+        warmup,
+        max_steps,
+        budget,
+        start,
+    })
+}
+
+/// The table's one latency target: exactly one percentile key, with a latency as its value.
+fn check_target(d: &mut Diagnostics, table: &Spanned<RawCapacity>) -> Option<CapacityTarget> {
+    let raw = table.get_ref();
     let given: Vec<(Percentile, &Spanned<String>)> = [
         (Percentile::P50, &raw.p50),
         (Percentile::P90, &raw.p90),
@@ -226,25 +281,22 @@ pub(crate) fn check(d: &mut Diagnostics, table: &Spanned<RawCapacity>) -> Option
     .into_iter()
     .filter_map(|(p, v)| v.as_ref().map(|v| (p, v)))
     .collect();
-    let mut target = None;
     match given.as_slice() {
         [] => {
             d.error(
                 table.span(),
                 "[capacity] names no latency target (add one percentile and its limit, e.g. p99 = \"10ms\")",
             );
-            ok = false;
+            None
         }
         [(p, v)] => match parse_latency(v.get_ref()) {
-            Ok(latency) => {
-                target = Some(CapacityTarget {
-                    percentile: *p,
-                    latency,
-                })
-            }
+            Ok(latency) => Some(CapacityTarget {
+                percentile: *p,
+                latency,
+            }),
             Err(msg) => {
                 d.error(v.span(), format!("bad {p}: {msg}"));
-                ok = false;
+                None
             }
         },
         [(first, _), rest @ ..] => {
@@ -254,9 +306,17 @@ pub(crate) fn check(d: &mut Diagnostics, table: &Spanned<RawCapacity>) -> Option
                     format!("[capacity] has a second latency target, {p}, besides {first} (keep one: a search holds a server to one percentile)"),
                 );
             }
-            ok = false;
+            None
         }
     }
+}
+
+/// `step`, `warmup` and `budget`, each its default when not given or not readable.
+fn check_durations(
+    d: &mut Diagnostics,
+    raw: &RawCapacity,
+    ok: &mut bool,
+) -> (Duration, Duration, Duration) {
     let mut duration = |value: &Option<Spanned<String>>, key: &str, default: Duration| {
         let Some(v) = value else {
             return default;
@@ -265,7 +325,7 @@ pub(crate) fn check(d: &mut Diagnostics, table: &Spanned<RawCapacity>) -> Option
             Ok(t) => t,
             Err(msg) => {
                 d.error(v.span(), format!("bad {key}: {msg}"));
-                ok = false;
+                *ok = false;
                 default
             }
         }
@@ -282,65 +342,46 @@ pub(crate) fn check(d: &mut Diagnostics, table: &Spanned<RawCapacity>) -> Option
                     describe_duration(MIN_STEP)
                 ),
             );
-            ok = false;
+            *ok = false;
         }
     }
-    let max_steps = match &raw.max_steps {
-        None => DEFAULT_MAX_STEPS,
-        Some(v) => match u32::try_from(*v.get_ref()) {
-            Ok(n) if (1..=MAX_STEPS).contains(&n) => n,
-            _ => {
-                d.error(
-                    v.span(),
-                    format!(
-                        "max_steps must be a whole number from 1 to {MAX_STEPS}, not {}",
-                        v.get_ref()
-                    ),
-                );
-                ok = false;
-                DEFAULT_MAX_STEPS
-            }
-        },
+    (step, warmup, budget)
+}
+
+/// `max_steps`: 1 to [`MAX_STEPS`].
+fn check_max_steps(d: &mut Diagnostics, raw: &RawCapacity, ok: &mut bool) -> u32 {
+    let Some(v) = &raw.max_steps else {
+        return DEFAULT_MAX_STEPS;
     };
-    if let Some(v) = &raw.budget {
-        if budget < warmup + step {
+    match u32::try_from(*v.get_ref()) {
+        Ok(n) if (1..=MAX_STEPS).contains(&n) => n,
+        _ => {
             d.error(
                 v.span(),
                 format!(
-                    "a budget of {} leaves no room for one step ({} of warm-up and {} measured; raise budget)",
-                    describe_duration(budget),
-                    describe_duration(warmup),
-                    describe_duration(step)
+                    "max_steps must be a whole number from 1 to {MAX_STEPS}, not {}",
+                    v.get_ref()
                 ),
             );
-            ok = false;
+            *ok = false;
+            DEFAULT_MAX_STEPS
         }
     }
-    let start = match &raw.start {
-        None => None,
-        Some(v) => {
-            let r = *v.get_ref();
-            if r.is_finite() && r > 0.0 {
-                Some(r)
-            } else {
-                d.error(
-                    v.span(),
-                    format!("start must be a positive number of requests per second, not {r} (remove it to start from half the closed-loop requests/s)"),
-                );
-                ok = false;
-                None
-            }
-        }
-    };
-    let target = target?;
-    ok.then_some(CapacitySpec {
-        target,
-        step,
-        warmup,
-        max_steps,
-        budget,
-        start,
-    })
+}
+
+/// `start`: a positive rate, if given.
+fn check_start(d: &mut Diagnostics, raw: &RawCapacity, ok: &mut bool) -> Option<f64> {
+    let v = raw.start.as_ref()?;
+    let r = *v.get_ref();
+    if r.is_finite() && r > 0.0 {
+        return Some(r);
+    }
+    d.error(
+        v.span(),
+        format!("start must be a positive number of requests per second, not {r} (remove it to start from half the closed-loop requests/s)"),
+    );
+    *ok = false;
+    None
 }
 
 #[cfg(test)]

@@ -7,8 +7,10 @@
 pub mod capacity;
 pub mod documents;
 mod error;
+mod hash;
 pub mod kinds;
 pub mod manifest;
+mod options;
 mod plan;
 mod raw;
 pub mod units;
@@ -17,18 +19,19 @@ mod validate;
 pub use capacity::{CapacitySpec, CapacityTarget, Percentile};
 pub use documents::{materialize, MaterializeError, MaterializedDoc};
 pub use error::{escape_controls, Diagnostic, ScenarioError};
+pub use hash::sha256_hex;
 pub use kinds::{Kind, Kinds};
 pub use manifest::{Manifest, OptionDecl, OptionType, VersionHeader};
+pub use options::OptionValue;
 pub use plan::{
     Coalesce, CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, HostImages, HostSpec, HostUrl,
-    ImageSource, LoadSpec, OptionValue, Plan, ServerSpec, SourceFile, TlsKey,
+    ImageSource, LoadSpec, Plan, ServerSpec, SourceFile, TlsKey,
 };
 pub use validate::{
     DEFAULT_LOADGEN_CPUS, DEFAULT_MEMORY, DEFAULT_SERVER_CPUS, DEFAULT_TIMEOUT, MAX_CONCURRENCY,
     MAX_STREAMS, MIN_MEMORY, MIN_SERVER_SHARE,
 };
 
-use sha2::{Digest, Sha256};
 use std::path::Path;
 
 /// Reads and validates a scenario file with the server kinds around it ([`Kinds::around`]).
@@ -111,9 +114,4 @@ fn toml_message(message: &str) -> String {
         "fix the TOML syntax"
     };
     format!("{message} ({hint})")
-}
-
-/// Lowercase hex SHA-256, the form results and verification use.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }

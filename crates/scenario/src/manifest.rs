@@ -35,7 +35,8 @@
 //! Errors come with file, line and column, as a scenario's do.
 
 use crate::error::{Diagnostics, ScenarioError};
-use crate::plan::OptionValue;
+use crate::options::OptionValue;
+pub use crate::options::{OptionDecl, OptionType};
 use crate::units::parse_size;
 use serde::Deserialize;
 use serde_spanned::Spanned;
@@ -109,49 +110,6 @@ pub struct TmpfsNeed {
     pub exec: bool,
 }
 
-/// One scenario option of a kind: a key its `[[server]]` tables may set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OptionDecl {
-    pub typ: OptionType,
-    /// The environment variable the option's value is passed in.
-    pub env: String,
-    /// A server of this kind must set it.
-    pub required: bool,
-    /// The value when a server does not set it.
-    pub default: Option<OptionValue>,
-    /// Sizes only: the value must exceed the scenario's largest document.
-    pub exceeds_largest_document: bool,
-    /// Sizes only: the value must be below the server's memory limit.
-    pub below_memory: bool,
-    /// What it is, for errors and `benchctl servers`.
-    pub help: String,
-}
-
-/// The type of a kind's option.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OptionType {
-    /// The name of another server of the scenario, started first; passed as its `HOST:PORT`.
-    Server,
-    /// A byte count (`468`, `"256m"`); passed as whole KiB (`262144k`).
-    Size,
-    Integer,
-    String,
-    /// Passed as `true` or `false`.
-    Bool,
-}
-
-impl OptionType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OptionType::Server => "server",
-            OptionType::Size => "size",
-            OptionType::Integer => "integer",
-            OptionType::String => "string",
-            OptionType::Bool => "bool",
-        }
-    }
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawManifest {
@@ -213,87 +171,10 @@ pub const SERVER_KEYS: &[&str] = &[
 ];
 
 fn check_option(d: &mut Diagnostics, name: &Spanned<String>, o: &RawOption) -> Option<OptionDecl> {
-    let n = name.get_ref();
-    let valid_name = !n.is_empty()
-        && n.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-    if !valid_name {
-        d.error(
-            name.span(),
-            format!("option name `{n}` may only use a-z, 0-9 and _ (it is a scenario key)"),
-        );
-    } else if SERVER_KEYS.contains(&n.as_str()) {
-        d.error(
-            name.span(),
-            format!(
-                "option `{n}` would shadow the [[server]] key of that name (choose another name)"
-            ),
-        );
-    }
-    let typ = match o.typ.get_ref().as_str() {
-        "server" => OptionType::Server,
-        "size" => OptionType::Size,
-        "integer" => OptionType::Integer,
-        "string" => OptionType::String,
-        "bool" => OptionType::Bool,
-        other => {
-            d.error(
-                o.typ.span(),
-                format!("option type `{other}` is not one benchctl knows (use server, size, integer, string or bool)"),
-            );
-            return None;
-        }
-    };
-    let env = o.env.get_ref();
-    let valid_env = !env.is_empty()
-        && env
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-        && !env.as_bytes()[0].is_ascii_digit();
-    if !valid_env {
-        d.error(
-            o.env.span(),
-            format!("env `{env}` is not an environment variable name (use A-Z, 0-9 and _)"),
-        );
-    } else if env == "BENCH_PORT" || env == "BENCH_ADDR" {
-        d.error(
-            o.env.span(),
-            format!("{env} is set by benchctl itself (choose another variable)"),
-        );
-    }
-    let default = match &o.default {
-        None => None,
-        Some(v) => {
-            let value = match (typ, v.get_ref()) {
-                (OptionType::Size, toml::Value::Integer(n)) => {
-                    u64::try_from(*n).ok().map(OptionValue::Size)
-                }
-                (OptionType::Size, toml::Value::String(t)) => {
-                    parse_size(t).ok().map(OptionValue::Size)
-                }
-                (OptionType::Integer, toml::Value::Integer(n)) => Some(OptionValue::Integer(*n)),
-                (OptionType::String, toml::Value::String(t)) => Some(OptionValue::Text(t.clone())),
-                (OptionType::Bool, toml::Value::Boolean(b)) => Some(OptionValue::Bool(*b)),
-                _ => None,
-            };
-            if value.is_none() {
-                d.error(
-                    v.span(),
-                    format!(
-                        "default `{}` is not a {} value{}",
-                        v.get_ref(),
-                        typ.as_str(),
-                        if typ == OptionType::Server {
-                            " (a server option has no default: it names another server)"
-                        } else {
-                            ""
-                        }
-                    ),
-                );
-            }
-            value
-        }
-    };
+    check_option_name(d, name);
+    let typ = option_type(d, &o.typ)?;
+    check_option_env(d, &o.env);
+    let default = o.default.as_ref().and_then(|v| option_default(d, typ, v));
     let size_only = |d: &mut Diagnostics, key: &str, v: &Spanned<String>, want: &str| {
         if typ != OptionType::Size {
             d.error(v.span(), format!("`{key}` is only for size options"));
@@ -321,13 +202,108 @@ fn check_option(d: &mut Diagnostics, name: &Spanned<String>, o: &RawOption) -> O
         .is_some_and(|v| size_only(d, "below", v, "memory"));
     Some(OptionDecl {
         typ,
-        env: env.clone(),
+        env: o.env.get_ref().clone(),
         required: o.required.unwrap_or(false),
         default,
         exceeds_largest_document: exceeds,
         below_memory: below,
         help: o.help.clone().unwrap_or_default(),
     })
+}
+
+/// An option's name becomes a scenario key: lowercase, and not one every server has.
+fn check_option_name(d: &mut Diagnostics, name: &Spanned<String>) {
+    let n = name.get_ref();
+    let valid_name = !n.is_empty()
+        && n.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if !valid_name {
+        d.error(
+            name.span(),
+            format!("option name `{n}` may only use a-z, 0-9 and _ (it is a scenario key)"),
+        );
+    } else if SERVER_KEYS.contains(&n.as_str()) {
+        d.error(
+            name.span(),
+            format!(
+                "option `{n}` would shadow the [[server]] key of that name (choose another name)"
+            ),
+        );
+    }
+}
+
+/// `type`: one of the [`OptionType`]s.
+fn option_type(d: &mut Diagnostics, typ: &Spanned<String>) -> Option<OptionType> {
+    match typ.get_ref().as_str() {
+        "server" => Some(OptionType::Server),
+        "size" => Some(OptionType::Size),
+        "integer" => Some(OptionType::Integer),
+        "string" => Some(OptionType::String),
+        "bool" => Some(OptionType::Bool),
+        other => {
+            d.error(
+                typ.span(),
+                format!("option type `{other}` is not one benchctl knows (use server, size, integer, string or bool)"),
+            );
+            None
+        }
+    }
+}
+
+/// `env`: a variable name benchctl does not set itself.
+fn check_option_env(d: &mut Diagnostics, env: &Spanned<String>) {
+    let span = env.span();
+    let env = env.get_ref();
+    let valid_env = !env.is_empty()
+        && env
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        && !env.as_bytes()[0].is_ascii_digit();
+    if !valid_env {
+        d.error(
+            span.clone(),
+            format!("env `{env}` is not an environment variable name (use A-Z, 0-9 and _)"),
+        );
+    } else if env == "BENCH_PORT" || env == "BENCH_ADDR" {
+        d.error(
+            span.clone(),
+            format!("{env} is set by benchctl itself (choose another variable)"),
+        );
+    }
+}
+
+/// `default`: a value of the option's type (a server option has none).
+fn option_default(
+    d: &mut Diagnostics,
+    typ: OptionType,
+    v: &Spanned<toml::Value>,
+) -> Option<OptionValue> {
+    let value = match (typ, v.get_ref()) {
+        (OptionType::Size, toml::Value::Integer(n)) => {
+            u64::try_from(*n).ok().map(OptionValue::Size)
+        }
+        (OptionType::Size, toml::Value::String(t)) => parse_size(t).ok().map(OptionValue::Size),
+        (OptionType::Integer, toml::Value::Integer(n)) => Some(OptionValue::Integer(*n)),
+        (OptionType::String, toml::Value::String(t)) => Some(OptionValue::Text(t.clone())),
+        (OptionType::Bool, toml::Value::Boolean(b)) => Some(OptionValue::Bool(*b)),
+        _ => None,
+    };
+    if value.is_none() {
+        d.error(
+            v.span(),
+            format!(
+                "default `{}` is not a {} value{}",
+                v.get_ref(),
+                typ.as_str(),
+                if typ == OptionType::Server {
+                    " (a server option has no default: it names another server)"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
+    value
 }
 
 /// Capabilities a manifest may name (the others would let a server reach beyond itself:
@@ -376,121 +352,8 @@ impl Manifest {
             }
         };
         let server = raw.server.get_ref();
-        for (value, key) in [(&server.name, "name"), (&server.source, "source")] {
-            if value.get_ref().trim().is_empty() {
-                d.error(
-                    value.span(),
-                    format!(
-                        "[server] {key} is empty (say what the server is and where it comes from)"
-                    ),
-                );
-            }
-        }
-        let version_header = match &server.version_header {
-            None => VersionHeader::Server,
-            Some(v) => match v.get_ref().as_str() {
-                "server" => VersionHeader::Server,
-                "via" => VersionHeader::Via,
-                other => {
-                    d.error(
-                        v.span(),
-                        format!("version_header `{other}` is not one benchctl reads (use \"server\" or \"via\")"),
-                    );
-                    VersionHeader::Server
-                }
-            },
-        };
-        let c = raw.container.get_ref();
-        let user = match parse_user(c.user.get_ref().trim()) {
-            Ok(user) => user,
-            Err(why) => {
-                d.error(c.user.span(), why);
-                String::new()
-            }
-        };
-        let mut capabilities = Vec::new();
-        for cap in &c.capabilities {
-            let name = cap.get_ref().trim().to_ascii_uppercase();
-            let name = name.strip_prefix("CAP_").unwrap_or(&name).to_string();
-            if ALLOWED_CAPABILITIES.contains(&name.as_str()) {
-                capabilities.push(name);
-            } else {
-                d.error(
-                    cap.span(),
-                    format!(
-                        "capability `{}` is not one a server container may have (allowed: {})",
-                        cap.get_ref(),
-                        ALLOWED_CAPABILITIES.join(", ")
-                    ),
-                );
-            }
-        }
-        let tmpfs = match &c.tmpfs {
-            None => DEFAULT_TMPFS
-                .iter()
-                .map(|&(path, size)| TmpfsNeed {
-                    path: path.to_string(),
-                    size,
-                    exec: false,
-                })
-                .collect(),
-            Some(list) => {
-                let mut out: Vec<TmpfsNeed> = Vec::new();
-                for t in list {
-                    let t = t.get_ref();
-                    let given = t.path.get_ref();
-                    let p = &normalize_abs(given);
-                    let good_path = given.starts_with('/')
-                        && p.len() > 1
-                        && !given.split('/').any(|seg| seg == ".." || seg == ".")
-                        && !protected_mount(p);
-                    if !good_path {
-                        d.error(
-                            t.path.span(),
-                            format!("tmpfs path `{given}` must be an absolute path in the image without `.` or `..`, not / nor /srv, nor /srv/www, /proc, /sys, /dev or anything beneath them"),
-                        );
-                    } else if out.iter().any(|o| &o.path == p) {
-                        d.error(t.path.span(), format!("tmpfs path `{p}` is listed twice"));
-                    }
-                    let size = match parse_size(t.size.get_ref()) {
-                        Ok(0) => {
-                            d.error(
-                                t.size.span(),
-                                "a tmpfs of size 0 holds nothing (give e.g. \"16m\")",
-                            );
-                            0
-                        }
-                        Ok(n) => n,
-                        Err(e) => {
-                            d.error(t.size.span(), format!("bad tmpfs size: {e}"));
-                            0
-                        }
-                    };
-                    out.push(TmpfsNeed {
-                        path: p.clone(),
-                        size,
-                        exec: t.exec,
-                    });
-                }
-                out
-            }
-        };
-        let pids_limit = match &c.pids_limit {
-            None => DEFAULT_PIDS_LIMIT,
-            Some(p) if PIDS_RANGE.contains(p.get_ref()) => *p.get_ref() as u32,
-            Some(p) => {
-                d.error(
-                    p.span(),
-                    format!(
-                        "pids_limit {} is outside {}..={} (count the server's processes and threads)",
-                        p.get_ref(),
-                        PIDS_RANGE.start(),
-                        PIDS_RANGE.end()
-                    ),
-                );
-                DEFAULT_PIDS_LIMIT
-            }
-        };
+        let version_header = check_server_table(&mut d, server);
+        let container = check_container(&mut d, raw.container.get_ref());
         let mut options = BTreeMap::new();
         for (name, decl) in &raw.options {
             if let Some(o) = check_option(&mut d, name, decl.get_ref()) {
@@ -507,14 +370,152 @@ impl Manifest {
             tls: server.tls,
             plain_port: server.plain_port,
             http2: server.http2,
-            container: ContainerNeeds {
-                user,
-                capabilities,
-                tmpfs,
-                pids_limit,
-            },
+            container,
             options,
         })
+    }
+}
+
+/// The `[server]` table: its name and source said, and the header its version is read from.
+fn check_server_table(d: &mut Diagnostics, server: &RawServer) -> VersionHeader {
+    for (value, key) in [(&server.name, "name"), (&server.source, "source")] {
+        if value.get_ref().trim().is_empty() {
+            d.error(
+                value.span(),
+                format!("[server] {key} is empty (say what the server is and where it comes from)"),
+            );
+        }
+    }
+    match &server.version_header {
+        None => VersionHeader::Server,
+        Some(v) => match v.get_ref().as_str() {
+            "server" => VersionHeader::Server,
+            "via" => VersionHeader::Via,
+            other => {
+                d.error(
+                    v.span(),
+                    format!("version_header `{other}` is not one benchctl reads (use \"server\" or \"via\")"),
+                );
+                VersionHeader::Server
+            }
+        },
+    }
+}
+
+/// The `[container]` table: what the server's container is allowed.
+fn check_container(d: &mut Diagnostics, c: &RawContainer) -> ContainerNeeds {
+    let user = match parse_user(c.user.get_ref().trim()) {
+        Ok(user) => user,
+        Err(why) => {
+            d.error(c.user.span(), why);
+            String::new()
+        }
+    };
+    ContainerNeeds {
+        user,
+        capabilities: check_capabilities(d, &c.capabilities),
+        tmpfs: c
+            .tmpfs
+            .as_ref()
+            .map_or_else(default_tmpfs, |list| check_tmpfs(d, list)),
+        pids_limit: check_pids_limit(d, c.pids_limit.as_ref()),
+    }
+}
+
+/// `capabilities`: only [`ALLOWED_CAPABILITIES`], written without `CAP_`.
+fn check_capabilities(d: &mut Diagnostics, caps: &[Spanned<String>]) -> Vec<String> {
+    let mut capabilities = Vec::new();
+    for cap in caps {
+        let name = cap.get_ref().trim().to_ascii_uppercase();
+        let name = name.strip_prefix("CAP_").unwrap_or(&name).to_string();
+        if ALLOWED_CAPABILITIES.contains(&name.as_str()) {
+            capabilities.push(name);
+        } else {
+            d.error(
+                cap.span(),
+                format!(
+                    "capability `{}` is not one a server container may have (allowed: {})",
+                    cap.get_ref(),
+                    ALLOWED_CAPABILITIES.join(", ")
+                ),
+            );
+        }
+    }
+    capabilities
+}
+
+/// The writable mounts of a manifest that names none.
+fn default_tmpfs() -> Vec<TmpfsNeed> {
+    DEFAULT_TMPFS
+        .iter()
+        .map(|&(path, size)| TmpfsNeed {
+            path: path.to_string(),
+            size,
+            exec: false,
+        })
+        .collect()
+}
+
+/// `tmpfs`: each an absolute path, once, away from the documents and the kernel's file
+/// systems, with a size.
+fn check_tmpfs(d: &mut Diagnostics, list: &[Spanned<RawTmpfs>]) -> Vec<TmpfsNeed> {
+    let mut out: Vec<TmpfsNeed> = Vec::new();
+    for t in list {
+        let t = t.get_ref();
+        let given = t.path.get_ref();
+        let p = &normalize_abs(given);
+        let good_path = given.starts_with('/')
+            && p.len() > 1
+            && !given.split('/').any(|seg| seg == ".." || seg == ".")
+            && !protected_mount(p);
+        if !good_path {
+            d.error(
+                t.path.span(),
+                format!("tmpfs path `{given}` must be an absolute path in the image without `.` or `..`, not / nor /srv, nor /srv/www, /proc, /sys, /dev or anything beneath them"),
+            );
+        } else if out.iter().any(|o| &o.path == p) {
+            d.error(t.path.span(), format!("tmpfs path `{p}` is listed twice"));
+        }
+        let size = match parse_size(t.size.get_ref()) {
+            Ok(0) => {
+                d.error(
+                    t.size.span(),
+                    "a tmpfs of size 0 holds nothing (give e.g. \"16m\")",
+                );
+                0
+            }
+            Ok(n) => n,
+            Err(e) => {
+                d.error(t.size.span(), format!("bad tmpfs size: {e}"));
+                0
+            }
+        };
+        out.push(TmpfsNeed {
+            path: p.clone(),
+            size,
+            exec: t.exec,
+        });
+    }
+    out
+}
+
+/// `pids_limit`, within [`PIDS_RANGE`].
+fn check_pids_limit(d: &mut Diagnostics, pids_limit: Option<&Spanned<i64>>) -> u32 {
+    match pids_limit {
+        None => DEFAULT_PIDS_LIMIT,
+        Some(p) if PIDS_RANGE.contains(p.get_ref()) => *p.get_ref() as u32,
+        Some(p) => {
+            d.error(
+                p.span(),
+                format!(
+                    "pids_limit {} is outside {}..={} (count the server's processes and threads)",
+                    p.get_ref(),
+                    PIDS_RANGE.start(),
+                    PIDS_RANGE.end()
+                ),
+            );
+            DEFAULT_PIDS_LIMIT
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! check lives in two places.
 
 use crate::manifest::Manifest;
+use crate::options::OptionValue;
 pub use crate::units::Coalesce;
 pub use loadgen::LoadSpec;
 use std::fmt;
@@ -260,19 +261,6 @@ impl ServerSpec {
             _ => None,
         })
     }
-}
-
-/// The value of one of a kind's options.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OptionValue {
-    /// Another server of the scenario (by index into [`Plan::servers`]), started first; the
-    /// server gets its address.
-    Server(usize),
-    /// A byte count.
-    Size(u64),
-    Integer(i64),
-    Text(String),
-    Bool(bool),
 }
 
 /// One URL measured on every server.

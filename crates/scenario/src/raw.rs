@@ -2,6 +2,7 @@
 //! types, keeping the position of every value whose meaning is checked afterwards in
 //! `validate`. Nothing here has defaults applied; `scenarios/README.md` documents each key.
 
+use crate::capacity::{not_a_percentile, RawCapacity};
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 use serde_spanned::Spanned;
@@ -69,29 +70,6 @@ pub(crate) struct RawHost {
     /// Where its servers' images come from: `"build"` (by its engine, the default) or
     /// `"ship"` (built here and sent to it).
     pub images: Option<Spanned<String>>,
-}
-
-/// `[capacity]`: one latency target (exactly one of the percentile keys) and the search's
-/// bounds.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RawCapacity {
-    /// Latency limits, e.g. `"10ms"`; exactly one of them.
-    pub p50: Option<Spanned<String>>,
-    pub p90: Option<Spanned<String>>,
-    pub p99: Option<Spanned<String>>,
-    #[serde(rename = "p99.9")]
-    pub p99_9: Option<Spanned<String>>,
-    /// Each step's measured window (default `"2s"`).
-    pub step: Option<Spanned<String>>,
-    /// Load before each step's window, not counted (default `"500ms"`).
-    pub warmup: Option<Spanned<String>>,
-    /// Most steps per server and document (default 12).
-    pub max_steps: Option<Spanned<i64>>,
-    /// Most time per server and document (default `"40s"`).
-    pub budget: Option<Spanned<String>>,
-    /// First rate tried, requests/s (default: half the closed-loop requests/s).
-    pub start: Option<Spanned<f64>>,
 }
 
 /// `[cpus]`.
@@ -372,10 +350,7 @@ fn capacity_keys(table: &toml::de::DeTable<'_>, out: &mut Vec<(std::ops::Range<u
             .strip_prefix(['p', 'P'])
             .is_some_and(|n| !n.is_empty() && n.parse::<f64>().is_ok());
         let message = if looks_like_percentile {
-            format!(
-                "{} (or correct its spelling)",
-                crate::capacity::not_a_percentile(key)
-            )
+            format!("{} (or correct its spelling)", not_a_percentile(key))
         } else {
             unknown_key_message(key, keys::CAPACITY)
         };

@@ -2,53 +2,32 @@
 //! semantic error at once (with its position) rather than stopping at the first: a benchmark
 //! that fails after ten minutes of image builds because of a typo costs far more than this.
 
+mod common;
 mod docs;
 mod hosts;
+mod limits;
 mod load;
+mod server_keys;
 mod servers;
-use docs::*;
-use hosts::*;
-use load::*;
-pub(crate) use servers::unknown_server_keys;
-use servers::*;
 
-use crate::documents::{HELLO_WORLD, HTML_MIN_SIZE, PNG_MAX_SIZE, PNG_MIN_SIZE};
-use crate::error::Diagnostic;
+pub use limits::{
+    DEFAULT_LOADGEN_CPUS, DEFAULT_MEMORY, DEFAULT_SERVER_CPUS, DEFAULT_TIMEOUT, MAX_CONCURRENCY,
+    MAX_STREAMS, MIN_MEMORY, MIN_SERVER_SHARE,
+};
+pub(crate) use server_keys::unknown_server_keys;
+
 use crate::error::{Diagnostics, ScenarioError};
-use crate::kinds::{Kind, Kinds};
-use crate::manifest::{Manifest, OptionDecl, OptionType};
-use crate::plan::{
-    CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, HostImages, HostSpec, HostUrl,
-    ImageSource, LoadSpec, OptionValue, Plan, ServerSpec, SourceFile, TlsKey,
-};
-use crate::raw::{RawHost, RawLoad, RawScenario, RawSize};
-use crate::units::{
-    describe_bytes, parse_coalesce, parse_cpuset, parse_duration, parse_size, Coalesce,
-};
-use loadgen::{HttpVersion, Method};
+use crate::kinds::Kinds;
+use crate::plan::{CpuPlan, Plan, TlsKey};
+use crate::raw::RawScenario;
+use crate::units::parse_cpuset;
+use common::{check_name, line_of, Protocol};
+use docs::{check_documents, DocumentRoots};
+use hosts::{check_generators, check_hosts};
+use load::{check_load_level, LoadLevel};
 use serde_spanned::Spanned;
-use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr};
-use std::ops::Range;
-use std::path::{Component, Path, PathBuf};
-use std::time::Duration;
-
-/// CPU layout on the 2-core machines this runs on: servers on CPU 1, load generator on CPU 0.
-pub const DEFAULT_SERVER_CPUS: &str = "1";
-pub const DEFAULT_LOADGEN_CPUS: &str = "0";
-/// Container memory limit when a server names none.
-pub const DEFAULT_MEMORY: u64 = 1 << 30;
-/// Docker refuses memory limits below 6 MiB.
-pub const MIN_MEMORY: u64 = 6 << 20;
-/// ab's default `-s`.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Containers cannot raise their open-files limit above 20,000; keep well below.
-pub const MAX_CONCURRENCY: u32 = 10_000;
-/// Names end up in container names and labels; Docker's DNS-label limit.
-const MAX_NAME_LEN: usize = 63;
-/// The smallest CPU share a server may be given, in cores: below it the kernel's scheduling
-/// period (100 ms, of which the server then runs under 5 ms) is what is measured.
-pub const MIN_SERVER_SHARE: f64 = 0.05;
+use servers::check_servers;
+use std::path::Path;
 
 pub(crate) fn validate(
     src: &str,
@@ -125,7 +104,7 @@ pub(crate) fn validate(
         seed: raw.seed,
         source: file.to_path_buf(),
         text: src.to_string(),
-        scenario_hash: crate::sha256_hex(src.as_bytes()),
+        scenario_hash: crate::hash::sha256_hex(src.as_bytes()),
         runs,
         cpus,
         servers,
@@ -166,36 +145,6 @@ fn check_tls_key(d: &mut Diagnostics, raw: &RawScenario) -> TlsKey {
         );
     }
     key
-}
-
-fn check_name(d: &mut Diagnostics, name: &Spanned<String>, what: &str) {
-    let n = name.get_ref();
-    let valid_chars = n
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    if n.is_empty() {
-        d.error(
-            name.span(),
-            format!("{what} name is empty (use letters a-z, digits and -)"),
-        );
-    } else if !valid_chars {
-        let suggestion: String = n
-            .to_ascii_lowercase()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        d.error(
-            name.span(),
-            format!(
-                "{what} name `{n}` may only use a-z, 0-9 and - (rename it, e.g. `{suggestion}`)"
-            ),
-        );
-    } else if n.len() > MAX_NAME_LEN {
-        d.error(
-            name.span(),
-            format!("{what} name `{n}` is longer than {MAX_NAME_LEN} characters (shorten it)"),
-        );
-    }
 }
 
 fn check_cpus(d: &mut Diagnostics, raw: &RawScenario) -> CpuPlan {
@@ -260,19 +209,6 @@ fn check_cpus(d: &mut Diagnostics, raw: &RawScenario) -> CpuPlan {
         loadgen: loadgen.unwrap_or_default(),
         server_share,
     }
-}
-
-/// Most streams at once on one HTTP/2 connection a scenario may ask for: above what the servers
-/// here allow (nginx 128, Apache, H2O and Varnish 100, Caddy 250) a client cannot open more.
-pub const MAX_STREAMS: u32 = 1000;
-
-/// The scenario's top-level `http`: the HTTP version of every load.
-#[derive(Default)]
-struct Protocol {
-    /// `http = "2"`, with the line it is on.
-    http2: Option<usize>,
-    /// `http = "1.1"` (true) or `"1.0"` (false): the request line of loads that name none.
-    http11: Option<bool>,
 }
 
 fn check_protocol(d: &mut Diagnostics, raw: &RawScenario) -> Protocol {

@@ -20,6 +20,15 @@
 //!
 //! Every address a test sends requests to is one of the namespaces made here.
 
+mod certs;
+mod cmd;
+mod layout;
+mod teardown;
+
+use cmd::{output, run, which};
+use layout::{Layout, DATA_ROOT, RUN_ROOT};
+use teardown::{kill_namespace, stop, sweep_stale, teardown};
+
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::Ipv4Addr;
@@ -28,11 +37,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Where the engines' exec roots, sockets and pid files live (short paths: containerd's
-/// sockets must fit in 108 bytes).
-const RUN_ROOT: &str = "/run/benchctl-testhosts";
-/// Where their images and containers live (a disk filesystem, which overlay2 needs).
-const DATA_ROOT: &str = "/var/lib/benchctl-testhosts";
 /// Held (flock) for the whole life of a fixture set.
 const LOCK_FILE: &str = "/run/benchctl-testhosts.lock";
 /// The port each engine's API listens on, plain TCP, on its namespace's address only.
@@ -100,74 +104,6 @@ pub struct TestHosts {
     _lock: File,
 }
 
-/// Every name and path a fixture set uses, written down before anything is made so that a
-/// set whose process was killed can be taken apart by the next one.
-#[derive(Debug, Clone)]
-struct Layout {
-    id: String,
-    /// Third octet of the set's subnet, 10.213.N.0/24.
-    net: u8,
-    bridge: String,
-    hosts: usize,
-}
-
-impl Layout {
-    fn netns(&self, i: usize) -> String {
-        format!("bc{}h{i}", self.id)
-    }
-    fn veth_outside(&self, i: usize) -> String {
-        format!("bc{}o{i}", self.id)
-    }
-    fn veth_inside(&self, i: usize) -> String {
-        format!("bc{}i{i}", self.id)
-    }
-    fn gateway(&self) -> Ipv4Addr {
-        Ipv4Addr::new(10, 213, self.net, 1)
-    }
-    fn address(&self, i: usize) -> Ipv4Addr {
-        Ipv4Addr::new(10, 213, self.net, 10 + i as u8)
-    }
-    fn run_dir(&self) -> PathBuf {
-        Path::new(RUN_ROOT).join(&self.id)
-    }
-    fn data_dir(&self) -> PathBuf {
-        Path::new(DATA_ROOT).join(&self.id)
-    }
-    fn rule(&self) -> Vec<String> {
-        [
-            "FORWARD",
-            "-i",
-            &self.bridge,
-            "-o",
-            &self.bridge,
-            "-j",
-            "ACCEPT",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    }
-    fn to_text(&self) -> String {
-        format!(
-            "id={}\nnet={}\nbridge={}\nhosts={}\n",
-            self.id, self.net, self.bridge, self.hosts
-        )
-    }
-    fn from_text(text: &str) -> Option<Layout> {
-        let get = |k: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
-                .map(str::to_string)
-        };
-        Some(Layout {
-            id: get("id")?,
-            net: get("net")?.parse().ok()?,
-            bridge: get("bridge")?,
-            hosts: get("hosts")?.parse().ok()?,
-        })
-    }
-}
-
 /// Why extra hosts cannot be made here, or `None` when they can: the tests skip with this
 /// reason outside CI and fail with it in CI.
 pub fn unavailable() -> Option<String> {
@@ -187,16 +123,6 @@ pub fn unavailable() -> Option<String> {
     None
 }
 
-/// Where `tool` is: on PATH or in the system's binary folders.
-fn which(tool: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .chain(["/usr/sbin", "/sbin", "/usr/bin"].iter().map(PathBuf::from))
-        .map(|d| d.join(tool))
-        .find(|f| f.is_file())
-}
-
 /// Whether the multi-host tests can run here. When extra hosts cannot be made, says why and
 /// returns `false` (the test skips), except under CI, where the multi-host tests must run and
 /// this panics with the reason.
@@ -208,34 +134,6 @@ pub fn available_or_skip() -> bool {
             false
         }
     }
-}
-
-/// Runs a command to completion; its stderr is the error.
-fn run(args: &[&str]) -> Result<(), String> {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{}` failed ({}): {}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-fn output(args: &[&str]) -> String {
-    Command::new(args[0])
-        .args(&args[1..])
-        .stdin(Stdio::null())
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default()
 }
 
 impl TestHosts {
@@ -288,7 +186,7 @@ impl TestHosts {
             .map_err(|e| e.to_string())?;
         set.make_network()?;
         if tls {
-            set.make_certificates()?;
+            certs::make_certificates(&layout)?;
         }
         let started = Instant::now();
         for i in 0..n {
@@ -364,93 +262,6 @@ impl TestHosts {
             run(&["ip", "-n", &ns, "link", "set", &inside, "up"])?;
             run(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
         }
-        Ok(())
-    }
-
-    /// A CA, a server certificate per engine (for its IP address) and one client certificate,
-    /// with openssl: what `dockerd --tlsverify` and a client's `tls_dir` hold.
-    fn make_certificates(&self) -> Result<(), String> {
-        let l = &self.layout;
-        let certs = l.run_dir().join("certs");
-        let client = l.run_dir().join("client");
-        for d in [&certs, &client] {
-            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-        }
-        let p = |dir: &Path, f: &str| dir.join(f).display().to_string();
-        let key = |path: &str| run(&["openssl", "genrsa", "-out", path, "2048"]);
-        key(&p(&certs, "ca-key.pem"))?;
-        run(&[
-            "openssl",
-            "req",
-            "-x509",
-            "-new",
-            "-key",
-            &p(&certs, "ca-key.pem"),
-            "-days",
-            "2",
-            "-subj",
-            "/CN=benchctl test CA",
-            "-out",
-            &p(&certs, "ca.pem"),
-        ])?;
-        // Signs `name`'s key with the CA, with `extensions` (one per line).
-        let sign = |dir: &Path, name: &str, cn: &str, extensions: &str| -> Result<(), String> {
-            key(&p(dir, &format!("{name}-key.pem")))?;
-            run(&[
-                "openssl",
-                "req",
-                "-new",
-                "-key",
-                &p(dir, &format!("{name}-key.pem")),
-                "-subj",
-                &format!("/CN={cn}"),
-                "-out",
-                &p(dir, &format!("{name}.csr")),
-            ])?;
-            let ext = p(dir, &format!("{name}.ext"));
-            std::fs::write(&ext, extensions).map_err(|e| format!("{ext}: {e}"))?;
-            run(&[
-                "openssl",
-                "x509",
-                "-req",
-                "-in",
-                &p(dir, &format!("{name}.csr")),
-                "-CA",
-                &p(&certs, "ca.pem"),
-                "-CAkey",
-                &p(&certs, "ca-key.pem"),
-                "-CAcreateserial",
-                "-days",
-                "2",
-                "-extfile",
-                &ext,
-                "-out",
-                &p(dir, &format!("{name}-cert.pem")),
-            ])
-        };
-        for i in 0..l.hosts {
-            sign(
-                &certs,
-                &format!("h{i}"),
-                &l.address(i).to_string(),
-                &format!(
-                    "subjectAltName = IP:{}\nextendedKeyUsage = serverAuth\nbasicConstraints = CA:FALSE\n",
-                    l.address(i)
-                ),
-            )?;
-        }
-        sign(
-            &client,
-            "client",
-            "benchctl test client",
-            "extendedKeyUsage = clientAuth\nbasicConstraints = CA:FALSE\n",
-        )?;
-        // The names a client's folder has, as docker's own client expects them.
-        std::fs::copy(certs.join("ca.pem"), client.join("ca.pem")).map_err(|e| e.to_string())?;
-        std::fs::rename(client.join("client-cert.pem"), client.join("cert.pem"))
-            .map_err(|e| e.to_string())?;
-        std::fs::rename(client.join("client-key.pem"), client.join("key.pem"))
-            .map_err(|e| e.to_string())?;
         Ok(())
     }
 
@@ -684,116 +495,6 @@ impl Drop for TestHosts {
     }
 }
 
-/// SIGTERM, then SIGKILL if dockerd has not stopped its containers and exited in 20 s.
-fn stop(child: &mut Child) {
-    if let Ok(Some(_)) = child.try_wait() {
-        return;
-    }
-    // Our own child's pid, which it still is (not yet waited for).
-    if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-    }
-    let until = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < until {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Kills every process left in a namespace (containerd, shims, host-network containers).
-fn kill_namespace(ns: &str) {
-    for _ in 0..3 {
-        let pids = output(&["ip", "netns", "pids", ns]);
-        let pids: Vec<rustix::process::Pid> = pids
-            .split_whitespace()
-            .filter_map(|p| rustix::process::Pid::from_raw(p.parse().ok()?))
-            .collect();
-        if pids.is_empty() {
-            return;
-        }
-        for pid in pids {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// Removes everything a layout names; each step is tried whatever the others did.
-fn teardown(l: &Layout) {
-    for i in 0..l.hosts {
-        // The dockerd of a set whose test was killed lives in its namespace too: found by
-        // the namespace, never by a pid file whose pid may belong to someone else by now.
-        kill_namespace(&l.netns(i));
-        let _ = run(&["ip", "netns", "del", &l.netns(i)]);
-        let _ = run(&["ip", "link", "del", &l.veth_outside(i)]);
-    }
-    let mut rule = vec!["iptables".to_string(), "-D".to_string()];
-    rule.extend(l.rule());
-    // Inserted once; deleted until none is left, in case a set was interrupted mid-way.
-    for _ in 0..4 {
-        if run(&rule.iter().map(String::as_str).collect::<Vec<_>>()).is_err() {
-            break;
-        }
-    }
-    let _ = run(&["ip", "link", "del", &l.bridge]);
-    for dir in [l.data_dir(), l.run_dir()] {
-        unmount_under(&dir);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
-
-/// Lazily unmounts every mount point under `dir`, deepest first (overlay and shm mounts a
-/// killed dockerd left).
-fn unmount_under(dir: &Path) {
-    let mut text = String::new();
-    if File::open("/proc/self/mountinfo")
-        .and_then(|mut f| f.read_to_string(&mut text))
-        .is_err()
-    {
-        return;
-    }
-    let prefix = dir.display().to_string();
-    let mut points: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .filter(|p| p.starts_with(&prefix))
-        .collect();
-    points.sort_by_key(|p| std::cmp::Reverse(p.len()));
-    for p in points {
-        let _ = run(&["umount", "-l", p]);
-    }
-}
-
-/// Takes apart every set left on the machine (call with the lock held: then none is live).
-fn sweep_stale() {
-    let Ok(entries) = std::fs::read_dir(RUN_ROOT) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let layout = std::fs::read_to_string(e.path().join("layout"))
-            .ok()
-            .and_then(|t| Layout::from_text(&t));
-        match layout {
-            Some(l) => teardown(&l),
-            None => {
-                unmount_under(&e.path());
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-    }
-    // Data folders whose run folder was already gone.
-    if let Ok(entries) = std::fs::read_dir(DATA_ROOT) {
-        for e in entries.flatten() {
-            unmount_under(&e.path());
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-}
-
 /// Four hex digits from the pid and the clock: short enough for interface names (15 bytes).
 fn unique_id() -> String {
     let nanos = std::time::SystemTime::now()
@@ -828,34 +529,4 @@ fn ping(sock: &Path) -> bool {
     let mut reply = String::new();
     let _ = s.read_to_string(&mut reply);
     reply.starts_with("HTTP/1.") && reply.contains(" 200 ") && reply.ends_with("OK")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_layout_survives_being_written_down() {
-        let l = Layout {
-            id: "ab12".to_string(),
-            net: 57,
-            bridge: "bcab12br".to_string(),
-            hosts: 3,
-        };
-        let back = Layout::from_text(&l.to_text()).unwrap();
-        assert_eq!(back.id, "ab12");
-        assert_eq!(back.net, 57);
-        assert_eq!(back.bridge, "bcab12br");
-        assert_eq!(back.hosts, 3);
-        // Interface names must fit the kernel's 15 bytes.
-        for name in [
-            &l.bridge,
-            &l.veth_outside(7),
-            &l.veth_inside(7),
-            &l.netns(7),
-        ] {
-            assert!(name.len() <= 15, "{name}");
-        }
-        assert_eq!(l.address(2), Ipv4Addr::new(10, 213, 57, 12));
-    }
 }

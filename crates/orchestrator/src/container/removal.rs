@@ -2,44 +2,16 @@
 //! panic, a run's containers swept from any thread, and the sweep waiting until the engine lists
 //! none of them.
 
-use super::*;
+use crate::engine::Endpoint;
+use crate::error::{is_not_found, is_removal_in_progress, OrchestratorError, Result};
+use crate::labels::LABEL_RUN;
+use bollard::query_parameters::{ListContainersOptionsBuilder, RemoveContainerOptionsBuilder};
+use bollard::Docker;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 /// How long a `Drop` may wait for the daemon to remove its container.
 pub(super) const DROP_REMOVE_BOUND: Duration = Duration::from_secs(20);
-
-impl Drop for ContainerGuard {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let id = self.id.clone();
-        let endpoint = self.endpoint.clone();
-        let (done_tx, done_rx) = std::sync::mpsc::channel();
-        let spawned = std::thread::Builder::new()
-            .name("benchctl-container-drop".to_string())
-            .spawn(move || {
-                let result = blocking_remove(&endpoint, &id);
-                let _ = done_tx.send(result);
-            });
-        match spawned {
-            Ok(_) => match done_rx.recv_timeout(DROP_REMOVE_BOUND) {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => eprintln!(
-                    "benchctl: could not remove container {} ({e}); `benchctl gc` removes it",
-                    self.name
-                ),
-                Err(_) => eprintln!(
-                    "benchctl: removing container {} is taking too long; `benchctl gc` removes it",
-                    self.name
-                ),
-            },
-            Err(e) => eprintln!(
-                "benchctl: could not start removing container {} ({e}); `benchctl gc` removes it",
-                self.name
-            ),
-        }
-    }
-}
 
 /// Runs `f` with a fresh runtime and daemon connection on the calling thread: usable from any
 /// context, including a thread whose own runtime is blocked or gone.

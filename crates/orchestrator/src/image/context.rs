@@ -2,7 +2,10 @@
 //! never built again), archived for the engine with the server's own source when given one,
 //! and the base images its Dockerfile names.
 
-use super::*;
+use crate::error::{OrchestratorError, Result};
+use sha2::{Digest, Sha256};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 /// One file of a build context, as hashed and archived.
 pub(super) struct Entry {

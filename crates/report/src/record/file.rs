@@ -1,7 +1,10 @@
 //! Where a record is kept: claimed once, written whole through a temporary file that names its
 //! writer, never overwriting another run's.
 
-use super::*;
+use super::schema::RunRecord;
+use crate::error::ReportError;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 
 /// A results file claimed by one run: created exclusively, then replaced atomically.
 ///

@@ -1,6 +1,6 @@
 //! The facts of the machine a run measured on.
 
-use super::*;
+use serde::{Deserialize, Serialize};
 
 /// The machine the run was measured on: numbers from different hosts are not comparable, and
 /// these facts are what a reader checks first when two runs disagree.

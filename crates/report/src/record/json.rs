@@ -1,7 +1,11 @@
 //! A record as JSON: written pretty with a final line break, and read back with every version
 //! and field checked, an error naming where in the file it is.
 
-use super::*;
+use super::schema::{AgainstRecord, RunRecord, ServerStatus, SCHEMA_VERSION};
+use crate::error::ReportError;
+use loadgen::json::{LoadReport, LOAD_REPORT_VERSION};
+use std::io::Write as _;
+use std::path::Path;
 
 impl RunRecord {
     /// The record as the pretty JSON every results file holds, with a final line break.
@@ -128,12 +132,6 @@ impl RunRecord {
     /// finite, not negative, and consistent with the counters it derives from. The first
     /// problem, named by its place in the file.
     pub fn check_figures(&self) -> Result<(), String> {
-        let figure = |at: &str, v: f64| -> Result<(), String> {
-            if !v.is_finite() || v < 0.0 {
-                return Err(format!("{at} is {v}"));
-            }
-            Ok(())
-        };
         for (i, s) in self.servers.iter().enumerate() {
             if let ServerStatus::Available { ready_s } = s.status {
                 figure(&format!("servers[{i}].status.ready_s"), ready_s)?;
@@ -141,102 +139,136 @@ impl RunRecord {
         }
         let baseline_side = self.against.as_ref().map_or(&[][..], |a| &a.loads[..]);
         if let Some(a) = &self.against {
-            figure("against.threshold", a.threshold)?;
-            figure("against.budget_s", a.budget_s)?;
-            if !(a.alpha > 0.0 && a.alpha < 1.0) {
-                return Err(format!("against.alpha is {}", a.alpha));
-            }
-            for (i, s) in a.slowed.iter().enumerate() {
-                if !s.factor.is_finite() || s.factor <= 0.0 {
-                    return Err(format!("against.slowed[{i}].factor is {}", s.factor));
-                }
-            }
+            check_against(a)?;
         }
         let sides = [("loads", &self.loads[..]), ("against.loads", baseline_side)];
         for (i, l, list) in sides
             .into_iter()
             .flat_map(|(list, loads)| loads.iter().enumerate().map(move |(i, l)| (i, l, list)))
         {
-            let at = |f: &str| format!("{list}[{i}].load.{f}");
-            let r = &l.load;
-            figure(&at("elapsed_s"), r.elapsed_s)?;
-            figure(&at("requests_per_second"), r.requests_per_second)?;
-            figure(&at("transfer_rate_kbps"), r.transfer_rate_kbps)?;
-            figure(&at("client_cpu_s"), r.client_cpu_s)?;
-            if r.elapsed_s > 0.0 {
-                let expect = r.complete as f64 / r.elapsed_s;
-                if (r.requests_per_second - expect).abs() > 1e-6 * expect.max(1.0) {
-                    return Err(format!(
-                        "{} is {}, but complete / elapsed_s is {expect}",
-                        at("requests_per_second"),
-                        r.requests_per_second
-                    ));
-                }
-            }
-            if r.failed != r.failures.total() {
-                return Err(format!(
-                    "{} is {}, but the failures by kind add up to {}",
-                    at("failed"),
-                    r.failed,
-                    r.failures.total()
-                ));
-            }
-            for (t, timer) in r.timers.iter() {
-                let name = format!("{t:?}").to_lowercase();
-                let m = &timer.moments;
-                figure(&at(&format!("{name}.mean_us")), timer.mean_us)?;
-                figure(&at(&format!("{name}.sd_us")), timer.sd_us)?;
-                if m.count > r.complete {
-                    return Err(format!(
-                        "{} is {}, more than the {} complete requests",
-                        at(&format!("{name}.moments.count")),
-                        m.count,
-                        r.complete
-                    ));
-                }
-                if m.count > 0 && m.min > m.max {
-                    return Err(format!(
-                        "{}: min {} is above max {}",
-                        at(&format!("{name}.moments")),
-                        m.min,
-                        m.max
-                    ));
-                }
-                let mut last = 0;
-                for &(p, v) in &timer.percentiles_us {
-                    if v < last {
-                        return Err(format!(
-                            "{}: the {p}th percentile ({v} µs) is below an earlier one ({last} µs)",
-                            at(&format!("{name}.percentiles_us"))
-                        ));
-                    }
-                    last = v;
-                }
-            }
-            if let Some(t) = &r.timeline {
-                figure(&at("timeline.interval_s"), t.interval_s)?;
-                for (j, iv) in t.intervals.iter().enumerate() {
-                    figure(&at(&format!("timeline.intervals[{j}].start_s")), iv.start_s)?;
-                    figure(
-                        &at(&format!("timeline.intervals[{j}].duration_s")),
-                        iv.duration_s,
-                    )?;
-                }
-                let completed: u64 = t.intervals.iter().map(|iv| iv.completed).sum();
-                if completed != r.complete {
-                    return Err(format!(
-                        "{} add up to {completed} requests, but complete is {}",
-                        at("timeline.intervals"),
-                        r.complete
-                    ));
-                }
-            }
+            let prefix = format!("{list}[{i}].load");
+            check_load_figures(&prefix, &l.load)?;
             if let Some(u) = &l.server_usage {
                 figure(&format!("{list}[{i}].server_usage.cpu_s"), u.cpu_s)?;
             }
         }
-        crate::capacity::check_figures(self)
+        crate::capacity::search::check_figures(&self.capacity)
     }
+}
+
+/// A measured figure: finite and not negative; `at` names its place in the file.
+fn figure(at: &str, v: f64) -> Result<(), String> {
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{at} is {v}"));
+    }
+    Ok(())
+}
+
+/// The settings of a comparison's search: threshold, budget, alpha and slowdowns.
+fn check_against(a: &AgainstRecord) -> Result<(), String> {
+    figure("against.threshold", a.threshold)?;
+    figure("against.budget_s", a.budget_s)?;
+    if !(a.alpha > 0.0 && a.alpha < 1.0) {
+        return Err(format!("against.alpha is {}", a.alpha));
+    }
+    for (i, s) in a.slowed.iter().enumerate() {
+        if !s.factor.is_finite() || s.factor <= 0.0 {
+            return Err(format!("against.slowed[{i}].factor is {}", s.factor));
+        }
+    }
+    Ok(())
+}
+
+/// One load's figures, at `prefix` in the file: its rates and counters, timers and timeline.
+fn check_load_figures(prefix: &str, r: &LoadReport) -> Result<(), String> {
+    let at = |f: &str| format!("{prefix}.{f}");
+    figure(&at("elapsed_s"), r.elapsed_s)?;
+    figure(&at("requests_per_second"), r.requests_per_second)?;
+    figure(&at("transfer_rate_kbps"), r.transfer_rate_kbps)?;
+    figure(&at("client_cpu_s"), r.client_cpu_s)?;
+    if r.elapsed_s > 0.0 {
+        let expect = r.complete as f64 / r.elapsed_s;
+        if (r.requests_per_second - expect).abs() > 1e-6 * expect.max(1.0) {
+            return Err(format!(
+                "{} is {}, but complete / elapsed_s is {expect}",
+                at("requests_per_second"),
+                r.requests_per_second
+            ));
+        }
+    }
+    if r.failed != r.failures.total() {
+        return Err(format!(
+            "{} is {}, but the failures by kind add up to {}",
+            at("failed"),
+            r.failed,
+            r.failures.total()
+        ));
+    }
+    check_timer_figures(prefix, r)?;
+    check_timeline_figures(prefix, r)
+}
+
+/// Each timer's mean and spread, its count within the requests, and percentiles in order.
+fn check_timer_figures(prefix: &str, r: &LoadReport) -> Result<(), String> {
+    let at = |f: &str| format!("{prefix}.{f}");
+    for (t, timer) in r.timers.iter() {
+        let name = format!("{t:?}").to_lowercase();
+        let m = &timer.moments;
+        figure(&at(&format!("{name}.mean_us")), timer.mean_us)?;
+        figure(&at(&format!("{name}.sd_us")), timer.sd_us)?;
+        if m.count > r.complete {
+            return Err(format!(
+                "{} is {}, more than the {} complete requests",
+                at(&format!("{name}.moments.count")),
+                m.count,
+                r.complete
+            ));
+        }
+        if m.count > 0 && m.min > m.max {
+            return Err(format!(
+                "{}: min {} is above max {}",
+                at(&format!("{name}.moments")),
+                m.min,
+                m.max
+            ));
+        }
+        let mut last = 0;
+        for &(p, v) in &timer.percentiles_us {
+            if v < last {
+                return Err(format!(
+                    "{}: the {p}th percentile ({v} µs) is below an earlier one ({last} µs)",
+                    at(&format!("{name}.percentiles_us"))
+                ));
+            }
+            last = v;
+        }
+    }
+    Ok(())
+}
+
+/// The timeline's intervals, which add up to the requests completed.
+fn check_timeline_figures(prefix: &str, r: &LoadReport) -> Result<(), String> {
+    let at = |f: &str| format!("{prefix}.{f}");
+    let Some(t) = &r.timeline else {
+        return Ok(());
+    };
+    figure(&at("timeline.interval_s"), t.interval_s)?;
+    for (j, iv) in t.intervals.iter().enumerate() {
+        figure(&at(&format!("timeline.intervals[{j}].start_s")), iv.start_s)?;
+        figure(
+            &at(&format!("timeline.intervals[{j}].duration_s")),
+            iv.duration_s,
+        )?;
+    }
+    let completed: u64 = t.intervals.iter().map(|iv| iv.completed).sum();
+    if completed != r.complete {
+        return Err(format!(
+            "{} add up to {completed} requests, but complete is {}",
+            at("timeline.intervals"),
+            r.complete
+        ));
+    }
+    Ok(())
 }
 
 /// serde_json appends " at line L column C" to its messages; the error prints them apart.

@@ -1,7 +1,13 @@
 //! The contexts of `compare`'s reports: two stored runs side by side, and an A/B run's paired
 //! verdicts.
 
-use super::*;
+use super::numbers::f;
+use super::table::{Column, TextTable};
+use crate::compare::metric::Verdict;
+use crate::compare::Comparison;
+use crate::paired::{PairedComparison, PairedVerdict};
+use crate::stats::Metric;
+use serde::Serialize;
 
 #[derive(Serialize)]
 pub(super) struct ComparisonContext {
@@ -166,13 +172,47 @@ pub(super) const PAIRED: [Column; 10] = [
 ];
 
 pub(super) fn paired_context(cmp: &PairedComparison) -> PairedContext {
-    let pct = |v: f64| format!("{}%", f(v * 100.0, 1));
     let threshold = pct(cmp.threshold);
-    let rows: Vec<PairedRow> = cmp
-        .groups
+    let rows = paired_rows(cmp, &threshold);
+    let table = paired_table(&rows);
+    let method = method_text(cmp, &threshold);
+    let stop = stop_text(cmp);
+    let conclusion = conclusion_text(cmp, &threshold);
+    PairedContext {
+        baseline_run_id: cmp.baseline_run_id.clone(),
+        baseline_path: cmp.baseline_path.clone(),
+        candidate_run_id: cmp.candidate_run_id.clone(),
+        threshold,
+        method,
+        stop,
+        slowed: cmp
+            .slowed
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} given {} of the baseline side's CPU on purpose",
+                    s.server, s.factor
+                )
+            })
+            .collect(),
+        rows,
+        table,
+        missing_in_candidate: cmp.missing_in_candidate.clone(),
+        regression: cmp.has_regression(),
+        conclusion,
+    }
+}
+
+/// A share as a percentage with one decimal: "5.0%".
+fn pct(v: f64) -> String {
+    format!("{}%", f(v * 100.0, 1))
+}
+
+/// One row per metric of every server and document.
+fn paired_rows(cmp: &PairedComparison, threshold: &str) -> Vec<PairedRow> {
+    cmp.groups
         .iter()
         .flat_map(|g| {
-            let threshold = threshold.clone();
             g.metrics.iter().map(move |m| {
                 let e = m.estimate.as_ref();
                 PairedRow {
@@ -201,8 +241,12 @@ pub(super) fn paired_context(cmp: &PairedComparison) -> PairedContext {
                 }
             })
         })
-        .collect();
-    let table = TextTable::new(
+        .collect()
+}
+
+/// The text table of [`paired_rows`].
+fn paired_table(rows: &[PairedRow]) -> TextTable {
+    TextTable::new(
         &PAIRED,
         rows.iter()
             .map(|r| {
@@ -221,18 +265,24 @@ pub(super) fn paired_context(cmp: &PairedComparison) -> PairedContext {
                 (cells, r.note.clone())
             })
             .collect(),
-    );
-    // A confidence level with enough decimals to tell 99.85% from 100%: "95%", "99.853%".
-    let confidence = |a: f64| {
-        let d = ((-a.log10()).ceil() as usize).saturating_sub(1).min(6);
-        let text = f((1.0 - a) * 100.0, d);
-        let text = if text.contains('.') {
-            text.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            text
-        };
-        format!("{text}%")
+    )
+}
+
+/// A confidence level with enough decimals to tell 99.85% from 100%: "95%", "99.853%".
+fn confidence(a: f64) -> String {
+    let d = ((-a.log10()).ceil() as usize).saturating_sub(1).min(6);
+    let text = f((1.0 - a) * 100.0, d);
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
     };
+    format!("{text}%")
+}
+
+/// How the verdicts were reached, a sentence each: the rounds, the interval, the MDE and the
+/// verdict's rule.
+fn method_text(cmp: &PairedComparison, threshold: &str) -> Vec<String> {
     let rounds_list = cmp
         .look_rounds
         .iter()
@@ -258,7 +308,7 @@ pub(super) fn paired_context(cmp: &PairedComparison) -> PairedContext {
         ),
         None => String::new(),
     };
-    let method = vec![
+    vec![
         format!("Both sides measured in this sitting, each server and document back to back in ABBA order{fresh}; round i gives the ratio candidate/baseline, and the estimate is their geometric mean.{generator}"),
         format!(
             "Interval: Student's t-interval on the mean log ratio at {} each, so that all {} x {} gated metric{} hold together at {} (Bonferroni).",
@@ -275,8 +325,12 @@ pub(super) fn paired_context(cmp: &PairedComparison) -> PairedContext {
         format!(
             "Verdict: worse or better when the interval excludes 1 and the ratio is beyond ±{threshold}; within when the whole interval is inside ±{threshold}; else not judged. Only the gated metric of each server and document (requests/s, or server CPU per request when the generator was the bottleneck) can fail the run."
         ),
-    ];
-    let stop = match cmp.stop {
+    ]
+}
+
+/// How many rounds were run and why they stopped.
+fn stop_text(cmp: &PairedComparison) -> String {
+    match cmp.stop {
         Some(s) => format!(
             "{} round{} ({} at most, {} first): {}",
             cmp.rounds,
@@ -290,7 +344,12 @@ pub(super) fn paired_context(cmp: &PairedComparison) -> PairedContext {
             cmp.rounds,
             if cmp.rounds == 1 { "" } else { "s" }
         ),
-    };
+    }
+}
+
+/// The closing line: the regressions, or that none was found, and whether every gated metric
+/// was judged.
+fn conclusion_text(cmp: &PairedComparison, threshold: &str) -> String {
     let regressions: Vec<String> = cmp
         .regressions()
         .map(|(g, m)| {
@@ -315,7 +374,7 @@ pub(super) fn paired_context(cmp: &PairedComparison) -> PairedContext {
         )
         .collect();
     let undecided = cmp.undecided();
-    let conclusion = if !regressions.is_empty() {
+    if !regressions.is_empty() {
         format!("REGRESSION beyond {threshold}: {}.", regressions.join("; "))
     } else if undecided == 0 && !cmp.groups.is_empty() {
         format!("No regression: every gated metric was judged, none worse beyond {threshold}.")
@@ -324,28 +383,5 @@ pub(super) fn paired_context(cmp: &PairedComparison) -> PairedContext {
             "No regression shown, but {undecided} gated metric{} could not be judged at ±{threshold} within the budget (see their MDE: more rounds, a larger threshold or a quieter machine).",
             if undecided == 1 { "" } else { "s" }
         )
-    };
-    PairedContext {
-        baseline_run_id: cmp.baseline_run_id.clone(),
-        baseline_path: cmp.baseline_path.clone(),
-        candidate_run_id: cmp.candidate_run_id.clone(),
-        threshold,
-        method,
-        stop,
-        slowed: cmp
-            .slowed
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} given {} of the baseline side's CPU on purpose",
-                    s.server, s.factor
-                )
-            })
-            .collect(),
-        rows,
-        table,
-        missing_in_candidate: cmp.missing_in_candidate.clone(),
-        regression: cmp.has_regression(),
-        conclusion,
     }
 }

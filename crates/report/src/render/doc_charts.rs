@@ -1,7 +1,19 @@
 //! The HTML report's charts of one document: requests/s and latency per server, and each
 //! load's timeline with its steady stretch.
 
-use super::*;
+use super::loads::{group_loads, hist_error};
+use super::numbers::f;
+use crate::charts::{
+    self, BarChart, BarInput, LineChart, SeriesInput, ShadeInput, TimeChart, TimeLineInput,
+};
+use crate::error::ReportError;
+use crate::record::{LoadRecord, RunRecord};
+use crate::stats::{GroupStats, Metric};
+use hdrhistogram::Histogram;
+use loadgen::stats::Timer;
+use loadgen::steady::{Pattern, Point};
+use loadgen::Note;
+use serde::Serialize;
 
 #[derive(Serialize)]
 pub(super) struct DocCharts {
@@ -176,88 +188,15 @@ pub(super) fn timeline_charts(
                 .map_err(|e| hist_error(l, &e.to_string()))?;
             let used: Vec<&Point> = points.iter().filter(|p| p.counts(t.interval_s)).collect();
             let name = format!("{} round {}", g.server, l.round + 1);
-            let mid = |p: &Point| p.start_s + p.duration_s / 2.0;
-            let ms = |us: u64| us as f64 / 1e3;
             rps_lines.push(TimeLineInput {
                 title: name.clone(),
                 colour,
                 dashed: false,
                 points: used.iter().map(|p| (mid(p), p.rate())).collect(),
             });
-            for (label, dashed, pick) in [
-                (
-                    "p50",
-                    false,
-                    (|p: &Point| p.p50_us) as fn(&Point) -> Option<u64>,
-                ),
-                ("p99", true, |p: &Point| p.p99_us),
-            ] {
-                latency_lines.push(TimeLineInput {
-                    title: format!("{name} {label}"),
-                    colour,
-                    dashed,
-                    points: used
-                        .iter()
-                        .filter_map(|p| pick(p).map(|v| (mid(p), ms(v))))
-                        .collect(),
-                });
-            }
-            let note = l
-                .load
-                .notes
-                .iter()
-                .find(|n| matches!(n, Note::Unsteady { .. }));
-            let verdict = match note {
-                Some(Note::Unsteady {
-                    pattern, steady, ..
-                }) => {
-                    let kind = match pattern {
-                        Pattern::WarmUp => "warm-up",
-                        Pattern::Drift => "drift",
-                    };
-                    match steady {
-                        Some(w) => {
-                            let window = format!(
-                                "steady from {} to {}",
-                                crate::notes::seconds(w.from_s, " "),
-                                crate::notes::seconds(w.to_s, " ")
-                            );
-                            shades.push(ShadeInput {
-                                title: format!("{name}: {window}"),
-                                colour,
-                                from_s: w.from_s,
-                                to_s: w.to_s,
-                            });
-                            format!("{kind}: {window}")
-                        }
-                        None => format!("{kind}: steady in neither half"),
-                    }
-                }
-                _ if used.len() >= loadgen::steady::MIN_INTERVALS => "steady".to_string(),
-                _ => format!("not judged: {} intervals", used.len()),
-            };
-            let range = |v: Vec<f64>, decimals: usize| {
-                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                if v.is_empty() {
-                    "-".to_string()
-                } else {
-                    format!("{}-{}", f(lo, decimals), f(hi, decimals))
-                }
-            };
-            rows.push(SteadyRow {
-                server: g.server.clone(),
-                round: (l.round + 1).to_string(),
-                intervals: used.len().to_string(),
-                rps_range: range(used.iter().map(|p| p.rate()).collect(), 0),
-                p50_range: range(used.iter().filter_map(|p| p.p50_us).map(ms).collect(), 2),
-                p99_max: used
-                    .iter()
-                    .filter_map(|p| p.p99_us)
-                    .max()
-                    .map_or_else(|| "-".to_string(), |v| f(ms(v), 2)),
-                verdict,
-            });
+            latency_lines.extend(latency_lines_of(&name, colour, &used));
+            let verdict = steady_verdict(l, &used, &name, colour, &mut shades);
+            rows.push(steady_row(&g.server, l.round, &used, verdict));
             let interval = crate::notes::seconds(t.interval_s, " ");
             if !intervals.contains(&interval) {
                 intervals.push(interval);
@@ -318,4 +257,110 @@ pub(super) fn merged_total(
         }
     }
     Ok(merged.filter(|h| !h.is_empty()))
+}
+
+/// The middle of an interval, in seconds from the load's start: where its point is drawn.
+fn mid(p: &Point) -> f64 {
+    p.start_s + p.duration_s / 2.0
+}
+
+fn ms(us: u64) -> f64 {
+    us as f64 / 1e3
+}
+
+/// The p50 (solid) and p99 (dashed) latency lines of one load's intervals.
+fn latency_lines_of(name: &str, colour: &'static str, used: &[&Point]) -> Vec<TimeLineInput> {
+    let mut lines = Vec::new();
+    for (label, dashed, pick) in [
+        (
+            "p50",
+            false,
+            (|p: &Point| p.p50_us) as fn(&Point) -> Option<u64>,
+        ),
+        ("p99", true, |p: &Point| p.p99_us),
+    ] {
+        lines.push(TimeLineInput {
+            title: format!("{name} {label}"),
+            colour,
+            dashed,
+            points: used
+                .iter()
+                .filter_map(|p| pick(p).map(|v| (mid(p), ms(v))))
+                .collect(),
+        });
+    }
+    lines
+}
+
+/// Whether one load ran steady, as its notes say; an unsteady load's steady window, if it has
+/// one, is shaded on the charts (added to `shades`).
+fn steady_verdict(
+    l: &LoadRecord,
+    used: &[&Point],
+    name: &str,
+    colour: &'static str,
+    shades: &mut Vec<ShadeInput>,
+) -> String {
+    let note = l
+        .load
+        .notes
+        .iter()
+        .find(|n| matches!(n, Note::Unsteady { .. }));
+    match note {
+        Some(Note::Unsteady {
+            pattern, steady, ..
+        }) => {
+            let kind = match pattern {
+                Pattern::WarmUp => "warm-up",
+                Pattern::Drift => "drift",
+            };
+            match steady {
+                Some(w) => {
+                    let window = format!(
+                        "steady from {} to {}",
+                        crate::notes::seconds(w.from_s, " "),
+                        crate::notes::seconds(w.to_s, " ")
+                    );
+                    shades.push(ShadeInput {
+                        title: format!("{name}: {window}"),
+                        colour,
+                        from_s: w.from_s,
+                        to_s: w.to_s,
+                    });
+                    format!("{kind}: {window}")
+                }
+                None => format!("{kind}: steady in neither half"),
+            }
+        }
+        _ if used.len() >= loadgen::steady::MIN_INTERVALS => "steady".to_string(),
+        _ => format!("not judged: {} intervals", used.len()),
+    }
+}
+
+/// The lowest and highest of `v`, "-" for none.
+fn value_range(v: Vec<f64>, decimals: usize) -> String {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if v.is_empty() {
+        "-".to_string()
+    } else {
+        format!("{}-{}", f(lo, decimals), f(hi, decimals))
+    }
+}
+
+/// The steadiness table's row of one load (0-based `round`).
+fn steady_row(server: &str, round: u32, used: &[&Point], verdict: String) -> SteadyRow {
+    SteadyRow {
+        server: server.to_string(),
+        round: (round + 1).to_string(),
+        intervals: used.len().to_string(),
+        rps_range: value_range(used.iter().map(|p| p.rate()).collect(), 0),
+        p50_range: value_range(used.iter().filter_map(|p| p.p50_us).map(ms).collect(), 2),
+        p99_max: used
+            .iter()
+            .filter_map(|p| p.p99_us)
+            .max()
+            .map_or_else(|| "-".to_string(), |v| f(ms(v), 2)),
+        verdict,
+    }
 }

@@ -1,6 +1,6 @@
 //! The templates' own filters: padding, and Markdown's cells and code spans.
 
-use super::*;
+use std::collections::HashMap;
 
 /// `lpad(width=N)` right-aligns, `rpad(width=N)` left-aligns a value in N columns, so text
 /// templates can lay out tables whose widths the Rust side measured.

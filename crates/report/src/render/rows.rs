@@ -1,7 +1,10 @@
 //! The head-to-head table of one document: a row per server, its flags, and the lines and
 //! notes under the table.
 
-use super::*;
+use super::numbers::{f, median_or_dash, ratio};
+use super::table::{Column, TextTable};
+use crate::stats::{GroupStats, Metric};
+use serde::Serialize;
 
 /// One server's line of the head-to-head table, every cell already formatted.
 #[derive(Serialize)]

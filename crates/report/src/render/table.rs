@@ -2,7 +2,7 @@
 //! only; a text template lays out whatever header and rows it is given, padding each cell to
 //! the width measured here.
 
-use super::*;
+use serde::Serialize;
 
 /// A column of a text table.
 #[derive(Clone, Copy)]

@@ -96,7 +96,34 @@ const SCENARIO: &str =
 /// not be built. Rounds differ a little (±1.5%), nginx is about 1.66 times apache on the small
 /// page, as in the first reference post.
 pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
-    let servers = vec![
+    RunRecord {
+        schema_version: SCHEMA_VERSION,
+        benchctl_version: "0.1.0".into(),
+        run_id: format!(
+            "hello-20240501T120000Z-r{rounds}{}",
+            if slow.is_some() { "-slowed" } else { "" }
+        ),
+        started_at: "2024-05-01T12:00:00Z".into(),
+        finished_at: Some("2024-05-01T12:03:10Z".into()),
+        status: RunStatus::Complete,
+        scenario: ScenarioRecord::new("hello", "scenarios/hello.toml", SCENARIO),
+        host: HostFacts {
+            cpu_model: "AMD EPYC 7B13 64-Core Processor".into(),
+            cores: 2,
+            kernel: "6.1.0-26-amd64".into(),
+            docker_version: Some("27.3.1".into()),
+        },
+        engines: Vec::new(),
+        servers: fixture_servers(),
+        loads: fixture_loads(rounds, slow),
+        capacity: Vec::new(),
+        against: None,
+    }
+}
+
+/// The fixture's servers: apache and nginx available, tornado not.
+fn fixture_servers() -> Vec<ServerRecord> {
+    vec![
         ServerRecord {
             name: "apache".into(),
             kind: "apache".into(),
@@ -130,7 +157,11 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
             },
             host: None,
         },
-    ];
+    ]
+}
+
+/// The fixture's loads: each round, each document, apache then nginx.
+fn fixture_loads(rounds: u32, slow: Option<Slowdown>) -> Vec<LoadRecord> {
     // (document, path, length, requests, apache waiting µs, apache elapsed s, nginx elapsed s)
     let docs = [
         ("hello", "/hello.html", 13u64, 300u32, 900u32, 0.30, 0.1807),
@@ -192,29 +223,7 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
             }
         }
     }
-    RunRecord {
-        schema_version: SCHEMA_VERSION,
-        benchctl_version: "0.1.0".into(),
-        run_id: format!(
-            "hello-20240501T120000Z-r{rounds}{}",
-            if slow.is_some() { "-slowed" } else { "" }
-        ),
-        started_at: "2024-05-01T12:00:00Z".into(),
-        finished_at: Some("2024-05-01T12:03:10Z".into()),
-        status: RunStatus::Complete,
-        scenario: ScenarioRecord::new("hello", "scenarios/hello.toml", SCENARIO),
-        host: HostFacts {
-            cpu_model: "AMD EPYC 7B13 64-Core Processor".into(),
-            cores: 2,
-            kernel: "6.1.0-26-amd64".into(),
-            docker_version: Some("27.3.1".into()),
-        },
-        engines: Vec::new(),
-        servers,
-        loads,
-        capacity: Vec::new(),
-        against: None,
-    }
+    loads
 }
 
 /// Scales a load's elapsed time by `factor`, keeping its requests/s consistent with it.

@@ -1,7 +1,17 @@
 //! `[[document]]` tables: URL paths, generated bodies and files, the latter only from the
 //! scenario's own folder and only when every user may read them.
 
-use super::*;
+use super::common::{check_name, line_of, size_value, Protocol};
+use super::load::{check_load_level, resolve_load, LoadLevel};
+use crate::documents::{HELLO_WORLD, HTML_MIN_SIZE, PNG_MAX_SIZE, PNG_MIN_SIZE};
+use crate::error::Diagnostics;
+use crate::plan::{DocumentSource, DocumentSpec, GeneratorKind, SourceFile};
+use crate::raw::RawScenario;
+use crate::units::describe_bytes;
+use serde_spanned::Spanned;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::{Component, Path, PathBuf};
 
 /// Where `file` documents are looked up, and the one folder they must lie in.
 pub(super) struct DocumentRoots {
@@ -149,10 +159,6 @@ pub(super) fn check_documents(
     docs
 }
 
-pub(super) fn line_of(d: &Diagnostics, span: Range<usize>) -> usize {
-    d.line_column(span.start).0
-}
-
 /// Checks a URL path and maps it to its place under the document root.
 pub(super) fn check_url_path(url: &str) -> Result<PathBuf, String> {
     if !url.starts_with('/') {
@@ -210,152 +216,175 @@ pub(super) fn check_source(
             );
             None
         }
-        (None, Some(file)) => {
-            if let Some(size) = &doc.size {
-                d.error(
-                    size.span(),
-                    "size is only for generated documents (remove it: a file is served at its own size)",
-                );
-            }
-            let rel = file.get_ref();
-            if rel.is_empty() {
-                d.error(
-                    file.span(),
-                    "file is empty (name a file relative to the scenario file)",
-                );
-                return None;
-            }
-            let resolved = roots.base_dir.join(rel);
-            let meta = match std::fs::metadata(&resolved) {
-                Ok(meta) if meta.is_file() => meta,
-                Ok(_) => {
-                    d.error(
-                        file.span(),
-                        format!("file `{rel}` is not a regular file (name a file, not a folder)"),
-                    );
-                    return None;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    d.error(
-                        file.span(),
-                        format!(
-                            "file `{rel}` does not exist (looked for {}; paths are relative to the scenario file)",
-                            resolved.display()
-                        ),
-                    );
-                    return None;
-                }
-                Err(e) => {
-                    d.error(
-                        file.span(),
-                        format!("file `{rel}` cannot be read: {e} (check its permissions)"),
-                    );
-                    return None;
-                }
-            };
-            // Every server serves its documents to anyone who can connect: a scenario may only
-            // name files in its own folder (or the one its `documents` key names), with every
-            // symlink resolved, and only files that every user of this machine may read already.
-            let root = roots.root.as_ref()?;
-            let real = match resolved.canonicalize() {
-                Ok(p) => p,
-                Err(e) => {
-                    d.error(
-                        file.span(),
-                        format!("file `{rel}` cannot be resolved: {e} (check its path)"),
-                    );
-                    return None;
-                }
-            };
-            if !real.starts_with(root) {
-                d.error(
-                    file.span(),
-                    format!(
-                        "file `{rel}` is outside {} (it is {}): a scenario serves only files inside its own folder, or the folder its `documents` key names (copy the file there)",
-                        root.display(),
-                        real.display()
-                    ),
-                );
-                return None;
-            }
-            use std::os::unix::fs::PermissionsExt;
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o004 == 0 {
-                d.error(
-                    file.span(),
-                    format!(
-                        "file `{rel}` is not readable by other users (mode {mode:04o}): benchctl serves documents to anyone who can connect to the server, so it serves only files every user may read already (chmod o+r it if it is not secret)"
-                    ),
-                );
-                return None;
-            }
-            use std::os::unix::fs::MetadataExt;
-            Some((
-                DocumentSource::File(SourceFile {
-                    path: real,
-                    dev: meta.dev(),
-                    ino: meta.ino(),
-                }),
-                meta.len(),
-            ))
+        (None, Some(file)) => file_source(d, doc, file, roots),
+        (Some(generate), None) => generated_source(d, doc, generate),
+    }
+}
+
+/// A `file` document: a regular file inside the document root that every user may read.
+fn file_source(
+    d: &mut Diagnostics,
+    doc: &crate::raw::RawDocument,
+    file: &Spanned<String>,
+    roots: &DocumentRoots,
+) -> Option<(DocumentSource, u64)> {
+    if let Some(size) = &doc.size {
+        d.error(
+            size.span(),
+            "size is only for generated documents (remove it: a file is served at its own size)",
+        );
+    }
+    let rel = file.get_ref();
+    if rel.is_empty() {
+        d.error(
+            file.span(),
+            "file is empty (name a file relative to the scenario file)",
+        );
+        return None;
+    }
+    let resolved = roots.base_dir.join(rel);
+    let meta = file_metadata(d, file, &resolved)?;
+    // Every server serves its documents to anyone who can connect: a scenario may only
+    // name files in its own folder (or the one its `documents` key names), with every
+    // symlink resolved, and only files that every user of this machine may read already.
+    let root = roots.root.as_ref()?;
+    let real = match resolved.canonicalize() {
+        Ok(p) => p,
+        Err(e) => {
+            d.error(
+                file.span(),
+                format!("file `{rel}` cannot be resolved: {e} (check its path)"),
+            );
+            return None;
         }
-        (Some(generate), None) => {
-            let kind = match GeneratorKind::ALL
-                .into_iter()
-                .find(|k| k.as_str() == generate.get_ref())
-            {
-                Some(k) => k,
-                None => {
-                    d.error(
-                        generate.span(),
-                        format!(
-                            "unknown generator `{}` (use one of: hello, html, png, blob; or file = \"...\" for your own)",
-                            generate.get_ref()
-                        ),
-                    );
-                    return None;
-                }
-            };
-            let size = match &doc.size {
-                Some(s) => size_value(d, s, "size")?,
-                None if kind == GeneratorKind::Hello => HELLO_WORLD.len() as u64,
-                None => {
-                    d.error(
-                        generate.span(),
-                        format!(
-                            "generate = \"{kind}\" needs a size in bytes (add e.g. size = 468)"
-                        ),
-                    );
-                    return None;
-                }
-            };
-            let span = doc.size.as_ref().map_or(generate.span(), |s| s.span());
-            let problem = match kind {
-                GeneratorKind::Hello if size != HELLO_WORLD.len() as u64 => Some(format!(
-                    "hello is always {} bytes, not {size} (remove size, or use html or blob for other sizes)",
-                    HELLO_WORLD.len()
-                )),
-                _ if size == 0 => Some(
-                    "size 0 makes an empty document (give at least 1 byte)".to_owned(),
+    };
+    if !real.starts_with(root) {
+        d.error(
+            file.span(),
+            format!(
+                "file `{rel}` is outside {} (it is {}): a scenario serves only files inside its own folder, or the folder its `documents` key names (copy the file there)",
+                root.display(),
+                real.display()
+            ),
+        );
+        return None;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o004 == 0 {
+        d.error(
+            file.span(),
+            format!(
+                "file `{rel}` is not readable by other users (mode {mode:04o}): benchctl serves documents to anyone who can connect to the server, so it serves only files every user may read already (chmod o+r it if it is not secret)"
+            ),
+        );
+        return None;
+    }
+    use std::os::unix::fs::MetadataExt;
+    Some((
+        DocumentSource::File(SourceFile {
+            path: real,
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }),
+        meta.len(),
+    ))
+}
+
+/// The metadata of the file a `file` key names (at `resolved`), if it is a regular file.
+fn file_metadata(
+    d: &mut Diagnostics,
+    file: &Spanned<String>,
+    resolved: &Path,
+) -> Option<std::fs::Metadata> {
+    let rel = file.get_ref();
+    match std::fs::metadata(resolved) {
+        Ok(meta) if meta.is_file() => Some(meta),
+        Ok(_) => {
+            d.error(
+                file.span(),
+                format!("file `{rel}` is not a regular file (name a file, not a folder)"),
+            );
+            None
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            d.error(
+                file.span(),
+                format!(
+                    "file `{rel}` does not exist (looked for {}; paths are relative to the scenario file)",
+                    resolved.display()
                 ),
-                GeneratorKind::Html if size < HTML_MIN_SIZE => Some(format!(
-                    "an html page cannot be smaller than {HTML_MIN_SIZE} bytes, not {size} (raise size, or use blob for tiny bodies)"
-                )),
-                GeneratorKind::Png if size < PNG_MIN_SIZE => Some(format!(
-                    "the smallest valid PNG is {PNG_MIN_SIZE} bytes, not {size} (raise size)"
-                )),
-                GeneratorKind::Png if size > PNG_MAX_SIZE => Some(format!(
-                    "a PNG of {} is beyond the {} this generator makes (use blob for large files)",
-                    describe_bytes(size),
-                    describe_bytes(PNG_MAX_SIZE)
-                )),
-                _ => None,
-            };
-            if let Some(msg) = problem {
-                d.error(span, msg);
-                return None;
-            }
-            Some((DocumentSource::Generated { kind, size }, size))
+            );
+            None
+        }
+        Err(e) => {
+            d.error(
+                file.span(),
+                format!("file `{rel}` cannot be read: {e} (check its permissions)"),
+            );
+            None
         }
     }
+}
+
+/// A `generate` document: a known generator, and a size it can make.
+fn generated_source(
+    d: &mut Diagnostics,
+    doc: &crate::raw::RawDocument,
+    generate: &Spanned<String>,
+) -> Option<(DocumentSource, u64)> {
+    let kind = match GeneratorKind::ALL
+        .into_iter()
+        .find(|k| k.as_str() == generate.get_ref())
+    {
+        Some(k) => k,
+        None => {
+            d.error(
+                generate.span(),
+                format!(
+                    "unknown generator `{}` (use one of: hello, html, png, blob; or file = \"...\" for your own)",
+                    generate.get_ref()
+                ),
+            );
+            return None;
+        }
+    };
+    let size = match &doc.size {
+        Some(s) => size_value(d, s, "size")?,
+        None if kind == GeneratorKind::Hello => HELLO_WORLD.len() as u64,
+        None => {
+            d.error(
+                generate.span(),
+                format!("generate = \"{kind}\" needs a size in bytes (add e.g. size = 468)"),
+            );
+            return None;
+        }
+    };
+    let span = doc.size.as_ref().map_or(generate.span(), |s| s.span());
+    let problem = match kind {
+        GeneratorKind::Hello if size != HELLO_WORLD.len() as u64 => Some(format!(
+            "hello is always {} bytes, not {size} (remove size, or use html or blob for other sizes)",
+            HELLO_WORLD.len()
+        )),
+        _ if size == 0 => Some(
+            "size 0 makes an empty document (give at least 1 byte)".to_owned(),
+        ),
+        GeneratorKind::Html if size < HTML_MIN_SIZE => Some(format!(
+            "an html page cannot be smaller than {HTML_MIN_SIZE} bytes, not {size} (raise size, or use blob for tiny bodies)"
+        )),
+        GeneratorKind::Png if size < PNG_MIN_SIZE => Some(format!(
+            "the smallest valid PNG is {PNG_MIN_SIZE} bytes, not {size} (raise size)"
+        )),
+        GeneratorKind::Png if size > PNG_MAX_SIZE => Some(format!(
+            "a PNG of {} is beyond the {} this generator makes (use blob for large files)",
+            describe_bytes(size),
+            describe_bytes(PNG_MAX_SIZE)
+        )),
+        _ => None,
+    };
+    if let Some(msg) = problem {
+        d.error(span, msg);
+        return None;
+    }
+    Some((DocumentSource::Generated { kind, size }, size))
 }

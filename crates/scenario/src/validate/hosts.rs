@@ -1,7 +1,14 @@
 //! `[[host]]` engines and `[load] generators`: each host's URL, address and TLS material,
 //! how its images get there, and which hosts send load.
 
-use super::*;
+use super::common::{check_name, line_of};
+use crate::error::Diagnostics;
+use crate::plan::{DocumentSpec, HostImages, HostSpec, HostUrl, ServerSpec};
+use crate::raw::{RawHost, RawScenario};
+use serde_spanned::Spanned;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
 
 /// `[load] generators`: each a `[[host]]`, once; every server on a host (a server on this
 /// machine's engine listens on 127.0.0.1, which no other machine reaches); every load big
@@ -140,15 +147,6 @@ pub(super) fn check_host(d: &mut Diagnostics, h: &RawHost, base_dir: &Path) -> O
     // First, so that its mistake is reported beside the URL's.
     let images = check_host_images(d, h);
     let url_text = h.url.get_ref().trim();
-    let url_span = h.url.span();
-    let only_tcp = |d: &mut Diagnostics, key: &str, span: Range<usize>| {
-        d.error(
-            span,
-            format!(
-                "{key} applies to tcp:// engines only, and host `{name}` is {url_text} (remove it)"
-            ),
-        );
-    };
     if let Some(c) = &h.ssh_config {
         if !url_text.starts_with("ssh://") {
             d.error(
@@ -158,191 +156,222 @@ pub(super) fn check_host(d: &mut Diagnostics, h: &RawHost, base_dir: &Path) -> O
         }
     }
     let url = if let Some(path) = url_text.strip_prefix("unix://") {
-        if let Some(t) = &h.tls_dir {
-            only_tcp(d, "tls_dir", t.span());
-        }
-        if let Some(i) = &h.insecure {
-            only_tcp(d, "insecure", i.span());
-        }
-        if !path.starts_with('/') {
-            d.error(
-                url_span.clone(),
-                format!("`{url_text}` needs an absolute socket path (write it as unix:///var/run/docker.sock)"),
-            );
-            return None;
-        }
-        HostUrl::Unix {
-            path: PathBuf::from(path),
-        }
+        unix_url(d, h, path)?
     } else if let Some(rest) = url_text.strip_prefix("tcp://") {
-        let tls_dir = h.tls_dir.as_ref().and_then(|t| {
-            let dir = base_dir.join(t.get_ref());
-            let missing: Vec<&str> = ["ca.pem", "cert.pem", "key.pem"]
-                .into_iter()
-                .filter(|f| !dir.join(f).is_file())
-                .collect();
-            if missing.is_empty() {
-                Some(dir)
-            } else {
-                d.error(
-                    t.span(),
-                    format!(
-                        "tls_dir `{}` ({}) has no {} (a TLS folder holds the engine's CA certificate, ca.pem, and this client's certificate and key, cert.pem and key.pem)",
-                        t.get_ref(),
-                        dir.display(),
-                        missing.join(", ")
-                    ),
-                );
-                None
-            }
-        });
-        let insecure = h.insecure.as_ref().is_some_and(|i| *i.get_ref());
-        match (&h.tls_dir, &h.insecure) {
-            (Some(_), Some(i)) if *i.get_ref() => d.error(
-                i.span(),
-                format!("host `{name}` has both tls_dir and insecure = true (with TLS the connection is not insecure: remove insecure)"),
-            ),
-            (None, _) if !insecure => d.error(
-                url_span.clone(),
-                format!(
-                    "`{url_text}` is plain, unauthenticated TCP: whoever reaches that port controls the engine and its machine (add tls_dir = \"FOLDER\" with ca.pem, cert.pem and key.pem, or insecure = true to accept it on a network you trust)"
-                ),
-            ),
-            _ => {}
-        }
-        let rest = rest.trim_end_matches('/');
-        let (host, port) = match split_host_port(rest) {
-            Some(hp) => hp,
-            None => {
-                d.error(
-                    url_span.clone(),
-                    format!("`{url_text}` is not tcp://HOST or tcp://HOST:PORT (a port is 1-65535; an IPv6 address goes in brackets: tcp://[fd00::5]:2376)"),
-                );
-                return None;
-            }
-        };
-        let port = port.unwrap_or(if h.tls_dir.is_some() {
-            DOCKER_TLS_PORT
-        } else {
-            DOCKER_PLAIN_PORT
-        });
-        if h.tls_dir.is_some() && tls_dir.is_none() {
-            return None;
-        }
-        HostUrl::Tcp {
-            host,
-            port,
-            tls_dir,
-        }
+        tcp_url(d, h, rest, base_dir)?
     } else if let Some(rest) = url_text.strip_prefix("ssh://") {
-        if let Some(t) = &h.tls_dir {
-            only_tcp(d, "tls_dir", t.span());
-        }
-        if let Some(i) = &h.insecure {
-            only_tcp(d, "insecure", i.span());
-        }
-        let (authority, socket) = match rest.find('/') {
-            Some(i) => (&rest[..i], PathBuf::from(&rest[i..])),
-            None => (rest, PathBuf::from("/var/run/docker.sock")),
-        };
-        let (user, host_port) = match authority.rsplit_once('@') {
-            Some((u, hp)) => (Some(u), hp),
-            None => (None, authority),
-        };
-        let user_ok = user.is_none_or(|u| {
-            !u.is_empty()
-                && !u.starts_with('-')
-                && u.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-        });
-        let Some((host, port)) = split_host_port(host_port).filter(|(h, _)| !h.starts_with('-'))
-        else {
-            d.error(
-                url_span.clone(),
-                format!("`{url_text}` is not ssh://[USER@]HOST[:PORT][/SOCKET] (an IPv6 address goes in brackets: ssh://bench@[fd00::5])"),
-            );
-            return None;
-        };
-        if !user_ok {
-            d.error(
-                url_span.clone(),
-                format!("`{url_text}`: the user name may hold letters, digits, -, _ and . only"),
-            );
-            return None;
-        }
-        let config = h.ssh_config.as_ref().and_then(|c| {
-            let file = base_dir.join(c.get_ref());
-            if file.is_file() {
-                Some(file)
-            } else {
-                d.error(
-                    c.span(),
-                    format!(
-                        "ssh_config `{}` ({}) is not a file",
-                        c.get_ref(),
-                        file.display()
-                    ),
-                );
-                None
-            }
-        });
-        if h.ssh_config.is_some() && config.is_none() {
-            return None;
-        }
-        HostUrl::Ssh {
-            destination: match user {
-                Some(u) => format!("{u}@{host}"),
-                None => host,
-            },
-            port,
-            socket,
-            config,
-        }
+        ssh_url(d, h, rest, base_dir)?
     } else {
         d.error(
-            url_span,
+            h.url.span(),
             format!("`{url_text}` is not a Docker engine URL (write unix:///var/run/docker.sock, ssh://USER@HOST, tcp://HOST:2376 with tls_dir, or tcp://HOST:2375 with insecure = true)"),
         );
         return None;
     };
-    let address = match &h.address {
-        Some(a) => match a.get_ref().trim().parse::<IpAddr>() {
-            Ok(ip) => ip,
-            Err(_) => {
-                d.error(
-                    a.span(),
-                    format!("address `{}` is not an IP address (servers listen on an address such as 10.0.0.5 or fd00::5)", a.get_ref()),
-                );
-                return None;
-            }
-        },
-        None => match &url {
-            HostUrl::Unix { .. } => IpAddr::V4(Ipv4Addr::LOCALHOST),
-            HostUrl::Ssh {
-                destination: host, ..
-            }
-            | HostUrl::Tcp { host, .. } => match host
-                .rsplit_once('@')
-                .map_or(host.as_str(), |(_, h)| h)
-                .parse::<IpAddr>()
-            {
-                Ok(ip) => ip,
-                Err(_) => {
-                    d.error(
-                        h.url.span(),
-                        format!("host `{name}` is named `{host}`, not by an IP address: add address = \"<its IP>\" (its servers listen on that address and the load is sent there)"),
-                    );
-                    return None;
-                }
-            },
-        },
-    };
+    let address = host_address(d, h, &url)?;
     Some(HostSpec {
         name: name.to_string(),
         url,
         address,
         images: images?,
     })
+}
+
+/// `tls_dir` and `insecure` are about TCP connections: an error for each on another engine.
+fn reject_tcp_keys(d: &mut Diagnostics, h: &RawHost) {
+    let name = h.name.get_ref();
+    let url_text = h.url.get_ref().trim();
+    let spans = [
+        h.tls_dir.as_ref().map(|t| ("tls_dir", t.span())),
+        h.insecure.as_ref().map(|i| ("insecure", i.span())),
+    ];
+    for (key, span) in spans.into_iter().flatten() {
+        d.error(
+            span,
+            format!(
+                "{key} applies to tcp:// engines only, and host `{name}` is {url_text} (remove it)"
+            ),
+        );
+    }
+}
+
+/// `unix://PATH`, the rest of the URL being `path`.
+fn unix_url(d: &mut Diagnostics, h: &RawHost, path: &str) -> Option<HostUrl> {
+    reject_tcp_keys(d, h);
+    if !path.starts_with('/') {
+        let url_text = h.url.get_ref().trim();
+        d.error(
+            h.url.span(),
+            format!("`{url_text}` needs an absolute socket path (write it as unix:///var/run/docker.sock)"),
+        );
+        return None;
+    }
+    Some(HostUrl::Unix {
+        path: PathBuf::from(path),
+    })
+}
+
+/// `tcp://HOST[:PORT]`, the rest of the URL being `rest`: with a TLS folder, or insecure.
+fn tcp_url(d: &mut Diagnostics, h: &RawHost, rest: &str, base_dir: &Path) -> Option<HostUrl> {
+    let name = h.name.get_ref();
+    let url_text = h.url.get_ref().trim();
+    let url_span = h.url.span();
+    let tls_dir = h.tls_dir.as_ref().and_then(|t| tls_folder(d, t, base_dir));
+    let insecure = h.insecure.as_ref().is_some_and(|i| *i.get_ref());
+    match (&h.tls_dir, &h.insecure) {
+        (Some(_), Some(i)) if *i.get_ref() => d.error(
+            i.span(),
+            format!("host `{name}` has both tls_dir and insecure = true (with TLS the connection is not insecure: remove insecure)"),
+        ),
+        (None, _) if !insecure => d.error(
+            url_span.clone(),
+            format!(
+                "`{url_text}` is plain, unauthenticated TCP: whoever reaches that port controls the engine and its machine (add tls_dir = \"FOLDER\" with ca.pem, cert.pem and key.pem, or insecure = true to accept it on a network you trust)"
+            ),
+        ),
+        _ => {}
+    }
+    let rest = rest.trim_end_matches('/');
+    let Some((host, port)) = split_host_port(rest) else {
+        d.error(
+            url_span,
+            format!("`{url_text}` is not tcp://HOST or tcp://HOST:PORT (a port is 1-65535; an IPv6 address goes in brackets: tcp://[fd00::5]:2376)"),
+        );
+        return None;
+    };
+    let port = port.unwrap_or(if h.tls_dir.is_some() {
+        DOCKER_TLS_PORT
+    } else {
+        DOCKER_PLAIN_PORT
+    });
+    if h.tls_dir.is_some() && tls_dir.is_none() {
+        return None;
+    }
+    Some(HostUrl::Tcp {
+        host,
+        port,
+        tls_dir,
+    })
+}
+
+/// The folder `tls_dir` names, if it holds the three files a TLS connection needs.
+fn tls_folder(d: &mut Diagnostics, t: &Spanned<String>, base_dir: &Path) -> Option<PathBuf> {
+    let dir = base_dir.join(t.get_ref());
+    let missing: Vec<&str> = ["ca.pem", "cert.pem", "key.pem"]
+        .into_iter()
+        .filter(|f| !dir.join(f).is_file())
+        .collect();
+    if missing.is_empty() {
+        return Some(dir);
+    }
+    d.error(
+        t.span(),
+        format!(
+            "tls_dir `{}` ({}) has no {} (a TLS folder holds the engine's CA certificate, ca.pem, and this client's certificate and key, cert.pem and key.pem)",
+            t.get_ref(),
+            dir.display(),
+            missing.join(", ")
+        ),
+    );
+    None
+}
+
+/// `ssh://[USER@]HOST[:PORT][/SOCKET]`, the rest of the URL being `rest`.
+fn ssh_url(d: &mut Diagnostics, h: &RawHost, rest: &str, base_dir: &Path) -> Option<HostUrl> {
+    reject_tcp_keys(d, h);
+    let url_text = h.url.get_ref().trim();
+    let url_span = h.url.span();
+    let (authority, socket) = match rest.find('/') {
+        Some(i) => (&rest[..i], PathBuf::from(&rest[i..])),
+        None => (rest, PathBuf::from("/var/run/docker.sock")),
+    };
+    let (user, host_port) = match authority.rsplit_once('@') {
+        Some((u, hp)) => (Some(u), hp),
+        None => (None, authority),
+    };
+    let user_ok = user.is_none_or(|u| {
+        !u.is_empty()
+            && !u.starts_with('-')
+            && u.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    });
+    let Some((host, port)) = split_host_port(host_port).filter(|(h, _)| !h.starts_with('-')) else {
+        d.error(
+            url_span,
+            format!("`{url_text}` is not ssh://[USER@]HOST[:PORT][/SOCKET] (an IPv6 address goes in brackets: ssh://bench@[fd00::5])"),
+        );
+        return None;
+    };
+    if !user_ok {
+        d.error(
+            url_span,
+            format!("`{url_text}`: the user name may hold letters, digits, -, _ and . only"),
+        );
+        return None;
+    }
+    let config = h.ssh_config.as_ref().and_then(|c| {
+        let file = base_dir.join(c.get_ref());
+        if file.is_file() {
+            Some(file)
+        } else {
+            d.error(
+                c.span(),
+                format!(
+                    "ssh_config `{}` ({}) is not a file",
+                    c.get_ref(),
+                    file.display()
+                ),
+            );
+            None
+        }
+    });
+    if h.ssh_config.is_some() && config.is_none() {
+        return None;
+    }
+    Some(HostUrl::Ssh {
+        destination: match user {
+            Some(u) => format!("{u}@{host}"),
+            None => host,
+        },
+        port,
+        socket,
+        config,
+    })
+}
+
+/// The IP address the host's servers listen on: `address`, or the URL's host if it is one.
+fn host_address(d: &mut Diagnostics, h: &RawHost, url: &HostUrl) -> Option<IpAddr> {
+    if let Some(a) = &h.address {
+        let parsed = a.get_ref().trim().parse::<IpAddr>().ok();
+        if parsed.is_none() {
+            d.error(
+                a.span(),
+                format!("address `{}` is not an IP address (servers listen on an address such as 10.0.0.5 or fd00::5)", a.get_ref()),
+            );
+        }
+        return parsed;
+    }
+    match url {
+        HostUrl::Unix { .. } => Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        HostUrl::Ssh {
+            destination: host, ..
+        }
+        | HostUrl::Tcp { host, .. } => {
+            let parsed = host
+                .rsplit_once('@')
+                .map_or(host.as_str(), |(_, h)| h)
+                .parse::<IpAddr>()
+                .ok();
+            if parsed.is_none() {
+                let name = h.name.get_ref();
+                d.error(
+                    h.url.span(),
+                    format!("host `{name}` is named `{host}`, not by an IP address: add address = \"<its IP>\" (its servers listen on that address and the load is sent there)"),
+                );
+            }
+            parsed
+        }
+    }
 }
 
 /// `images`: one of [`HostImages::ALL`]; `None` (an error recorded) for any other word.

@@ -1,7 +1,16 @@
 //! The load keys: `[load]` and each `[document.load]`, checked where they are written and
 //! resolved key by key into every document's [`LoadSpec`].
 
-use super::*;
+use super::common::Protocol;
+use super::limits::{DEFAULT_TIMEOUT, MAX_CONCURRENCY, MAX_STREAMS};
+use crate::error::Diagnostics;
+use crate::plan::LoadSpec;
+use crate::raw::RawLoad;
+use crate::units::{parse_coalesce, parse_duration, Coalesce};
+use loadgen::{HttpVersion, Method};
+use serde_spanned::Spanned;
+use std::ops::Range;
+use std::time::Duration;
 
 /// One level of load settings (`[load]` or a `[document.load]`) with its values checked.
 /// Values that failed their check are dropped and `poisoned` set, so that the merged result
@@ -35,176 +44,204 @@ pub(super) fn check_load_level(
         user_timestamps: raw.user_timestamps,
         ..LoadLevel::default()
     };
-    if let Some(s) = &raw.streams {
-        let n = *s.get_ref();
-        if protocol.http2.is_none() {
-            d.error(
-                s.span(),
-                "streams is the number of requests at once on one HTTP/2 connection, and this scenario speaks HTTP/1.x (add http = \"2\" at the top of the file, or remove streams)",
-            );
-            level.poisoned = true;
-        } else if n < 1 || n > i64::from(MAX_STREAMS) {
-            d.error(
-                s.span(),
-                format!("streams must be 1 to {MAX_STREAMS}, not {n} (requests at once on each HTTP/2 connection, as h2load's -m)"),
-            );
-            level.poisoned = true;
-        } else {
-            level.streams = Some(n as u32);
-        }
-    }
-    if let (Some(line), Some(k)) = (protocol.http2, &raw.keep_alive) {
-        if !*k.get_ref() {
-            d.error(
-                k.span(),
-                format!("keep_alive = false cannot apply: the scenario speaks HTTP/2 (http = \"2\", line {line}), which keeps its connections open (remove keep_alive)"),
-            );
-            level.poisoned = true;
-        }
-    }
-    if let Some(r) = &raw.requests {
-        match u64::try_from(*r.get_ref()) {
-            Ok(n) if n >= 1 => level.requests = Some((n, r.span())),
-            _ => {
+    level.check_connections(d, raw, protocol);
+    level.check_amount(d, raw);
+    level.check_durations(d, raw);
+    level.check_http(d, raw, protocol);
+    level.check_request_shape(d, raw);
+    level
+}
+
+impl LoadLevel {
+    /// `streams` and `keep_alive`, which depend on the scenario's HTTP version.
+    fn check_connections(&mut self, d: &mut Diagnostics, raw: &RawLoad, protocol: &Protocol) {
+        if let Some(s) = &raw.streams {
+            let n = *s.get_ref();
+            if protocol.http2.is_none() {
                 d.error(
-                    r.span(),
+                    s.span(),
+                    "streams is the number of requests at once on one HTTP/2 connection, and this scenario speaks HTTP/1.x (add http = \"2\" at the top of the file, or remove streams)",
+                );
+                self.poisoned = true;
+            } else if n < 1 || n > i64::from(MAX_STREAMS) {
+                d.error(
+                    s.span(),
+                    format!("streams must be 1 to {MAX_STREAMS}, not {n} (requests at once on each HTTP/2 connection, as h2load's -m)"),
+                );
+                self.poisoned = true;
+            } else {
+                self.streams = Some(n as u32);
+            }
+        }
+        if let (Some(line), Some(k)) = (protocol.http2, &raw.keep_alive) {
+            if !*k.get_ref() {
+                d.error(
+                    k.span(),
+                    format!("keep_alive = false cannot apply: the scenario speaks HTTP/2 (http = \"2\", line {line}), which keeps its connections open (remove keep_alive)"),
+                );
+                self.poisoned = true;
+            }
+        }
+    }
+
+    /// `requests` and `concurrency`.
+    fn check_amount(&mut self, d: &mut Diagnostics, raw: &RawLoad) {
+        if let Some(r) = &raw.requests {
+            match u64::try_from(*r.get_ref()) {
+                Ok(n) if n >= 1 => self.requests = Some((n, r.span())),
+                _ => {
+                    d.error(
+                        r.span(),
+                        format!(
+                            "requests must be at least 1, not {} (ab's -n counts requests)",
+                            r.get_ref()
+                        ),
+                    );
+                    self.poisoned = true;
+                }
+            }
+        }
+        if let Some(c) = &raw.concurrency {
+            let n = *c.get_ref();
+            if n < 1 {
+                d.error(
+                    c.span(),
+                    format!("concurrency must be at least 1, not {n} (ab's -c is the number of requests in flight)"),
+                );
+                self.poisoned = true;
+            } else if n > i64::from(MAX_CONCURRENCY) {
+                d.error(
+                    c.span(),
                     format!(
-                        "requests must be at least 1, not {} (ab's -n counts requests)",
-                        r.get_ref()
+                        "concurrency {n} is more than {MAX_CONCURRENCY} (containers cannot open more than 20,000 files; lower it)"
                     ),
                 );
-                level.poisoned = true;
+                self.poisoned = true;
+            } else {
+                self.concurrency = Some((n as u32, c.span()));
             }
         }
     }
-    if let Some(c) = &raw.concurrency {
-        let n = *c.get_ref();
-        if n < 1 {
-            d.error(
-                c.span(),
-                format!("concurrency must be at least 1, not {n} (ab's -c is the number of requests in flight)"),
-            );
-            level.poisoned = true;
-        } else if n > i64::from(MAX_CONCURRENCY) {
-            d.error(
-                c.span(),
-                format!(
-                    "concurrency {n} is more than {MAX_CONCURRENCY} (containers cannot open more than 20,000 files; lower it)"
-                ),
-            );
-            level.poisoned = true;
-        } else {
-            level.concurrency = Some((n as u32, c.span()));
-        }
-    }
-    let duration = |d: &mut Diagnostics,
-                    value: &Option<Spanned<String>>,
-                    key: &str,
-                    zero_ok: bool| {
-        let v = value.as_ref()?;
-        match parse_duration(v.get_ref()) {
-            Ok(t) if t.is_zero() && !zero_ok => {
-                d.error(v.span(), format!("{key} must be longer than 0s (give it a positive duration such as \"10s\")"));
-                None
-            }
-            Ok(t) => Some(t),
-            Err(msg) => {
-                d.error(v.span(), format!("bad {key}: {msg}"));
-                None
-            }
-        }
-    };
-    let before = level.poisoned;
-    level.timeout = duration(d, &raw.timeout, "timeout", false);
-    level.warmup = duration(d, &raw.warmup, "warmup", true);
-    level.duration =
-        duration(d, &raw.duration, "duration", false).zip(raw.duration.as_ref().map(|v| v.span()));
-    level.min_duration = duration(d, &raw.min_duration, "min_duration", false)
-        .zip(raw.min_duration.as_ref().map(|v| v.span()));
-    let failed = |v: &Option<Spanned<String>>, parsed: bool| v.is_some() && !parsed;
-    level.poisoned = before
-        || failed(&raw.timeout, level.timeout.is_some())
-        || failed(&raw.warmup, level.warmup.is_some())
-        || failed(&raw.duration, level.duration.is_some())
-        || failed(&raw.min_duration, level.min_duration.is_some());
 
-    if let (Some(min), Some(_), None) = (&raw.min_duration, &raw.duration, &raw.requests) {
-        d.error(
-            min.span(),
-            "min_duration repeats a load of `requests` until it lasts that long; a load that runs for a `duration` has no use for it (remove one)",
-        );
-        level.poisoned = true;
-    }
-    if let (Some(_), Some(dur)) = (&raw.requests, &raw.duration) {
-        d.error(
-            dur.span(),
-            "requests and duration are both set (keep one: requests stops after a count, duration after a time)",
-        );
-        level.poisoned = true;
-    }
-    if let Some(h) = &raw.http {
-        match (h.get_ref().trim(), protocol.http2) {
-            ("2", None) => {
-                d.error(
-                    h.span(),
-                    "HTTP/2 is chosen for the whole scenario, not per load, as the servers are started for it (write http = \"2\" at the top of the file, before any table)",
-                );
-                level.poisoned = true;
+    /// `timeout`, `warmup`, `duration` and `min_duration`, and how they combine with
+    /// `requests`.
+    fn check_durations(&mut self, d: &mut Diagnostics, raw: &RawLoad) {
+        let duration = |d: &mut Diagnostics,
+                        value: &Option<Spanned<String>>,
+                        key: &str,
+                        zero_ok: bool| {
+            let v = value.as_ref()?;
+            match parse_duration(v.get_ref()) {
+                Ok(t) if t.is_zero() && !zero_ok => {
+                    d.error(v.span(), format!("{key} must be longer than 0s (give it a positive duration such as \"10s\")"));
+                    None
+                }
+                Ok(t) => Some(t),
+                Err(msg) => {
+                    d.error(v.span(), format!("bad {key}: {msg}"));
+                    None
+                }
             }
-            ("2", Some(_)) => {}
-            (v @ ("1.0" | "1.1"), Some(line)) => {
-                d.error(
-                    h.span(),
-                    format!("http = \"{v}\" cannot apply: the scenario speaks HTTP/2 (http = \"2\", line {line}) in every load (remove this one, or the top-level http)"),
-                );
-                level.poisoned = true;
-            }
-            ("1.0", None) => level.http11 = Some(false),
-            ("1.1", None) => level.http11 = Some(true),
-            (other, _) => {
-                d.error(
-                    h.span(),
-                    format!("http version `{other}` is not supported (use \"1.0\" or \"1.1\")"),
-                );
-                level.poisoned = true;
-            }
-        }
-    }
-    if let Some(r) = &raw.rate {
-        let rate = *r.get_ref();
-        if rate.is_finite() && rate > 0.0 {
-            level.rate = Some(rate);
-        } else {
+        };
+        let before = self.poisoned;
+        self.timeout = duration(d, &raw.timeout, "timeout", false);
+        self.warmup = duration(d, &raw.warmup, "warmup", true);
+        self.duration = duration(d, &raw.duration, "duration", false)
+            .zip(raw.duration.as_ref().map(|v| v.span()));
+        self.min_duration = duration(d, &raw.min_duration, "min_duration", false)
+            .zip(raw.min_duration.as_ref().map(|v| v.span()));
+        let failed = |v: &Option<Spanned<String>>, parsed: bool| v.is_some() && !parsed;
+        self.poisoned = before
+            || failed(&raw.timeout, self.timeout.is_some())
+            || failed(&raw.warmup, self.warmup.is_some())
+            || failed(&raw.duration, self.duration.is_some())
+            || failed(&raw.min_duration, self.min_duration.is_some());
+
+        if let (Some(min), Some(_), None) = (&raw.min_duration, &raw.duration, &raw.requests) {
             d.error(
-                r.span(),
-                format!("rate must be a positive number of requests per second, not {rate} (remove it to send as fast as possible)"),
+                min.span(),
+                "min_duration repeats a load of `requests` until it lasts that long; a load that runs for a `duration` has no use for it (remove one)",
             );
-            level.poisoned = true;
+            self.poisoned = true;
+        }
+        if let (Some(_), Some(dur)) = (&raw.requests, &raw.duration) {
+            d.error(
+                dur.span(),
+                "requests and duration are both set (keep one: requests stops after a count, duration after a time)",
+            );
+            self.poisoned = true;
         }
     }
-    if let Some(c) = &raw.coalesce {
-        match parse_coalesce(c.get_ref()) {
-            Ok(v) => level.coalesce = Some(v),
-            Err(msg) => {
-                d.error(c.span(), format!("bad coalesce: {msg}"));
-                level.poisoned = true;
+
+    /// A load's own `http`, which may only repeat an HTTP/1.x version.
+    fn check_http(&mut self, d: &mut Diagnostics, raw: &RawLoad, protocol: &Protocol) {
+        if let Some(h) = &raw.http {
+            match (h.get_ref().trim(), protocol.http2) {
+                ("2", None) => {
+                    d.error(
+                        h.span(),
+                        "HTTP/2 is chosen for the whole scenario, not per load, as the servers are started for it (write http = \"2\" at the top of the file, before any table)",
+                    );
+                    self.poisoned = true;
+                }
+                ("2", Some(_)) => {}
+                (v @ ("1.0" | "1.1"), Some(line)) => {
+                    d.error(
+                        h.span(),
+                        format!("http = \"{v}\" cannot apply: the scenario speaks HTTP/2 (http = \"2\", line {line}) in every load (remove this one, or the top-level http)"),
+                    );
+                    self.poisoned = true;
+                }
+                ("1.0", None) => self.http11 = Some(false),
+                ("1.1", None) => self.http11 = Some(true),
+                (other, _) => {
+                    d.error(
+                        h.span(),
+                        format!("http version `{other}` is not supported (use \"1.0\" or \"1.1\")"),
+                    );
+                    self.poisoned = true;
+                }
             }
         }
     }
-    if let Some(m) = &raw.method {
-        match m.get_ref().as_str() {
-            "GET" => level.head = Some(false),
-            "HEAD" => level.head = Some(true),
-            other => {
+
+    /// `rate`, `coalesce` and `method`: how requests are sent.
+    fn check_request_shape(&mut self, d: &mut Diagnostics, raw: &RawLoad) {
+        if let Some(r) = &raw.rate {
+            let rate = *r.get_ref();
+            if rate.is_finite() && rate > 0.0 {
+                self.rate = Some(rate);
+            } else {
                 d.error(
-                    m.span(),
-                    format!("method `{other}` is not supported (use \"GET\" or \"HEAD\")"),
+                    r.span(),
+                    format!("rate must be a positive number of requests per second, not {rate} (remove it to send as fast as possible)"),
                 );
-                level.poisoned = true;
+                self.poisoned = true;
+            }
+        }
+        if let Some(c) = &raw.coalesce {
+            match parse_coalesce(c.get_ref()) {
+                Ok(v) => self.coalesce = Some(v),
+                Err(msg) => {
+                    d.error(c.span(), format!("bad coalesce: {msg}"));
+                    self.poisoned = true;
+                }
+            }
+        }
+        if let Some(m) = &raw.method {
+            match m.get_ref().as_str() {
+                "GET" => self.head = Some(false),
+                "HEAD" => self.head = Some(true),
+                other => {
+                    d.error(
+                        m.span(),
+                        format!("method `{other}` is not supported (use \"GET\" or \"HEAD\")"),
+                    );
+                    self.poisoned = true;
+                }
             }
         }
     }
-    level
 }
 
 /// Merges a document's load over the scenario's and applies the cross-field rules.
@@ -298,22 +335,5 @@ pub(super) fn resolve_load(
         coalesce: own.coalesce.or(defaults.coalesce).unwrap_or(Coalesce::Auto),
         min_duration: min_duration.filter(|_| has_requests).map(|(t, _)| t),
         streams: own.streams.or(defaults.streams).unwrap_or(1),
-    }
-}
-
-/// Parses a size value, reporting at its position. `key` names it in messages.
-pub(super) fn size_value(d: &mut Diagnostics, value: &Spanned<RawSize>, key: &str) -> Option<u64> {
-    let parsed = match value.get_ref() {
-        RawSize::Number(n) => u64::try_from(*n).map_err(|_| {
-            format!("{key} cannot be negative ({n}); give a size in bytes such as 468 or \"512m\"")
-        }),
-        RawSize::Text(t) => parse_size(t).map_err(|msg| format!("bad {key}: {msg}")),
-    };
-    match parsed {
-        Ok(n) => Some(n),
-        Err(msg) => {
-            d.error(value.span(), msg);
-            None
-        }
     }
 }
