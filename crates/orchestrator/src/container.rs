@@ -20,17 +20,17 @@
 //! [`Orchestrator::remove_run`]) before exiting; `panic = "abort"` would skip them as well.
 
 mod confinement;
+mod guard;
 mod removal;
+mod spec;
 pub use confinement::{Confinement, Tmpfs, DEFAULT_PIDS_LIMIT};
-pub(crate) use removal::remove_container;
-use removal::{
-    blocking_remove, remove_labelled, remove_labelled_until_gone, DROP_REMOVE_BOUND,
-    RUN_REMOVAL_BOUND,
-};
+pub use guard::ContainerGuard;
+use removal::{remove_labelled, remove_labelled_until_gone, RUN_REMOVAL_BOUND};
 pub use removal::{remove_run_blocking, remove_run_blocking_on};
+pub(crate) use spec::Stopped;
+pub use spec::{ContainerSpec, DOCROOT, TLS_MOUNT};
 
 use crate::client::Orchestrator;
-use crate::engine::Endpoint;
 use crate::error::{OrchestratorError, Result};
 use crate::labels::{
     LABEL_MACHINE, LABEL_OWNER, LABEL_PID, LABEL_PID_START, LABEL_RUN, LABEL_SERVER,
@@ -42,132 +42,15 @@ use bollard::models::{
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, LogsOptionsBuilder, UploadToContainerOptionsBuilder,
 };
-use bollard::Docker;
 use futures_util::StreamExt;
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-/// Where a server's container finds the run's certificate (`cert.pem`) and key (`key.pem`),
-/// read-only, when it is to serve HTTPS (`BENCH_TLS=1`).
-pub const TLS_MOUNT: &str = "/etc/benchctl/tls";
-
-/// What to run: one server, listening on `address`:`port`.
-#[derive(Debug, Clone, Default)]
-pub struct ContainerSpec {
-    /// The server's name (`nginx`, `varnish`, ...): in the container name and its labels.
-    pub name: String,
-    /// Image to run (a [`crate::BuiltImage::tag`] or id).
-    pub image: String,
-    /// Extra environment; `BENCH_PORT` is always set from `port`.
-    pub env: Vec<(String, String)>,
-    /// The port the server listens on (host networking: a port on the host itself).
-    pub port: u16,
-    /// Where the server is reached: `None` for the engine's own address (127.0.0.1 for this
-    /// machine's engine, the host of a `tcp://` engine given as an IP address).
-    pub address: Option<IpAddr>,
-    /// CPUs to pin the server to, in cpuset syntax (`"1"`, `"2-3"`).
-    pub cpuset: Option<String>,
-    /// Memory limit in bytes.
-    pub memory_bytes: Option<u64>,
-    /// CPU time the container may use, in cores (`0.25`: a quarter of one core's time, spread
-    /// over its cpuset); `None` for as much as its cpuset gives. See
-    /// [`Orchestrator::set_cpu_share`] to change it while the server runs.
-    pub cpu_share: Option<f64>,
-    /// Folder of documents, served at `/srv/www`: bind-mounted read-only on this machine's
-    /// engine; on another engine copied through the API into a volume of the container's own
-    /// (removed with it), root-owned so that the server's non-root user can only read it.
-    pub docroot: Option<PathBuf>,
-    /// Folder holding the run's certificate (`cert.pem`) and key (`key.pem`) at [`TLS_MOUNT`]:
-    /// bind-mounted read-only on this machine's engine, copied into a volume of the
-    /// container's own on another, as the documents are; with it the container gets
-    /// `BENCH_TLS=1` and serves HTTPS.
-    pub tls_dir: Option<PathBuf>,
-    /// Serve HTTP/2 as well (`BENCH_HTTP2=1`): by ALPN over TLS, by prior knowledge (h2c) in
-    /// cleartext, for a server whose manifest says `http2 = true`.
-    pub http2: bool,
-    /// The run this container belongs to; names it and labels it.
-    pub run_id: String,
-    /// Additional labels.
-    pub labels: Vec<(String, String)>,
-    /// Overrides the image's command (tests use it; servers normally keep their entrypoint's).
-    pub cmd: Option<Vec<String>>,
-    /// Overrides the image's entrypoint (tests use it to run a probe in a server's image).
-    pub entrypoint: Option<Vec<String>>,
-    /// What the container may do beyond serving: least privilege unless a server declares
-    /// otherwise.
-    pub confinement: Confinement,
-}
-
 /// A container's log (what `docker logs` shows): at most this many files of this size.
 const LOG_MAX_SIZE: &str = "10m";
 const LOG_MAX_FILES: &str = "2";
-
-/// A running container that is force-removed when this guard is dropped or [`removed`](Self::remove).
-#[derive(Debug)]
-pub struct ContainerGuard {
-    pub(crate) docker: Docker,
-    /// Which engine runs it: a `Drop` connects there afresh.
-    endpoint: Endpoint,
-    id: String,
-    name: String,
-    port: u16,
-    address: IpAddr,
-    /// When the create request was sent: readiness time counts from here, like `docker run`.
-    started: Instant,
-    armed: bool,
-}
-
-impl ContainerGuard {
-    /// The container's id.
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// The container's (unique) name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The port from the spec.
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// The address the server is reached at.
-    pub fn address(&self) -> IpAddr {
-        self.address
-    }
-
-    /// `address:port`.
-    pub fn socket_addr(&self) -> std::net::SocketAddr {
-        std::net::SocketAddr::new(self.address, self.port)
-    }
-
-    /// The engine that runs it.
-    pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-
-    /// When the container was created.
-    pub fn started_at(&self) -> Instant {
-        self.started
-    }
-
-    /// Removes the container (forced) and waits for the daemon to confirm.
-    pub async fn remove(mut self) -> Result<()> {
-        self.armed = false;
-        remove_container(&self.docker, &self.id).await
-    }
-
-    /// Forgets the container without removing it (it stays labelled, so `gc` still finds it).
-    pub fn leak(mut self) -> String {
-        self.armed = false;
-        std::mem::take(&mut self.id)
-    }
-}
 
 /// The container's labels: the caller's, then benchctl's own and its owner's.
 fn container_labels(spec: &ContainerSpec) -> HashMap<String, String> {
@@ -303,40 +186,6 @@ fn host_config(
         }),
         ..Default::default()
     })
-}
-
-impl Drop for ContainerGuard {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let id = self.id.clone();
-        let endpoint = self.endpoint.clone();
-        let (done_tx, done_rx) = std::sync::mpsc::channel();
-        let spawned = std::thread::Builder::new()
-            .name("benchctl-container-drop".to_string())
-            .spawn(move || {
-                let result = blocking_remove(&endpoint, &id);
-                let _ = done_tx.send(result);
-            });
-        match spawned {
-            Ok(_) => match done_rx.recv_timeout(DROP_REMOVE_BOUND) {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => eprintln!(
-                    "benchctl: could not remove container {} ({e}); `benchctl gc` removes it",
-                    self.name
-                ),
-                Err(_) => eprintln!(
-                    "benchctl: removing container {} is taking too long; `benchctl gc` removes it",
-                    self.name
-                ),
-            },
-            Err(e) => eprintln!(
-                "benchctl: could not start removing container {} ({e}); `benchctl gc` removes it",
-                self.name
-            ),
-        }
-    }
 }
 
 /// Docker names allow `[a-zA-Z0-9][a-zA-Z0-9_.-]*`; anything else becomes '-'.
@@ -669,20 +518,6 @@ impl Orchestrator {
         .await
     }
 }
-
-/// How a container stopped ([`Orchestrator::stopped`]).
-pub(crate) struct Stopped {
-    pub code: Option<i64>,
-    /// The kernel's OOM killer ended it.
-    pub oom_killed: bool,
-    /// Its memory limit, bytes, when it had one.
-    pub memory_limit: Option<u64>,
-    /// The engine no longer has it.
-    pub removed: bool,
-}
-
-/// Where a server's documents are, inside its container.
-pub const DOCROOT: &str = "/srv/www";
 
 /// The files under `dir` as a tar archive: regular files and folders only (symlinks are
 /// resolved, as the bind mount of the same folder would serve them), owned by root, files
