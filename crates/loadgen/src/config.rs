@@ -192,6 +192,16 @@ pub enum HttpVersion {
     Http2,
 }
 
+/// Header fields an HTTP/2 request may not carry (RFC 9113, section 8.2.2): they describe an
+/// HTTP/1.1 connection.
+pub const CONNECTION_FIELDS: [&str; 5] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
+
 /// How a worker waits once it has read everything there is (see [`crate::coalesce`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -539,9 +549,7 @@ impl LoadConfig {
             return bad("-X: HTTP/2 goes straight to the server; benchctl does not send it through an HTTP proxy");
         }
         for (k, _) in &self.headers {
-            if crate::h2::CONNECTION_FIELDS
-                .iter()
-                .any(|f| k.eq_ignore_ascii_case(f))
+            if CONNECTION_FIELDS.iter().any(|f| k.eq_ignore_ascii_case(f))
                 || (k.eq_ignore_ascii_case("te"))
             {
                 return Err(ConfigError::Option(format!(

@@ -993,7 +993,8 @@ impl Worker {
         if measured && (self.end.is_some_and(|e| now >= e) || !self.sh.take_ticket()) {
             return self.finish(idx);
         }
-        let batch = crate::pipeline::batch(&self.sh.cfg, measured, || self.sh.take_ticket());
+        let batch =
+            crate::pipeline::batch(self.sh.cfg.pipeline, measured, || self.sh.take_ticket());
         if measured {
             self.rec.started += u64::from(batch);
         }
