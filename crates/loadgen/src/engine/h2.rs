@@ -520,7 +520,7 @@ impl H2Worker {
                         end,
                         head,
                     };
-                    if let Some(k) = c.on_data(&d, now, arrival)? {
+                    if let Some(k) = frames::on_data(c, &d, now, arrival)? {
                         self.complete(idx, k);
                     }
                     continue;
@@ -554,10 +554,10 @@ impl H2Worker {
             return Err(ConnError::Protocol);
         }
         let block = match head.kind {
-            h2::HEADERS => c.on_headers(head, payload)?,
-            h2::CONTINUATION => c.on_continuation(head, payload)?,
+            h2::HEADERS => frames::on_headers(c, head, payload)?,
+            h2::CONTINUATION => frames::on_continuation(c, head, payload)?,
             h2::SETTINGS if head.flags & h2::ACK == 0 => {
-                if c.on_settings(head, payload)? {
+                if frames::on_settings(c, head, payload)? {
                     // The server speaks HTTP/2: a connection was made.
                     self.core.sh.note_connected();
                 }
@@ -570,7 +570,7 @@ impl H2Worker {
                 return self.reply(idx, |out| h2::ping_ack(out, payload));
             }
             h2::GOAWAY => {
-                let last = c.on_goaway(payload)?;
+                let last = frames::on_goaway(c, payload)?;
                 for k in 0..c.slots.len() {
                     let id = self.conns[idx].slots[k].id;
                     if id != 0 && id > last {
@@ -580,13 +580,13 @@ impl H2Worker {
                 None
             }
             h2::RST_STREAM => {
-                if let Some(k) = c.on_rst_stream(head, payload)? {
+                if let Some(k) = frames::on_rst_stream(c, head, payload)? {
                     self.fail_stream(idx, k, FailureKind::Reset, now);
                 }
                 None
             }
             h2::WINDOW_UPDATE => {
-                c.on_window_update(head, payload)?;
+                frames::on_window_update(c, head, payload)?;
                 None
             }
             // Server push was turned off in the client's SETTINGS.
@@ -594,7 +594,7 @@ impl H2Worker {
             _ => None,
         };
         if let Some(block) = block {
-            if let Some(k) = self.conns[idx].on_block(block, now, arrival)? {
+            if let Some(k) = frames::on_block(&mut self.conns[idx], block, now, arrival)? {
                 self.complete(idx, k);
             }
         }
