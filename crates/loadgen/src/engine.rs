@@ -32,6 +32,11 @@
 //! Once a worker has read everything there is, it either blocks in `epoll_wait` or, when
 //! [`crate::coalesce`] says so, sleeps a bounded time on its own timer, so that the server's
 //! CPU is not made to wake it for every response.
+//!
+//! Where each part lives: this module starts the workers, collects their recorders and makes
+//! the measurement; `worker` is a worker's loop, one for both protocols; `h1` and `h2` are
+//! what each protocol does with its connections inside it; `shared` is what all workers of
+//! a run share.
 
 use crate::config::{Coalesce, ConfigError, HttpVersion, LoadConfig};
 use crate::cpu;
