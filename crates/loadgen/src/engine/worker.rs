@@ -425,6 +425,8 @@ fn tighten_timer_slack(napper: &Napper) {
     }
 }
 
+/// The loop, one round per poll: wait (or nap), handle the readiness events, resume the reads
+/// that gave others a turn, fire due timers, and every `tick` end what is past its deadline.
 fn run<P: Protocol>(p: &mut P) {
     p.start();
     let mut events = Events::with_capacity(EVENTS.min(p.slots().max(16)));
