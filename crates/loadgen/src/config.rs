@@ -192,6 +192,16 @@ pub enum HttpVersion {
     Http2,
 }
 
+/// Header fields an HTTP/2 request may not carry (RFC 9113, section 8.2.2): they describe an
+/// HTTP/1.1 connection.
+pub const CONNECTION_FIELDS: [&str; 5] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
+
 /// How a worker waits once it has read everything there is (see [`crate::coalesce`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -552,9 +562,7 @@ impl LoadConfig {
             return bad("-X: HTTP/2 goes straight to the server; benchctl does not send it through an HTTP proxy");
         }
         for (k, _) in &self.headers {
-            if crate::h2::CONNECTION_FIELDS
-                .iter()
-                .any(|f| k.eq_ignore_ascii_case(f))
+            if CONNECTION_FIELDS.iter().any(|f| k.eq_ignore_ascii_case(f))
                 || (k.eq_ignore_ascii_case("te"))
             {
                 return Err(ConfigError::Option(format!(
@@ -568,6 +576,58 @@ impl LoadConfig {
     /// Checks everything the user gave that is written into the request: nothing may add a
     /// header, end the head early or frame the request other than benchctl does.
     fn validate_request(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Option(m));
+        self.validate_fields()?;
+        if let Some(t) = &self.content_type {
+            check_value("the content type", t)?;
+            if self.body.is_none() {
+                return bad(
+                    "a content type (-T) is the type of a -p or -u body; give the file to send too, or a header with -H 'Content-Type: ...'"
+                        .into(),
+                );
+            }
+        }
+        let method = self.load.method.as_str();
+        if !is_token(method) {
+            return bad(format!(
+                "bad method {method:?}: a method is letters, digits and !#$%&'*+-.^_`|~ only, with no spaces or line breaks"
+            ));
+        }
+        if self.body.is_some() && self.load.method.head_only() {
+            return bad(
+                "HEAD requests carry no body; -p/-u send one (leave out -i or -m HEAD)".into(),
+            );
+        }
+        if let Some(p) = &self.proxy {
+            if p.host.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+                return bad(format!(
+                    "proxy {:?} contains spaces or control characters",
+                    p.host
+                ));
+            }
+        }
+        self.validate_pipeline()?;
+        if !self.target.https && self.tls.is_set() {
+            return bad(
+                "--verify, --tls-resume, -f and -Z apply to https:// URLs; this one is http://"
+                    .into(),
+            );
+        }
+        if self.target.https && self.proxy.is_some() {
+            return bad(
+                "-X with an https:// URL would need a CONNECT tunnel through the proxy, which benchctl does not make; benchmark the proxy over http:// or the server directly"
+                    .into(),
+            );
+        }
+        if self.socket.buffer == Some(0) {
+            return bad("the socket buffer size must be at least 1 byte".into());
+        }
+        Ok(())
+    }
+
+    /// The header fields, cookies and credentials the user gave: each must stay one field
+    /// of the request's head.
+    fn validate_fields(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Option(m));
         for (k, v) in &self.headers {
             if k.bytes().any(|b| b == b'\r' || b == b'\n') {
@@ -608,34 +668,12 @@ impl LoadConfig {
                 ));
             }
         }
-        if let Some(t) = &self.content_type {
-            check_value("the content type", t)?;
-            if self.body.is_none() {
-                return bad(
-                    "a content type (-T) is the type of a -p or -u body; give the file to send too, or a header with -H 'Content-Type: ...'"
-                        .into(),
-                );
-            }
-        }
-        let method = self.load.method.as_str();
-        if !is_token(method) {
-            return bad(format!(
-                "bad method {method:?}: a method is letters, digits and !#$%&'*+-.^_`|~ only, with no spaces or line breaks"
-            ));
-        }
-        if self.body.is_some() && self.load.method.head_only() {
-            return bad(
-                "HEAD requests carry no body; -p/-u send one (leave out -i or -m HEAD)".into(),
-            );
-        }
-        if let Some(p) = &self.proxy {
-            if p.host.bytes().any(|b| b.is_ascii_control() || b == b' ') {
-                return bad(format!(
-                    "proxy {:?} contains spaces or control characters",
-                    p.host
-                ));
-            }
-        }
+        Ok(())
+    }
+
+    /// Pipelining's depth and what it cannot be combined with.
+    fn validate_pipeline(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Option(m));
         if self.pipeline == 0 || self.pipeline > crate::pipeline::MAX_DEPTH {
             return bad(format!(
                 "a pipeline depth of {} is out of range: 1 (no pipelining) to {}",
@@ -659,21 +697,6 @@ impl LoadConfig {
                         .into(),
                 );
             }
-        }
-        if !self.target.https && self.tls.is_set() {
-            return bad(
-                "--verify, --tls-resume, -f and -Z apply to https:// URLs; this one is http://"
-                    .into(),
-            );
-        }
-        if self.target.https && self.proxy.is_some() {
-            return bad(
-                "-X with an https:// URL would need a CONNECT tunnel through the proxy, which benchctl does not make; benchmark the proxy over http:// or the server directly"
-                    .into(),
-            );
-        }
-        if self.socket.buffer == Some(0) {
-            return bad("the socket buffer size must be at least 1 byte".into());
         }
         Ok(())
     }

@@ -16,6 +16,8 @@
 
 use crate::config::LoadConfig;
 
+pub use crate::config::CONNECTION_FIELDS;
+
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 pub const DATA: u8 = 0x0;
@@ -151,16 +153,6 @@ pub fn headers(out: &mut Vec<u8>, stream: u32, block: &[u8], end_stream: bool, m
         out.extend_from_slice(p);
     }
 }
-
-/// Header fields an HTTP/2 request may not carry (RFC 9113, section 8.2.2): they describe an
-/// HTTP/1.1 connection.
-pub const CONNECTION_FIELDS: [&str; 5] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "transfer-encoding",
-    "upgrade",
-];
 
 /// The request's fields, in order: the pseudo-fields, then what ab's HTTP/1 request carries
 /// (see [`crate::http::build_request`]), names in lower case. A `Host` given with `-H`

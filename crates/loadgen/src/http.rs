@@ -469,7 +469,6 @@ impl ResponseParser {
         };
         let mut i = 0;
         while i < data.len() {
-            let b = data[i];
             st = match st {
                 Chunk::Data(rem) => {
                     let take = rem.min((data.len() - i) as u64);
@@ -482,90 +481,101 @@ impl ResponseParser {
                         Chunk::Data(rem)
                     }
                 }
-                Chunk::Size { size, seen_digit } => {
+                framing => {
                     i += 1;
-                    match b {
-                        b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
-                            let d = (b as char).to_digit(16).unwrap_or(0) as u64;
-                            let size = size
-                                .checked_mul(16)
-                                .and_then(|s| s.checked_add(d))
-                                .ok_or(ParseError::Malformed)?;
-                            Chunk::Size {
-                                size,
-                                seen_digit: true,
-                            }
+                    match framing.after(data[i - 1])? {
+                        Some(next) => next,
+                        None => {
+                            self.state = State::Done;
+                            return Ok((Feed::Done, i));
                         }
-                        b';' | b' ' | b'\t' if seen_digit => Chunk::Ext { size },
-                        b'\r' if seen_digit => Chunk::SizeLf { size },
-                        _ => return Err(ParseError::Malformed),
-                    }
-                }
-                Chunk::Ext { size } => {
-                    i += 1;
-                    if b == b'\r' {
-                        Chunk::SizeLf { size }
-                    } else {
-                        Chunk::Ext { size }
-                    }
-                }
-                Chunk::SizeLf { size } => {
-                    i += 1;
-                    if b != b'\n' {
-                        return Err(ParseError::Malformed);
-                    }
-                    if size == 0 {
-                        Chunk::Trailer {
-                            at_line_start: true,
-                        }
-                    } else {
-                        Chunk::Data(size)
-                    }
-                }
-                Chunk::DataCr => {
-                    i += 1;
-                    if b != b'\r' {
-                        return Err(ParseError::Malformed);
-                    }
-                    Chunk::DataLf
-                }
-                Chunk::DataLf => {
-                    i += 1;
-                    if b != b'\n' {
-                        return Err(ParseError::Malformed);
-                    }
-                    Chunk::Size {
-                        size: 0,
-                        seen_digit: false,
-                    }
-                }
-                Chunk::Trailer { at_line_start } => {
-                    i += 1;
-                    if b == b'\r' {
-                        Chunk::TrailerLf { at_line_start }
-                    } else {
-                        Chunk::Trailer {
-                            at_line_start: false,
-                        }
-                    }
-                }
-                Chunk::TrailerLf { at_line_start } => {
-                    i += 1;
-                    if b != b'\n' {
-                        return Err(ParseError::Malformed);
-                    }
-                    if at_line_start {
-                        self.state = State::Done;
-                        return Ok((Feed::Done, i));
-                    }
-                    Chunk::Trailer {
-                        at_line_start: true,
                     }
                 }
             };
         }
         self.state = State::Body(Body::Chunked(st));
         Ok((Feed::More, data.len()))
+    }
+}
+
+impl Chunk {
+    /// The state after the framing byte `b` (sizes, extensions, line ends, trailers: every
+    /// state but `Data`, whose bytes are taken in bulk); `None` when `b` ended the body.
+    #[inline]
+    fn after(self, b: u8) -> Result<Option<Chunk>, ParseError> {
+        Ok(Some(match self {
+            Chunk::Data(_) => unreachable!("chunk data is taken in bulk"),
+            Chunk::Size { size, seen_digit } => match b {
+                b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
+                    let d = (b as char).to_digit(16).unwrap_or(0) as u64;
+                    let size = size
+                        .checked_mul(16)
+                        .and_then(|s| s.checked_add(d))
+                        .ok_or(ParseError::Malformed)?;
+                    Chunk::Size {
+                        size,
+                        seen_digit: true,
+                    }
+                }
+                b';' | b' ' | b'\t' if seen_digit => Chunk::Ext { size },
+                b'\r' if seen_digit => Chunk::SizeLf { size },
+                _ => return Err(ParseError::Malformed),
+            },
+            Chunk::Ext { size } => {
+                if b == b'\r' {
+                    Chunk::SizeLf { size }
+                } else {
+                    Chunk::Ext { size }
+                }
+            }
+            Chunk::SizeLf { size } => {
+                if b != b'\n' {
+                    return Err(ParseError::Malformed);
+                }
+                if size == 0 {
+                    Chunk::Trailer {
+                        at_line_start: true,
+                    }
+                } else {
+                    Chunk::Data(size)
+                }
+            }
+            Chunk::DataCr => {
+                if b != b'\r' {
+                    return Err(ParseError::Malformed);
+                }
+                Chunk::DataLf
+            }
+            Chunk::DataLf => {
+                if b != b'\n' {
+                    return Err(ParseError::Malformed);
+                }
+                Chunk::Size {
+                    size: 0,
+                    seen_digit: false,
+                }
+            }
+            Chunk::Trailer { at_line_start } => {
+                if b == b'\r' {
+                    Chunk::TrailerLf { at_line_start }
+                } else {
+                    Chunk::Trailer {
+                        at_line_start: false,
+                    }
+                }
+            }
+            Chunk::TrailerLf { at_line_start } => {
+                if b != b'\n' {
+                    return Err(ParseError::Malformed);
+                }
+                if at_line_start {
+                    return Ok(None);
+                }
+                Chunk::Trailer {
+                    at_line_start: true,
+                }
+            }
+        }))
     }
 }
 

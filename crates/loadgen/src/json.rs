@@ -8,10 +8,10 @@ use crate::stats::{
     Timers,
 };
 use crate::timeline::TimelineReport;
-use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
-use hdrhistogram::{Counter, Histogram};
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+
+pub use crate::histogram::{decode_histogram, encode_histogram, HistogramDecodeError};
 
 /// Version of this document's layout; bumped on any incompatible change.
 pub const LOAD_REPORT_VERSION: u32 = 1;
@@ -105,33 +105,6 @@ pub struct LoadReport {
 /// The percentiles every [`TimerReport`] lists, in per mille so that 99.9 is exact.
 pub const REPORT_PERCENTILES_PERMILLE: [u32; 10] =
     [500, 660, 750, 800, 900, 950, 980, 990, 999, 1000];
-
-/// Why a stored histogram could not be read back.
-#[derive(Debug, thiserror::Error)]
-pub enum HistogramDecodeError {
-    #[error("histogram is not valid base64 (was the results file edited?): {0}")]
-    Base64(#[from] base64::DecodeError),
-    #[error("histogram is not a V2 deflate HdrHistogram (was the results file edited?): {0}")]
-    Deserialize(#[from] hdrhistogram::serialization::DeserializeError),
-}
-
-/// V2 deflate serialization, base64 (standard alphabet, padded): the encoding HdrHistogram's
-/// other implementations read, so results files can be checked with their tools too.
-pub fn encode_histogram<T: Counter>(h: &Histogram<T>) -> String {
-    let mut buf = Vec::new();
-    // Writing into a Vec cannot fail, and u64 counts always fit the V2 format, so an error here
-    // would be a bug in the serializer rather than a condition to report.
-    V2DeflateSerializer::new()
-        .serialize(h, &mut buf)
-        .expect("serializing a histogram into memory");
-    base64::engine::general_purpose::STANDARD.encode(buf)
-}
-
-/// The inverse of [`encode_histogram`].
-pub fn decode_histogram(s: &str) -> Result<Histogram<u64>, HistogramDecodeError> {
-    let bytes = base64::engine::general_purpose::STANDARD.decode(s)?;
-    Ok(Deserializer::new().deserialize(&mut bytes.as_slice())?)
-}
 
 /// Sample standard deviation (n - 1) about the true mean, µs, from the exact integer moments.
 fn sample_sd(m: &Moments) -> f64 {

@@ -17,20 +17,14 @@
 //! by the kind of the failure; a connection that turns out stale before any response of its
 //! batch is retried once with the whole batch, as a single request would be.
 
-use crate::config::LoadConfig;
-
 /// Most requests one batch may hold.
 pub const MAX_DEPTH: u32 = 1024;
 
-/// How many requests a slot's next batch holds: 1 without pipelining, else up to the depth
-/// asked for, taking one ticket per request beyond the first (which the caller took) while
+/// How many requests a slot's next batch holds: 1 without pipelining (a `depth` of 1), else up
+/// to `depth`, taking one ticket per request beyond the first (which the caller took) while
 /// measuring.
-pub(crate) fn batch(
-    cfg: &LoadConfig,
-    measured: bool,
-    mut take_ticket: impl FnMut() -> bool,
-) -> u32 {
-    let depth = cfg.pipeline.max(1);
+pub(crate) fn batch(depth: u32, measured: bool, mut take_ticket: impl FnMut() -> bool) -> u32 {
+    let depth = depth.max(1);
     let mut n = 1;
     while n < depth && (!measured || take_ticket()) {
         n += 1;
@@ -47,19 +41,10 @@ pub(crate) fn next_response(keep_alive: bool, server_closed: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{LoadSpec, Target};
 
     #[test]
     fn a_batch_takes_a_ticket_per_request_and_ends_with_them() {
-        let mut cfg = LoadConfig::new(
-            Target::parse("http://127.0.0.1:1/").unwrap(),
-            LoadSpec::default(),
-        );
-        assert_eq!(
-            batch(&cfg, true, || panic!("no ticket without pipelining")),
-            1
-        );
-        cfg.pipeline = 8;
+        assert_eq!(batch(1, true, || panic!("no ticket without pipelining")), 1);
         let mut left = 20;
         let mut take = || {
             if left > 0 {
@@ -69,12 +54,12 @@ mod tests {
                 false
             }
         };
-        assert_eq!(batch(&cfg, true, &mut take), 8);
-        assert_eq!(batch(&cfg, true, &mut take), 8);
+        assert_eq!(batch(8, true, &mut take), 8);
+        assert_eq!(batch(8, true, &mut take), 8);
         // 20 - 14 = 6 tickets left: a batch of the first request and 6 more.
-        assert_eq!(batch(&cfg, true, &mut take), 7);
+        assert_eq!(batch(8, true, &mut take), 7);
         // Warm-up requests take no tickets.
-        assert_eq!(batch(&cfg, false, || panic!("no ticket in the warm-up")), 8);
+        assert_eq!(batch(8, false, || panic!("no ticket in the warm-up")), 8);
         assert!(next_response(true, false));
         assert!(!next_response(false, false) && !next_response(true, true));
     }

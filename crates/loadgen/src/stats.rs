@@ -13,10 +13,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
-/// Highest value a histogram tracks: one hour in microseconds. Larger values saturate.
-pub const HIST_MAX_US: u64 = 3_600_000_000;
-/// Significant digits kept by every histogram.
-pub const HIST_SIGFIG: u8 = 3;
+pub use crate::failure::{FailureKind, Failures};
+pub use crate::histogram::{new_histogram, HIST_MAX_US, HIST_SIGFIG};
 
 /// One finished request, as ab's `struct data` holds it (without the start time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,102 +32,6 @@ impl Sample {
     /// ab's "Processing" time: total minus connect.
     pub fn processing(&self) -> u32 {
         self.total.saturating_sub(self.connect)
-    }
-}
-
-/// Why a request failed. Counted, never stringified on the hot path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureKind {
-    /// The TCP connection could not be established.
-    Connect,
-    /// Reading the response failed: reset, or the connection closed before the response ended.
-    Receive,
-    /// The body length differed from the first good response's (ab's "Length").
-    Length,
-    /// The request could not be written (ab's "Write errors").
-    Write,
-    /// No complete response within the per-request timeout.
-    Timeout,
-    /// The response could not be parsed as HTTP (ab's "Exceptions").
-    Exception,
-    /// HTTP/2: the server reset the stream (RST_STREAM) before its response ended.
-    Reset,
-    /// HTTP/2: the server's GOAWAY said it would not process the stream (its id was above
-    /// the last one the GOAWAY named).
-    GoAway,
-    /// The generator could not open a connection for want of its own resources: file
-    /// descriptors (EMFILE, ENFILE), local ports (EADDRNOTAVAIL) or kernel memory (ENOBUFS).
-    /// The server never saw these requests: never counted against it.
-    Generator,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// Failure counts by kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failures {
-    pub connect: u64,
-    pub receive: u64,
-    pub length: u64,
-    pub write: u64,
-    pub timeout: u64,
-    pub exception: u64,
-    /// HTTP/2 streams reset by the server (see [`FailureKind::Reset`]).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub reset: u64,
-    /// HTTP/2 streams refused by a GOAWAY (see [`FailureKind::GoAway`]).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub goaway: u64,
-    /// The generator's own failures (see [`FailureKind::Generator`]); not in [`total`](Self::total).
-    #[serde(default)]
-    pub generator: u64,
-}
-
-impl Failures {
-    pub fn add(&mut self, kind: FailureKind) {
-        match kind {
-            FailureKind::Connect => self.connect += 1,
-            FailureKind::Receive => self.receive += 1,
-            FailureKind::Length => self.length += 1,
-            FailureKind::Write => self.write += 1,
-            FailureKind::Timeout => self.timeout += 1,
-            FailureKind::Exception => self.exception += 1,
-            FailureKind::Reset => self.reset += 1,
-            FailureKind::GoAway => self.goaway += 1,
-            FailureKind::Generator => self.generator += 1,
-        }
-    }
-
-    pub fn merge(&mut self, other: &Failures) {
-        self.connect += other.connect;
-        self.receive += other.receive;
-        self.length += other.length;
-        self.write += other.write;
-        self.timeout += other.timeout;
-        self.exception += other.exception;
-        self.reset += other.reset;
-        self.goaway += other.goaway;
-        self.generator += other.generator;
-    }
-
-    /// No failure of any kind.
-    pub fn is_zero(&self) -> bool {
-        *self == Failures::default()
-    }
-
-    /// ab's "Failed requests": every kind but write errors, which ab prints on a line of their
-    /// own ("Write errors"), and the generator's own failures, which are not the server's.
-    pub fn total(&self) -> u64 {
-        self.connect
-            + self.receive
-            + self.length
-            + self.timeout
-            + self.exception
-            + self.reset
-            + self.goaway
     }
 }
 
@@ -307,11 +209,6 @@ impl Sample {
     }
 }
 
-/// A histogram with the bounds every histogram of a run shares, so that any two merge.
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HIST_MAX_US, HIST_SIGFIG).expect("static histogram bounds")
-}
-
 /// The `i`-th smallest (0-based) recorded value as the histogram knows it (the highest value of
 /// its bucket), kept within the exact min and max of `m`.
 pub fn nth_value(h: &Histogram<u64>, m: &Moments, i: u64) -> u64 {
@@ -356,15 +253,15 @@ pub enum Note {
     /// warm-up or a drift ([`crate::steady`]), with the figures before and after the change
     /// for what moved, and the stretch where it was steady (absent when neither half was).
     Unsteady {
-        pattern: crate::steady::Pattern,
+        pattern: crate::steady::figures::Pattern,
         /// Requests/s, means of the intervals before and after the change.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        requests_per_s: Option<crate::steady::Shift>,
+        requests_per_s: Option<crate::steady::figures::Shift>,
         /// Median latency, µs, means of the intervals' medians before and after the change.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        p50_us: Option<crate::steady::Shift>,
+        p50_us: Option<crate::steady::figures::Shift>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        steady: Option<crate::steady::Window>,
+        steady: Option<crate::steady::figures::Window>,
     },
 }
 

@@ -15,9 +15,10 @@
 //! A load longer than [`MAX_INTERVALS`] intervals doubles its interval length, merging
 //! neighbouring intervals, as often as it takes: memory stays bounded and the sums exact.
 
-use crate::json::{decode_histogram, encode_histogram, HistogramDecodeError};
-use crate::stats::{FailureKind, Failures, HIST_MAX_US, HIST_SIGFIG};
-use crate::steady::Point;
+use crate::failure::{FailureKind, Failures};
+use crate::histogram::{decode_histogram, encode_histogram, HistogramDecodeError};
+use crate::histogram::{HIST_MAX_US, HIST_SIGFIG};
+use crate::steady::figures::Point;
 use hdrhistogram::{Counter, Histogram};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};

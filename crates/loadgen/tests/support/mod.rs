@@ -453,210 +453,239 @@ async fn serve(mut s: TcpStream, c: &Counters) -> std::io::Result<()> {
     let mut answered_ahead = false;
     while let Some(req) = read_request(&mut s, &mut buf, c).await? {
         let nth = c.requests.fetch_add(1, SeqCst) + 1;
-        let keep = req.keep_alive;
-        let body = |b: &[u8]| {
-            if req.head_only {
-                Vec::new()
-            } else {
-                b.to_vec()
-            }
-        };
         match req.path.as_str() {
-            "/cl" => {
-                send_hello(&mut s, c, keep, req.head_only).await?;
+            "/cl" | "/slow" | "/warm" | "/stall-once" => {
+                send_hello_late(&mut s, c, &req, nth).await?
             }
-            "/slow" => {
-                let ms = query_number(&req.query, "ms").unwrap_or(1);
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                send_hello(&mut s, c, keep, req.head_only).await?;
-            }
-            "/warm" => {
-                let ms =
-                    |key: &str| Duration::from_millis(query_number(&req.query, key).unwrap_or(0));
-                let from = *c
-                    .warm_from
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get_or_insert_with(Instant::now);
-                let wait = if from.elapsed() < ms("for") {
-                    ms("ms")
-                } else {
-                    ms("then")
-                };
-                tokio::time::sleep(wait).await;
-                send_hello(&mut s, c, keep, req.head_only).await?;
-            }
-            "/stall-once" => {
-                let after = query_number(&req.query, "after").unwrap_or(u64::MAX);
-                let until = {
-                    let mut at = c.stalled_at.lock().unwrap_or_else(|p| p.into_inner());
-                    if nth == after {
-                        *at = Some(Instant::now());
-                    }
-                    at.map(|t| t + STALL_ONCE)
-                };
-                if let Some(u) = until {
-                    tokio::time::sleep_until(u.into()).await;
-                }
-                send_hello(&mut s, c, keep, req.head_only).await?;
-            }
-            "/chunked" => {
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nTransfer-Encoding: chunked\r\n{}\r\n",
-                    conn_header(keep)
-                );
-                let mut out = head.into_bytes();
-                if !req.head_only {
-                    // "Hello, World!" as 5 + 2 + 6 bytes, with a chunk extension on one.
-                    out.extend_from_slice(
-                        b"5\r\nHello\r\n2;ext=1\r\n, \r\n6\r\nWorld!\r\n0\r\n\r\n",
-                    );
-                }
-                send(&mut s, c, &out).await?;
-            }
-            "/close" => {
-                let mut out = b"HTTP/1.0 200 OK\r\nServer: testserver/1.0\r\n\r\n".to_vec();
-                out.extend_from_slice(&body(HELLO));
-                send(&mut s, c, &out).await?;
-                let _ = s.shutdown().await;
-                return Ok(());
-            }
-            "/nokeepalive" => {
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    HELLO.len()
-                );
-                send(&mut s, c, &[head.as_bytes(), &body(HELLO)].concat()).await?;
-                let _ = s.shutdown().await;
-                return Ok(());
-            }
-            "/reset" => {
-                send(
-                    &mut s,
-                    c,
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n",
-                )
-                .await?;
-                send(&mut s, c, &[b'r'; 100]).await?;
-                // Linger 0 makes the close abortive (RST) and never blocks, so the warning about
-                // blocking drops does not apply.
-                #[allow(deprecated)]
-                s.set_linger(Some(Duration::ZERO))?;
-                drop(s);
-                return Ok(());
-            }
-            "/stall" => {
-                tokio::time::sleep(STALL_HOLD).await;
-                return Ok(());
-            }
-            "/404" => {
-                let head = format!(
-                    "HTTP/1.1 404 Not Found\r\nServer: testserver/1.0\r\nContent-Length: 9\r\n{}\r\n",
-                    conn_header(keep)
-                );
-                send(&mut s, c, &[head.as_bytes(), &body(b"Not Found")].concat()).await?;
-            }
-            "/vary" => {
-                let k = c.vary.fetch_add(1, SeqCst);
-                let doc: &[u8] = if k % 2 == 0 { HELLO } else { b"Hello, World!!" };
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {}\r\n{}\r\n",
-                    doc.len(),
-                    conn_header(keep)
-                );
-                send(&mut s, c, &[head.as_bytes(), &body(doc)].concat()).await?;
-            }
-            "/big" => {
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {BIG_LEN}\r\n{}\r\n",
-                    conn_header(keep)
-                );
-                send(&mut s, c, head.as_bytes()).await?;
-                if !req.head_only {
-                    send_big_body(&mut s, c).await?;
-                }
-            }
-            "/big-close" => {
-                send(
-                    &mut s,
-                    c,
-                    b"HTTP/1.0 200 OK\r\nServer: testserver/1.0\r\n\r\n",
-                )
-                .await?;
-                if !req.head_only {
-                    send_big_body(&mut s, c).await?;
-                }
-                let _ = s.shutdown().await;
-                return Ok(());
-            }
-            "/twice" => {
-                if answered_ahead {
-                    answered_ahead = false;
-                } else {
-                    let len = query_number(&req.query, "len").unwrap_or(13) as usize;
-                    let head = format!(
-                        "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {len}\r\n{}\r\n",
-                        conn_header(keep)
-                    );
-                    // Body bytes taken for the second head, or the reverse, would not parse.
-                    let one = [head.as_bytes(), &vec![b'1'; len]].concat();
-                    let two = [head.as_bytes(), &vec![b'2'; len]].concat();
-                    send(&mut s, c, &[one, two].concat()).await?;
-                    answered_ahead = true;
-                }
-            }
-            "/short" => {
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {SHORT_DECLARED}\r\n\r\n"
-                );
-                send(&mut s, c, head.as_bytes()).await?;
-                send_filler(&mut s, c, SHORT_SENT).await?;
-                let _ = s.shutdown().await;
-                return Ok(());
-            }
-            "/tail" => {
-                let ms = query_number(&req.query, "ms").unwrap_or(1);
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {TAIL_LEN}\r\n{}\r\n",
-                    conn_header(keep)
-                );
-                send(&mut s, c, head.as_bytes()).await?;
-                send_filler(&mut s, c, TAIL_LEN - TAIL_LAST).await?;
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                send_filler(&mut s, c, TAIL_LAST).await?;
-            }
-            "/big-chunked" => {
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nTransfer-Encoding: chunked\r\n{}\r\n",
-                    conn_header(keep)
-                );
-                send(&mut s, c, head.as_bytes()).await?;
-                for size in big_chunk_sizes() {
-                    send(&mut s, c, format!("{size:x}\r\n").as_bytes()).await?;
-                    send_filler(&mut s, c, size).await?;
-                    send(&mut s, c, b"\r\n").await?;
-                }
-                send(&mut s, c, b"0\r\n\r\n").await?;
-            }
-            "/garbage" => {
-                send(&mut s, c, b"NOT HTTP\r\n\r\n").await?;
-                let _ = s.shutdown().await;
-                return Ok(());
-            }
-            _ => {
-                send(
-                    &mut s,
-                    c,
-                    b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                )
-                .await?;
-                return Ok(());
-            }
+            "/chunked" | "/404" | "/vary" => send_small(&mut s, c, &req).await?,
+            "/twice" => send_twice(&mut s, c, &req, &mut answered_ahead).await?,
+            "/big" | "/tail" | "/big-chunked" => send_large(&mut s, c, &req).await?,
+            // Dropped on return, the connection closes.
+            _ => return send_and_end(&mut s, c, &req).await,
         }
-        if !keep {
+        if !req.keep_alive {
             let _ = s.shutdown().await;
             return Ok(());
         }
     }
+    Ok(())
+}
+
+/// `b`, or nothing in answer to HEAD.
+fn body_of(req: &Request, b: &[u8]) -> Vec<u8> {
+    if req.head_only {
+        Vec::new()
+    } else {
+        b.to_vec()
+    }
+}
+
+/// `/cl`, `/slow`, `/warm` and `/stall-once`: the `/cl` response, after the wait the path
+/// asks for (the `nth` request the server has seen).
+async fn send_hello_late(
+    s: &mut TcpStream,
+    c: &Counters,
+    req: &Request,
+    nth: u64,
+) -> std::io::Result<()> {
+    match req.path.as_str() {
+        "/slow" => {
+            let ms = query_number(&req.query, "ms").unwrap_or(1);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        "/warm" => {
+            let ms = |key: &str| Duration::from_millis(query_number(&req.query, key).unwrap_or(0));
+            let from = *c
+                .warm_from
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert_with(Instant::now);
+            let wait = if from.elapsed() < ms("for") {
+                ms("ms")
+            } else {
+                ms("then")
+            };
+            tokio::time::sleep(wait).await;
+        }
+        "/stall-once" => {
+            let after = query_number(&req.query, "after").unwrap_or(u64::MAX);
+            let until = {
+                let mut at = c.stalled_at.lock().unwrap_or_else(|p| p.into_inner());
+                if nth == after {
+                    *at = Some(Instant::now());
+                }
+                at.map(|t| t + STALL_ONCE)
+            };
+            if let Some(u) = until {
+                tokio::time::sleep_until(u.into()).await;
+            }
+        }
+        _ => {}
+    }
+    send_hello(s, c, req.keep_alive, req.head_only).await
+}
+
+/// `/chunked`, `/404` and `/vary`: a short body of their own.
+async fn send_small(s: &mut TcpStream, c: &Counters, req: &Request) -> std::io::Result<()> {
+    let keep = req.keep_alive;
+    match req.path.as_str() {
+        "/chunked" => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nTransfer-Encoding: chunked\r\n{}\r\n",
+                conn_header(keep)
+            );
+            let mut out = head.into_bytes();
+            if !req.head_only {
+                // "Hello, World!" as 5 + 2 + 6 bytes, with a chunk extension on one.
+                out.extend_from_slice(b"5\r\nHello\r\n2;ext=1\r\n, \r\n6\r\nWorld!\r\n0\r\n\r\n");
+            }
+            send(s, c, &out).await
+        }
+        "/404" => {
+            let head = format!(
+                "HTTP/1.1 404 Not Found\r\nServer: testserver/1.0\r\nContent-Length: 9\r\n{}\r\n",
+                conn_header(keep)
+            );
+            send(
+                s,
+                c,
+                &[head.as_bytes(), &body_of(req, b"Not Found")].concat(),
+            )
+            .await
+        }
+        _ => {
+            let k = c.vary.fetch_add(1, SeqCst);
+            let doc: &[u8] = if k % 2 == 0 { HELLO } else { b"Hello, World!!" };
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {}\r\n{}\r\n",
+                doc.len(),
+                conn_header(keep)
+            );
+            send(s, c, &[head.as_bytes(), &body_of(req, doc)].concat()).await
+        }
+    }
+}
+
+/// `/twice`: every other request gets two responses in one write, the one between none.
+async fn send_twice(
+    s: &mut TcpStream,
+    c: &Counters,
+    req: &Request,
+    answered_ahead: &mut bool,
+) -> std::io::Result<()> {
+    if *answered_ahead {
+        *answered_ahead = false;
+        return Ok(());
+    }
+    let len = query_number(&req.query, "len").unwrap_or(13) as usize;
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {len}\r\n{}\r\n",
+        conn_header(req.keep_alive)
+    );
+    // Body bytes taken for the second head, or the reverse, would not parse.
+    let one = [head.as_bytes(), &vec![b'1'; len]].concat();
+    let two = [head.as_bytes(), &vec![b'2'; len]].concat();
+    send(s, c, &[one, two].concat()).await?;
+    *answered_ahead = true;
+    Ok(())
+}
+
+/// `/big`, `/tail` and `/big-chunked`: long bodies, on a connection that may be kept.
+async fn send_large(s: &mut TcpStream, c: &Counters, req: &Request) -> std::io::Result<()> {
+    let keep = req.keep_alive;
+    match req.path.as_str() {
+        "/big" => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {BIG_LEN}\r\n{}\r\n",
+                conn_header(keep)
+            );
+            send(s, c, head.as_bytes()).await?;
+            if !req.head_only {
+                send_big_body(s, c).await?;
+            }
+        }
+        "/tail" => {
+            let ms = query_number(&req.query, "ms").unwrap_or(1);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {TAIL_LEN}\r\n{}\r\n",
+                conn_header(keep)
+            );
+            send(s, c, head.as_bytes()).await?;
+            send_filler(s, c, TAIL_LEN - TAIL_LAST).await?;
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            send_filler(s, c, TAIL_LAST).await?;
+        }
+        _ => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nTransfer-Encoding: chunked\r\n{}\r\n",
+                conn_header(keep)
+            );
+            send(s, c, head.as_bytes()).await?;
+            for size in big_chunk_sizes() {
+                send(s, c, format!("{size:x}\r\n").as_bytes()).await?;
+                send_filler(s, c, size).await?;
+                send(s, c, b"\r\n").await?;
+            }
+            send(s, c, b"0\r\n\r\n").await?;
+        }
+    }
+    Ok(())
+}
+
+/// The paths after which the connection ends, whatever the request asked: `/close`,
+/// `/nokeepalive`, `/big-close`, `/short` and `/garbage` shut it down after their answer,
+/// `/reset` aborts it, `/stall` holds it without answering, any other path gets a 400. The
+/// caller drops the connection.
+async fn send_and_end(s: &mut TcpStream, c: &Counters, req: &Request) -> std::io::Result<()> {
+    match req.path.as_str() {
+        "/close" => {
+            let mut out = b"HTTP/1.0 200 OK\r\nServer: testserver/1.0\r\n\r\n".to_vec();
+            out.extend_from_slice(&body_of(req, HELLO));
+            send(s, c, &out).await?;
+        }
+        "/nokeepalive" => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                HELLO.len()
+            );
+            send(s, c, &[head.as_bytes(), &body_of(req, HELLO)].concat()).await?;
+        }
+        "/big-close" => {
+            send(s, c, b"HTTP/1.0 200 OK\r\nServer: testserver/1.0\r\n\r\n").await?;
+            if !req.head_only {
+                send_big_body(s, c).await?;
+            }
+        }
+        "/short" => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nServer: testserver/1.0\r\nContent-Length: {SHORT_DECLARED}\r\n\r\n"
+            );
+            send(s, c, head.as_bytes()).await?;
+            send_filler(s, c, SHORT_SENT).await?;
+        }
+        "/garbage" => send(s, c, b"NOT HTTP\r\n\r\n").await?,
+        "/reset" => {
+            send(s, c, b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n").await?;
+            send(s, c, &[b'r'; 100]).await?;
+            // Linger 0 makes the close abortive (RST) and never blocks, so the warning about
+            // blocking drops does not apply.
+            #[allow(deprecated)]
+            s.set_linger(Some(Duration::ZERO))?;
+            return Ok(());
+        }
+        "/stall" => {
+            tokio::time::sleep(STALL_HOLD).await;
+            return Ok(());
+        }
+        _ => {
+            return send(
+                s,
+                c,
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+            .await
+        }
+    }
+    let _ = s.shutdown().await;
     Ok(())
 }

@@ -1,0 +1,690 @@
+//! HTTP/1 connections in a worker's loop ([`super::worker`]): one request (or one pipelined
+//! batch, [`crate::pipeline`]) at a time per connection slot, each slot a small state machine
+//! driven by its socket's readiness events and its timers.
+
+use super::worker::{
+    self, token, Core, Placement, Protocol, Request, Response, CONNECT_RETRY_PAUSE, TURN_BYTES,
+};
+use crate::http::{Feed, ResponseParser};
+use crate::sock::{self, Recv};
+use crate::stats::{FailureKind, Recorder};
+use mio::event::Event;
+use mio::net::TcpStream;
+use mio::Interest;
+use std::cmp::Reverse;
+use std::io::{self, Write as _};
+use std::os::fd::AsFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+/// How long a closed-mode connection waits for the server's FIN after a complete response.
+const DRAIN_LIMIT: Duration = Duration::from_secs(1);
+
+/// What a connection slot is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting for a timer: its constant-rate send time (`Some`), or a pause after a failed
+    /// connect (`None`).
+    Waiting(Option<Instant>),
+    /// Writing the request: the socket is still connecting, or its buffer is full.
+    Writing,
+    /// The request is written; reading the response.
+    Reading,
+    /// The response is complete and the connection will not be reused: waiting for the
+    /// server's FIN (or, over TLS, its close_notify), so that the server, not the generator,
+    /// holds the TIME_WAIT state (as with ab).
+    Draining,
+    /// Done with its request; starts the next one once the current batch of events is handled.
+    Queued,
+    /// No tickets left (or the run is over): this slot is done.
+    Finished,
+}
+
+/// One connection slot: at most one socket at a time, issuing requests one after another.
+struct Conn {
+    stream: Option<TcpStream>,
+    /// The stream's TLS state (`https://` only): what is written and read goes through it.
+    tls: Option<Box<crate::tls::TlsConn>>,
+    /// Bumped with every new socket; part of the token, so an event for an earlier socket is
+    /// never taken for one of the current one.
+    generation: u32,
+    /// The socket is registered with the poller (and whether for writability too).
+    registered: Option<Interest>,
+    /// The socket's first write went through: the connection is established.
+    connected: bool,
+    /// The kernel stamps what arrives on the socket.
+    stamped: bool,
+    /// Bytes of the request written so far.
+    sent: usize,
+    /// Requests written together in the current batch (1 unless pipelining), and how many of
+    /// their responses have been recorded (see [`crate::pipeline`]).
+    batch: u32,
+    answered: u32,
+    /// This request's write had to wait for writability (events for readability may have
+    /// come and gone meanwhile).
+    blocked: bool,
+    /// The last response ended where a read ended without the socket being seen empty: bytes
+    /// after it may already be waiting, and their readiness event is spent.
+    unread: bool,
+    state: State,
+    deadline: Option<Instant>,
+    parser: ResponseParser,
+    req: Request,
+}
+
+/// An HTTP/1 worker: its slots, and the requests they wait to send.
+struct H1 {
+    core: Core,
+    conns: Vec<Conn>,
+    /// Body bytes nobody looks at are dropped in the kernel (see [`super::shared::Shared`]'s
+    /// `discard`).
+    discard: bool,
+    /// Next slot of this worker's constant-rate schedule, and the interval between slots.
+    next_slot: u64,
+    slot_interval: Option<Duration>,
+    /// Slots in `Queued`, in the order their requests completed.
+    queued: Vec<usize>,
+}
+
+/// Runs a worker's share of the connections over HTTP/1.x.
+pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
+    let cfg = &core.sh.cfg;
+    let head_only = cfg.load.method.head_only();
+    let start = core.start;
+    let w = H1 {
+        conns: (0..at.conns)
+            .map(|_| Conn {
+                stream: None,
+                tls: None,
+                generation: 0,
+                registered: None,
+                connected: false,
+                stamped: false,
+                sent: 0,
+                batch: 1,
+                answered: 0,
+                blocked: false,
+                unread: false,
+                state: State::Waiting(None),
+                deadline: None,
+                parser: ResponseParser::new(head_only),
+                req: Request::new(start, None, false, false),
+            })
+            .collect(),
+        discard: core.sh.discard,
+        next_slot: 0,
+        slot_interval: cfg
+            .load
+            .rate
+            .map(|r| Duration::from_secs_f64(at.threads as f64 / r)),
+        queued: Vec::new(),
+        core,
+    };
+    worker::drive(w)
+}
+
+impl Protocol for H1 {
+    fn core(&mut self) -> &mut Core {
+        &mut self.core
+    }
+
+    fn into_core(self) -> Core {
+        self.core
+    }
+
+    fn slots(&self) -> usize {
+        self.conns.len()
+    }
+
+    fn is_current(&self, idx: usize, generation: u32) -> bool {
+        self.conns
+            .get(idx)
+            .is_some_and(|c| c.generation == generation && c.stream.is_some())
+    }
+
+    fn start(&mut self) {
+        for i in 0..self.conns.len() {
+            self.next_request(i, Instant::now());
+        }
+    }
+
+    fn ready(&mut self, idx: usize, ev: &Event) {
+        let c = &self.conns[idx];
+        let closed = ev.is_read_closed() || ev.is_error();
+        match c.state {
+            // A TLS handshake waits for the server's flights while writing.
+            State::Writing
+                if ev.is_writable() || closed || (ev.is_readable() && c.tls.is_some()) =>
+            {
+                self.write(idx)
+            }
+            State::Reading if ev.is_readable() || closed => self.read(idx, closed),
+            State::Draining if ev.is_readable() || closed => self.drain(idx),
+            _ => {}
+        }
+    }
+
+    fn resume(&mut self, idx: usize, closed: bool) {
+        match self.conns[idx].state {
+            State::Reading => self.read(idx, closed),
+            State::Draining => self.drain(idx),
+            _ => {}
+        }
+    }
+
+    fn pending(&self) -> bool {
+        !self.queued.is_empty()
+    }
+
+    /// Requests go out after every response of the batch has been read, as a burst (as wrk's
+    /// loop also does): the server then finds them together in one wake-up instead of being
+    /// woken for each. Each takes its own start time: the connects and writes before it are
+    /// not its latency.
+    fn after_reads(&mut self) {
+        for idx in std::mem::take(&mut self.queued) {
+            if self.conns[idx].state == State::Queued {
+                self.next_request(idx, Instant::now());
+            }
+        }
+    }
+
+    fn timer(&mut self, idx: usize, now: Instant) -> bool {
+        let State::Waiting(intended) = self.conns[idx].state else {
+            return false;
+        };
+        match intended {
+            Some(t) => {
+                self.begin(idx, now, Some(t));
+                // Its connection was waiting for it: how late it left is the generator's own
+                // lateness.
+                let c = &self.conns[idx];
+                if c.req.measured && c.state != State::Finished {
+                    if let Some(h) = self.core.rec.send_lag.as_mut() {
+                        let lag = now.saturating_duration_since(t);
+                        h.saturating_record(lag.as_micros() as u64);
+                    }
+                }
+            }
+            None => self.next_request(idx, now),
+        }
+        true
+    }
+
+    /// Ends the requests whose deadline has passed (checked every tenth of the timeout, at
+    /// most every 100 ms, rather than with a timer per request).
+    fn expire(&mut self, now: Instant) {
+        for idx in 0..self.conns.len() {
+            let c = &mut self.conns[idx];
+            if c.deadline.is_none_or(|d| now < d) {
+                continue;
+            }
+            c.deadline = None;
+            match c.state {
+                State::Draining => {
+                    c.stream = None;
+                    self.queue(idx);
+                }
+                State::Writing | State::Reading => self.fail(idx, FailureKind::Timeout),
+                State::Waiting(_) | State::Queued | State::Finished => {}
+            }
+        }
+    }
+
+    fn ended(&mut self) {
+        self.count_unfinished();
+    }
+}
+
+impl H1 {
+    /// When the measurement window has closed, the measured requests still waiting for their
+    /// response, each with how long it had waited since its intended send time (constant-rate
+    /// runs only).
+    fn count_unfinished(&mut self) {
+        let (Some(end), Some(h)) = (self.core.end, self.core.rec.unfinished.as_mut()) else {
+            return;
+        };
+        for c in &self.conns {
+            if !matches!(c.state, State::Writing | State::Reading) || !c.req.measured {
+                continue;
+            }
+            let since = c.req.intended.unwrap_or(c.req.start);
+            h.saturating_record(end.saturating_duration_since(since).as_micros() as u64);
+        }
+    }
+
+    /// Starts the slot's next request, or parks it until its constant-rate send time.
+    fn next_request(&mut self, idx: usize, now: Instant) {
+        if self.core.sh.stop.load(Relaxed) {
+            return self.finish(idx);
+        }
+        let intended = match self.slot_interval {
+            Some(iv) => {
+                let t = self.core.start + iv.mul_f64(self.next_slot as f64);
+                self.next_slot += 1;
+                if t > now {
+                    self.conns[idx].state = State::Waiting(Some(t));
+                    self.core.timers.push(Reverse((t, idx)));
+                    return;
+                }
+                Some(t)
+            }
+            None => None,
+        };
+        self.begin(idx, now, intended);
+    }
+
+    fn begin(&mut self, idx: usize, now: Instant, intended: Option<Instant>) {
+        let measured = now >= self.core.measure_start;
+        if measured && (self.core.end.is_some_and(|e| now >= e) || !self.core.sh.take_ticket()) {
+            return self.finish(idx);
+        }
+        let batch = crate::pipeline::batch(self.core.sh.cfg.pipeline, measured, || {
+            self.core.sh.take_ticket()
+        });
+        if measured {
+            self.core.rec.started += u64::from(batch);
+        }
+        let c = &mut self.conns[idx];
+        c.batch = batch;
+        c.answered = 0;
+        c.req = Request::new(now, intended, measured, self.core.sh.server.get().is_none());
+        self.send(idx, now);
+    }
+
+    /// Sends the slot's current request, connecting first when it has no open connection.
+    fn send(&mut self, idx: usize, now: Instant) {
+        let c = &mut self.conns[idx];
+        c.req.start = now;
+        c.req.reused = c.stream.is_some();
+        c.deadline = Some(now + self.core.timeout);
+        c.sent = 0;
+        c.blocked = false;
+        c.parser.reset(c.req.want_server);
+        c.state = State::Writing;
+        if c.stream.is_none() {
+            // Connect without TCP_NODELAY: each request leaves in one write, and everything
+            // sent before it was acknowledged by the response it got, so Nagle never holds a
+            // request back, and the setsockopt would be one more system call per connection.
+            match crate::connect::connect(self.core.sh.addr, &self.core.sh.cfg.socket) {
+                Ok(s) => {
+                    c.tls = match self.core.sh.tls.as_ref().map(|t| t.connect()).transpose() {
+                        Ok(t) => t,
+                        Err(e) => {
+                            let kind = self.core.sh.note_connect_error(&e);
+                            return self.fail(idx, kind);
+                        }
+                    };
+                    c.stamped =
+                        self.core.sh.stamps.is_some() && sock::enable_rx_stamps(s.as_fd()).is_ok();
+                    c.stream = Some(s);
+                    c.unread = false;
+                    c.generation = c.generation.wrapping_add(1);
+                    c.registered = None;
+                    c.connected = false;
+                }
+                Err(e) => {
+                    let kind = self.core.sh.note_connect_error(&e);
+                    return self.fail(idx, kind);
+                }
+            }
+        }
+        self.write(idx);
+    }
+
+    /// Writes what is left of the request; a new connection's first successful write is what
+    /// shows it established.
+    fn write(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        let request: &[u8] = if c.batch > 1 {
+            &self.core.sh.pipelined[..c.batch as usize * self.core.sh.request.len()]
+        } else {
+            &self.core.sh.request
+        };
+        let Some(s) = c.stream.as_mut() else {
+            return;
+        };
+        let mut at = if c.connected {
+            c.req.written
+        } else {
+            Instant::now()
+        };
+        // Over TLS, the records of what was taken may still be waiting for the socket.
+        while c.sent < request.len() || c.tls.as_ref().is_some_and(|t| t.wants_write()) {
+            let written = match c.tls.as_mut() {
+                Some(t) => t.send(s.as_fd(), &request[c.sent..]),
+                None => s.write(&request[c.sent..]),
+            };
+            match written {
+                Ok(0) if c.sent < request.len() => return self.fail(idx, FailureKind::Write),
+                Ok(n) => {
+                    if !c.connected {
+                        c.connected = true;
+                        c.req.connect = at.saturating_duration_since(c.req.start);
+                        self.core.sh.note_connected();
+                    }
+                    c.sent += n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    c.blocked = true;
+                    let want = Interest::READABLE | Interest::WRITABLE;
+                    if c.registered != Some(want) {
+                        let tok = token(idx, c.generation);
+                        let r = match c.registered {
+                            None => self.core.poll.registry().register(s, tok, want),
+                            Some(_) => self.core.poll.registry().reregister(s, tok, want),
+                        };
+                        if r.is_err() {
+                            return self.fail(idx, FailureKind::Exception);
+                        }
+                        c.registered = Some(want);
+                    }
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    if !c.connected {
+                        // The connect failed (refused, unreachable...): the socket reports it
+                        // at the first write.
+                        let kind = self.core.sh.note_connect_error(&e);
+                        return self.fail(idx, kind);
+                    }
+                    if c.req.reused && c.sent == 0 {
+                        return self.stale(idx);
+                    }
+                    return self.fail(idx, FailureKind::Write);
+                }
+            }
+            at = Instant::now();
+        }
+        c.req.written = at;
+        c.state = State::Reading;
+        if c.registered.is_none() {
+            let r =
+                self.core
+                    .poll
+                    .registry()
+                    .register(s, token(idx, c.generation), Interest::READABLE);
+            if r.is_err() {
+                return self.fail(idx, FailureKind::Exception);
+            }
+            c.registered = Some(Interest::READABLE);
+        }
+        if c.blocked || c.unread {
+            // The response may have started while the request was still being written, or
+            // (from a server that answers before it is asked) before, and its readiness event
+            // was then spent.
+            c.unread = false;
+            self.read(idx, false);
+        }
+    }
+
+    /// Reads until the response is complete, the connection ends, or the socket has nothing
+    /// more for now. `closed` is the poller's word that the server has shut its side.
+    ///
+    /// Body bytes nobody looks at (see [`ResponseParser::skippable`]) are dropped in the
+    /// kernel ([`sock::discard`]), never more than the response has left, so they cost neither
+    /// a copy nor room in the buffer: each call takes whatever has arrived, up to
+    /// [`TURN_BYTES`]. They are counted and stamped as read bytes are.
+    fn read(&mut self, idx: usize, closed: bool) {
+        let mut budget = TURN_BYTES;
+        loop {
+            let c = &mut self.conns[idx];
+            let Some(s) = c.stream.as_mut() else {
+                return;
+            };
+            // Over TLS every byte is decrypted: nothing can be dropped in the kernel.
+            let skip = if self.discard && c.tls.is_none() {
+                c.parser.skippable().min(budget as u64) as usize
+            } else {
+                0
+            };
+            let (got, asked) = if skip > 0 {
+                (sock::discard(s.as_fd(), skip, c.stamped), skip)
+            } else {
+                let got = match c.tls.as_mut() {
+                    Some(t) => t.recv(s.as_fd(), &mut self.core.buf, c.stamped),
+                    None => sock::recv(s.as_fd(), &mut self.core.buf, c.stamped),
+                };
+                (got, self.core.buf.len())
+            };
+            match got {
+                Recv::Eof => {
+                    return match c.parser.eof() {
+                        Feed::Done => {
+                            // A close-delimited body: the server has closed already. The FIN
+                            // carries no stamp; a stamped body ended when its last byte came.
+                            c.stream = None;
+                            let now = Instant::now();
+                            let done = if c.req.stamped { c.req.last_data } else { now };
+                            if !c.req.stamped {
+                                c.req.read_at = now;
+                            }
+                            self.complete(idx, done, true)
+                        }
+                        Feed::More => self.closed(idx),
+                    };
+                }
+                Recv::Data { len: n, stamp } => {
+                    let now = Instant::now();
+                    let t = match stamp {
+                        Some(st) => sock::arrival(st, now, sock::realtime_now(), c.req.start),
+                        None => now,
+                    };
+                    // A short read took everything there was: the socket is empty.
+                    let emptied = n < asked;
+                    // Over TLS, the end of the stream may have come with the data: its
+                    // readiness event was spent on them, so it is acted on now.
+                    let eof_after = c.tls.as_ref().is_some_and(|t| t.eof_pending());
+                    // Where this read's bytes start that the current response has not taken
+                    // yet: past 0 only after a pipelined response ended inside the read.
+                    let mut from = 0;
+                    loop {
+                        let c = &mut self.conns[idx];
+                        if c.req.first_byte.is_none() {
+                            c.req.first_byte = Some(t);
+                        }
+                        c.req.last_data = t;
+                        c.req.read_at = now;
+                        c.req.stamped = stamp.is_some();
+                        let fed = if skip > 0 {
+                            c.parser.skip(n as u64).map(|f| (f, n))
+                        } else {
+                            c.parser
+                                .feed_prefix(&self.core.buf[from..n])
+                                .map(|(f, used)| (f, from + used))
+                        };
+                        match fed {
+                            // A pipelined response with more of its batch due: the next one
+                            // starts where it ended, in this read or a later one.
+                            Ok((Feed::Done, end)) if c.answered + 1 < c.batch => {
+                                self.complete(idx, t, false);
+                                if self.conns[idx].state != State::Reading {
+                                    return;
+                                }
+                                if end < n {
+                                    from = end;
+                                    continue;
+                                }
+                                break;
+                            }
+                            // Bytes after the last response due: not HTTP.
+                            Ok((Feed::Done, end)) if end < n => {
+                                return self.fail(idx, FailureKind::Exception)
+                            }
+                            // A FIN the poller reported has nothing after it when the read
+                            // emptied the socket, or when it ended exactly where the response
+                            // did (what follows a response on a connection the server closed
+                            // is not read).
+                            Ok((Feed::Done, _)) => {
+                                c.unread = !emptied;
+                                let server_closed = (closed && (emptied || skip > 0)) || eof_after;
+                                return self.complete(idx, t, server_closed);
+                            }
+                            Ok((Feed::More, _)) => break,
+                            Err(_) => return self.fail(idx, FailureKind::Exception),
+                        }
+                    }
+                    if emptied && !closed && !eof_after {
+                        return;
+                    }
+                    budget = budget.saturating_sub(n);
+                    if budget == 0 {
+                        let generation = self.conns[idx].generation;
+                        return self.core.resume.push((idx, generation, closed));
+                    }
+                }
+                Recv::Again => return,
+                Recv::Failed => return self.closed(idx),
+            }
+        }
+    }
+
+    /// The connection ended (EOF or error) before the response did.
+    fn closed(&mut self, idx: usize) {
+        let c = &self.conns[idx];
+        if c.req.reused && !c.parser.started() && c.answered == 0 {
+            self.stale(idx)
+        } else {
+            self.fail(idx, FailureKind::Receive)
+        }
+    }
+
+    /// A reused keep-alive connection turned out to be closed before any byte of the response:
+    /// the server legitimately dropped an idle connection. Retried once on a fresh connection,
+    /// not counted (as ab does).
+    fn stale(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        c.stream = None;
+        if c.req.retried {
+            return self.fail(idx, FailureKind::Receive);
+        }
+        c.req.retried = true;
+        self.send(idx, Instant::now());
+    }
+
+    /// Records a complete response and moves the slot on. `server_closed`: the server has
+    /// closed its side and nothing is left to read.
+    fn complete(&mut self, idx: usize, done: Instant, server_closed: bool) {
+        let c = &mut self.conns[idx];
+        c.deadline = None;
+        let req = c.req;
+        let sh = &*self.core.sh;
+        if req.want_server {
+            let _ = sh.server.set(c.parser.server.take().unwrap_or_default());
+            sh.note_tls(c.tls.as_deref());
+        }
+        let ok = (200..300).contains(&c.parser.head.status);
+        let body = c.parser.body_len;
+        let length_failure = self.core.length_failure(ok, body);
+        if self.core.counts(req.measured, done) {
+            let r = Response {
+                ok,
+                wire_len: c.parser.wire_len,
+                body_len: body,
+                dropped: c.parser.skipped,
+                sent_len: sh.request.len() as u64,
+                keep_alive: c.parser.head.keep_alive && sh.cfg.load.keep_alive,
+                length_failure,
+                written: req.written,
+            };
+            self.core.record(&req, done, &r);
+        }
+        self.core
+            .napper
+            .observe(done.saturating_duration_since(req.start), req.read_at);
+        let c = &mut self.conns[idx];
+        c.answered += 1;
+        if c.answered < c.batch {
+            // More responses of a pipelined batch are due on this connection.
+            if crate::pipeline::next_response(c.parser.head.keep_alive, server_closed) {
+                c.parser.reset(false);
+                c.req.first_byte = None;
+                c.deadline = Some(done + self.core.timeout);
+                return;
+            }
+            // The server ends the connection with requests of the batch unanswered.
+            return self.fail(idx, FailureKind::Receive);
+        }
+        if self.core.sh.cfg.load.keep_alive && c.parser.head.keep_alive {
+            return self.queue(idx);
+        }
+        if c.parser.head_done() && !c.parser.until_close() && c.stream.is_some() && !server_closed {
+            // Wait for the server's FIN, unless the poller reported it with the response
+            // (nginx's usual answer: data and FIN in one wake-up), which saves the read of
+            // the end of the stream.
+            c.state = State::Draining;
+            c.deadline = Some(done + DRAIN_LIMIT.min(self.core.timeout));
+            return;
+        }
+        c.stream = None;
+        self.queue(idx);
+    }
+
+    /// Reads (and discards) until the server's FIN, then closes and moves on.
+    fn drain(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        let Some(s) = c.stream.as_mut() else {
+            return;
+        };
+        let mut budget = TURN_BYTES;
+        loop {
+            let got = match c.tls.as_mut() {
+                // Read through the session: its close_notify ends the stream as a FIN does
+                // (some servers, lighttpd, send it and then wait for the client to close).
+                Some(t) => t.recv(s.as_fd(), &mut self.core.buf, false),
+                None if self.discard => sock::discard(s.as_fd(), budget, false),
+                None => sock::recv(s.as_fd(), &mut self.core.buf, false),
+            };
+            match got {
+                Recv::Data { len, .. } => {
+                    budget = budget.saturating_sub(len);
+                    if budget == 0 {
+                        return self.core.resume.push((idx, c.generation, false));
+                    }
+                }
+                Recv::Again => return,
+                Recv::Eof | Recv::Failed => break,
+            }
+        }
+        c.stream = None;
+        c.deadline = None;
+        self.queue(idx);
+    }
+
+    /// A request failed: counts it by kind and moves the slot on.
+    fn fail(&mut self, idx: usize, kind: FailureKind) {
+        let c = &mut self.conns[idx];
+        c.stream = None;
+        c.deadline = None;
+        let measured = c.req.measured;
+        // Every request of the batch still unanswered fails with it (one without pipelining).
+        let unanswered = c.batch.saturating_sub(c.answered).max(1);
+        let now = Instant::now();
+        for _ in 0..unanswered {
+            self.core.count_failure(measured, kind, now);
+        }
+        if matches!(kind, FailureKind::Connect | FailureKind::Generator) {
+            // A target that refuses connections must not turn the slot into a spin.
+            let t = now + CONNECT_RETRY_PAUSE;
+            self.conns[idx].state = State::Waiting(None);
+            self.core.timers.push(Reverse((t, idx)));
+        } else {
+            self.queue(idx);
+        }
+    }
+
+    fn queue(&mut self, idx: usize) {
+        self.conns[idx].state = State::Queued;
+        self.queued.push(idx);
+    }
+
+    fn finish(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if c.state != State::Finished {
+            c.state = State::Finished;
+            c.stream = None;
+            c.deadline = None;
+            self.core.active -= 1;
+        }
+    }
+}

@@ -1,0 +1,503 @@
+//! One worker's loop, the same for HTTP/1 and HTTP/2: wait for readiness (or nap, see
+//! [`crate::coalesce`]), hand each event to the protocol's connection, give slots that stopped
+//! reading for others their turn again, fire due timers and end requests past their deadline.
+//!
+//! What differs between the protocols is behind [`Protocol`]; the loop is generic over it, so
+//! each protocol gets its own copy with nothing dispatched at run time. What both record (a
+//! response, a failure) is done by [`Core`], which holds the worker's state the loop needs.
+
+use super::shared::Shared;
+use crate::coalesce::Napper;
+use crate::config::Coalesce;
+use crate::cpu;
+use crate::stats::{FailureKind, Recorder, Sample};
+use crate::timeline::Timeline;
+use crate::timer::Alarm;
+use mio::event::Event;
+use mio::{Events, Poll, Token};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+/// Size of each worker's read buffer.
+pub(super) const READ_BUF: usize = 64 * 1024;
+/// Bytes one connection may read or drop before the others get their turn (1 MiB, 16 full
+/// buffers): a large body that keeps arriving must not hold up every other connection's
+/// timings.
+pub(super) const TURN_BYTES: usize = 16 * READ_BUF;
+/// Pause before a connection slot tries again after its connect failed.
+pub(super) const CONNECT_RETRY_PAUSE: Duration = Duration::from_millis(1);
+/// Completions a worker counts locally before publishing them for the progress display.
+const PROGRESS_BATCH: u64 = 32;
+/// Longest a worker sleeps in `epoll_wait` before it looks at the shared stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(20);
+/// Readiness events taken per `epoll_wait`.
+const EVENTS: usize = 1024;
+/// Timer slack of a worker that naps, ns.
+const NAP_TIMER_SLACK_NS: std::num::NonZeroU64 = std::num::NonZeroU64::new(1_000).unwrap();
+/// The poller token of a worker's [`Alarm`]: no connection's (their index is below `u32::MAX`).
+const ALARM: Token = Token(u32::MAX as usize);
+
+/// The poller token of slot `idx`'s socket number `generation`.
+pub(super) fn token(idx: usize, generation: u32) -> Token {
+    Token(((u64::from(generation) << 32) | idx as u64) as usize)
+}
+
+fn untoken(t: Token) -> (usize, u32) {
+    let v = t.0 as u64;
+    ((v & 0xffff_ffff) as usize, (v >> 32) as u32)
+}
+
+/// The request a slot (HTTP/1) or a stream (HTTP/2) is working on.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Request {
+    pub(super) start: Instant,
+    /// The send time its constant-rate schedule gave it (coordinated-omission correction).
+    pub(super) intended: Option<Instant>,
+    pub(super) connect: Duration,
+    pub(super) written: Instant,
+    pub(super) first_byte: Option<Instant>,
+    /// When the newest data read for this response arrived, and when it was read.
+    pub(super) last_data: Instant,
+    pub(super) read_at: Instant,
+    /// That newest data carried a receive stamp.
+    pub(super) stamped: bool,
+    /// Started after the warm-up, so it holds a ticket and is recorded.
+    pub(super) measured: bool,
+    pub(super) want_server: bool,
+    /// Already retried once after a stale keep-alive connection.
+    pub(super) retried: bool,
+    /// Sent on a kept-alive connection.
+    pub(super) reused: bool,
+}
+
+impl Request {
+    /// A request starting at `start`, nothing done yet.
+    pub(super) fn new(
+        start: Instant,
+        intended: Option<Instant>,
+        measured: bool,
+        want_server: bool,
+    ) -> Self {
+        Request {
+            start,
+            intended,
+            connect: Duration::ZERO,
+            written: start,
+            first_byte: None,
+            last_data: start,
+            read_at: start,
+            stamped: false,
+            measured,
+            want_server,
+            retried: false,
+            reused: false,
+        }
+    }
+}
+
+/// A complete response as the recorder counts it, beside its [`Request`].
+pub(super) struct Response {
+    pub(super) ok: bool,
+    /// Bytes read for it, and of them its body's; body bytes dropped in the kernel.
+    pub(super) wire_len: u64,
+    pub(super) body_len: u64,
+    pub(super) dropped: u64,
+    /// Bytes written for its request.
+    pub(super) sent_len: u64,
+    /// It counts as a keep-alive request.
+    pub(super) keep_alive: bool,
+    /// Its body length differed from the document length.
+    pub(super) length_failure: bool,
+    /// When its request was written: Waiting runs from then.
+    pub(super) written: Instant,
+}
+
+/// Completions counted locally and published to the progress display in batches.
+#[derive(Default)]
+pub(super) struct Tally {
+    unpublished: u64,
+    last_done: Option<Instant>,
+}
+
+impl Tally {
+    #[inline]
+    fn count(&mut self, sh: &Shared, done: Instant) {
+        self.last_done = Some(self.last_done.map_or(done, |l| l.max(done)));
+        self.unpublished += 1;
+        if self.unpublished >= PROGRESS_BATCH {
+            sh.completed.fetch_add(self.unpublished, Relaxed);
+            self.unpublished = 0;
+        }
+    }
+
+    fn publish(&mut self, sh: &Shared) {
+        sh.completed.fetch_add(self.unpublished, Relaxed);
+        self.unpublished = 0;
+    }
+}
+
+/// What a worker holds whichever protocol it speaks: its poller, recorder, read buffer,
+/// timers, clock and the state of its waiting.
+pub(super) struct Core {
+    pub(super) sh: Arc<Shared>,
+    pub(super) poll: Poll,
+    pub(super) rec: Recorder,
+    pub(super) buf: Box<[u8]>,
+    /// Pending timers: (when, slot). A slot has at most one.
+    pub(super) timers: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// Slots not yet finished.
+    pub(super) active: usize,
+    pub(super) start: Instant,
+    /// `start` on the wall clock, µs since the Unix epoch (for [`Recorder::starts`]).
+    pub(super) wall_start_us: u64,
+    pub(super) measure_start: Instant,
+    /// End of the measurement window (`-t` / `--duration`): nothing completing later counts.
+    pub(super) end: Option<Instant>,
+    pub(super) timeout: Duration,
+    tally: Tally,
+    /// Slots that stopped reading only to give others a turn, with the socket generation and
+    /// whether the poller had reported the server's FIN: the poller will not report them
+    /// again (edge-triggered), so they are resumed after the next poll.
+    pub(super) resume: Vec<(usize, u32, bool)>,
+    pub(super) napper: Napper,
+    /// Wakes the worker at a constant-rate send time to the microsecond (`None` without a rate,
+    /// or where the host has no timerfd: the poller's millisecond timeout then does).
+    alarm: Option<Alarm>,
+}
+
+/// Where a worker thread runs and how it shares the load.
+pub(super) struct Placement {
+    /// Its connection slots, and the number of workers.
+    pub(super) conns: usize,
+    pub(super) threads: usize,
+    pub(super) cpu: Option<usize>,
+    pub(super) coalesce: Coalesce,
+}
+
+impl Core {
+    /// Sets up a worker thread: pins it, makes its recorder and poller, then meets the other
+    /// workers and the coordinator at `barrier`. `Err` carries the empty recorder of a worker
+    /// that cannot run.
+    pub(super) fn new(
+        sh: Arc<Shared>,
+        at: &Placement,
+        barrier: &Barrier,
+    ) -> Result<Core, Box<Recorder>> {
+        if let Some(c) = at.cpu {
+            // Pinning is best effort: a failure leaves the thread where the kernel puts it.
+            let _ = cpu::pin_current_thread(&[c]);
+        }
+        let cfg = &sh.cfg;
+        let keep = cfg.keep_samples && cfg.load.requests.is_some();
+        let mut rec = Recorder::new(keep, cfg.load.rate.is_some());
+        if let (Some(v), Some(n)) = (rec.samples.as_mut(), cfg.load.requests) {
+            // Room for this worker's share and a little more; growth beyond is amortized.
+            v.reserve(
+                (n as usize / at.threads)
+                    .saturating_add(n as usize / 20)
+                    .min(1 << 26),
+            );
+        }
+        let poll = match Poll::new() {
+            Ok(p) => p,
+            Err(e) => {
+                sh.note_first_error(|| format!("cannot create a poller: {e}"));
+                sh.trigger_stop();
+                barrier.wait();
+                return Err(Box::new(rec));
+            }
+        };
+        let alarm = cfg
+            .load
+            .rate
+            .and_then(|_| Alarm::new(poll.registry(), ALARM).ok());
+        // The coordinator sets the start instants, then meets the workers at the barrier.
+        barrier.wait();
+        let start = *sh.start.get().expect("set before workers start");
+        let measure_start = *sh.measure_start.get().expect("set before workers start");
+        if keep && cfg.keep_start_times {
+            rec.starts = Some(Vec::new());
+        }
+        rec.timeline = Some(Timeline::new(measure_start, cfg.interval));
+        let wall_start_us = {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            now.saturating_sub(start.elapsed()).as_micros() as u64
+        };
+        Ok(Core {
+            poll,
+            rec,
+            buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            timers: BinaryHeap::new(),
+            active: at.conns,
+            start,
+            wall_start_us,
+            measure_start,
+            end: cfg.load.duration.map(|d| measure_start + d),
+            timeout: cfg.load.timeout,
+            tally: Tally::default(),
+            resume: Vec::new(),
+            napper: Napper::new(at.coalesce),
+            alarm,
+            sh,
+        })
+    }
+
+    /// A request that began `measured` and ended (or failed) at `t` counts: it holds a ticket
+    /// and the measurement window was still open.
+    #[inline]
+    pub(super) fn counts(&self, measured: bool, t: Instant) -> bool {
+        measured && self.end.is_none_or(|e| t < e)
+    }
+
+    /// Whether a good response's body of `body` bytes is a length failure: the first good
+    /// response sets the document length, and a later one of another length fails (unless
+    /// lengths may vary).
+    #[inline]
+    pub(super) fn length_failure(&self, ok: bool, body: u64) -> bool {
+        let sh = &*self.sh;
+        // Every later response only reads the length (a compare-and-swap per response would
+        // take the shared cache line from every worker).
+        let known = match sh.doc_len.load(Relaxed) {
+            super::shared::UNKNOWN if ok => sh
+                .doc_len
+                .compare_exchange(super::shared::UNKNOWN, body, Relaxed, Relaxed)
+                .err(),
+            k => Some(k),
+        };
+        ok && known.is_some_and(|k| k != body) && !sh.cfg.variable_length
+    }
+
+    /// Records a measured response that completed at `done` (the caller checked that it
+    /// [`counts`](Self::counts)).
+    #[inline]
+    pub(super) fn record(&mut self, req: &Request, done: Instant, r: &Response) {
+        let rec = &mut self.rec;
+        rec.completed += 1;
+        rec.total_bytes += r.wire_len;
+        rec.body_bytes += r.body_len;
+        rec.dropped_bytes += r.dropped;
+        rec.sent_bytes += r.sent_len;
+        if !r.ok {
+            rec.non_2xx += 1;
+        }
+        if r.length_failure {
+            rec.failures.add(FailureKind::Length);
+        }
+        if r.keep_alive {
+            rec.keep_alive_requests += 1;
+        }
+        let us = |d: Duration| d.as_micros().min(u32::MAX as u128) as u32;
+        let sample = Sample {
+            connect: us(req.connect),
+            waiting: us(req
+                .first_byte
+                .unwrap_or(done)
+                .saturating_duration_since(r.written)),
+            total: us(done.saturating_duration_since(req.start)),
+        };
+        let corrected = req
+            .intended
+            .map(|t| done.saturating_duration_since(t).as_micros() as u64);
+        rec.record(sample, corrected);
+        rec.interval_response(done, &sample, corrected, r.wire_len, r.length_failure);
+        // Only kept for ab's -g file: worked out only then.
+        let (wall, start) = (self.wall_start_us, self.start);
+        rec.record_start(|| wall + req.start.saturating_duration_since(start).as_micros() as u64);
+        if req.stamped {
+            rec.read_delay
+                .saturating_record(req.read_at.saturating_duration_since(done).as_micros() as u64);
+        }
+        self.tally.count(&self.sh, done);
+    }
+
+    /// Counts a request that began `measured` and failed at `now` by `kind`, if it counts.
+    #[inline]
+    pub(super) fn count_failure(&mut self, measured: bool, kind: FailureKind, now: Instant) {
+        if !self.counts(measured, now) {
+            return;
+        }
+        let no_connection = matches!(kind, FailureKind::Connect | FailureKind::Generator);
+        self.rec.failures.add(kind);
+        if !no_connection {
+            self.rec.completed += 1;
+        }
+        self.rec.interval_failure(now, kind, !no_connection);
+        self.tally.count(&self.sh, now);
+    }
+
+    /// How long the next poll may wait from `now`: until the next thing due (the watch over
+    /// deadlines, a timer, the end of the window, a stop check), not at all when work is
+    /// `pending`; a worker that has `caught_up` may nap first instead.
+    fn poll_timeout(
+        &mut self,
+        now: Instant,
+        next_watch: Instant,
+        pending: bool,
+        caught_up: bool,
+    ) -> Duration {
+        let mut wake = (now + STOP_CHECK).min(next_watch);
+        if let Some(Reverse((t, _))) = self.timers.peek() {
+            wake = wake.min(*t);
+        }
+        if let Some(e) = self.end {
+            wake = wake.min(e);
+        }
+        if pending {
+            wake = now;
+        }
+        let mut timeout = wake.saturating_duration_since(now);
+        if let Some(napped) = self.napper.before_poll(caught_up, timeout) {
+            self.rec.naps += u64::from(napped);
+            timeout = Duration::ZERO;
+        } else if !timeout.is_zero() {
+            let send_time = self.timers.peek().map(|&Reverse((t, _))| t) == Some(wake);
+            if let Some(alarm) = self.alarm.as_mut().filter(|_| send_time) {
+                // The alarm wakes the poller at the send time; the poller's own timeout,
+                // rounded up to a whole millisecond, stays as the backstop.
+                if alarm.set(wake, now).is_ok() {
+                    timeout += Duration::from_millis(1);
+                }
+            }
+        }
+        timeout
+    }
+
+    /// Whether the loop goes on: slots left, no stop, the window still open.
+    fn running(&self, now: Instant) -> bool {
+        self.active > 0 && !self.sh.stop.load(Relaxed) && self.end.is_none_or(|e| now < e)
+    }
+}
+
+/// The protocol-specific part of a worker: its connections and what happens to them.
+pub(super) trait Protocol {
+    fn core(&mut self) -> &mut Core;
+    fn into_core(self) -> Core;
+    /// Connection slots of the worker.
+    fn slots(&self) -> usize;
+    /// Slot `idx` has a socket, and it is the one numbered `generation` (an event for an
+    /// earlier socket of the slot is stale).
+    fn is_current(&self, idx: usize, generation: u32) -> bool;
+    /// Gives every slot its first request.
+    fn start(&mut self);
+    /// The poller reported readiness of slot `idx`'s current socket.
+    fn ready(&mut self, idx: usize, ev: &Event);
+    /// Slot `idx` reads on where it stopped to give the others a turn (`closed`: the poller had
+    /// reported the server's FIN).
+    fn resume(&mut self, idx: usize, closed: bool);
+    /// The protocol has work queued for right after this round: the next poll must not wait.
+    fn pending(&self) -> bool;
+    /// Called once the round's events and resumed reads are handled, before due timers.
+    fn after_reads(&mut self) {}
+    /// Slot `idx`'s timer is due; true when it was still waiting for it (the next due timer
+    /// is then compared with a fresh clock).
+    fn timer(&mut self, idx: usize, now: Instant) -> bool;
+    /// Called once due timers are handled.
+    fn after_timers(&mut self) {}
+    /// Ends what has passed its deadline at `now`.
+    fn expire(&mut self, now: Instant);
+    /// The loop is over; last accounts.
+    fn ended(&mut self) {}
+}
+
+/// Runs a worker to its end and returns its recorder and when its last counted request
+/// ended.
+pub(super) fn drive<P: Protocol>(mut p: P) -> (Recorder, Option<Instant>) {
+    tighten_timer_slack(&p.core().napper);
+    run(&mut p);
+    p.ended();
+    let mut core = p.into_core();
+    core.tally.publish(&core.sh);
+    (core.rec, core.tally.last_done)
+}
+
+/// Naps are tens of microseconds; the default 50 µs timer slack would double them. Sets this
+/// thread's slack when its worker may nap.
+fn tighten_timer_slack(napper: &Napper) {
+    if napper.enabled() {
+        // PR_SET_TIMERSLACK, which affects only this thread.
+        let _ = rustix::thread::set_current_timer_slack(Some(NAP_TIMER_SLACK_NS));
+    }
+}
+
+/// The loop, one round per poll: wait (or nap), handle the readiness events, resume the reads
+/// that gave others a turn, fire due timers, and every `tick` end what is past its deadline.
+fn run<P: Protocol>(p: &mut P) {
+    p.start();
+    let mut events = Events::with_capacity(EVENTS.min(p.slots().max(16)));
+    let tick = (p.core().timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
+    let mut next_watch = Instant::now() + tick;
+    // The last poll found nothing: the worker has caught up with the server.
+    let mut caught_up = false;
+    loop {
+        let pending = p.pending();
+        let core = p.core();
+        let now = Instant::now();
+        if !core.running(now) {
+            break;
+        }
+        let pending = pending || !core.resume.is_empty();
+        let timeout = core.poll_timeout(now, next_watch, pending, caught_up);
+        let polled = core.poll.poll(&mut events, Some(timeout));
+        caught_up = events.is_empty();
+        match polled {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                core.sh
+                    .note_first_error(|| format!("epoll_wait failed: {e}"));
+                core.sh.trigger_stop();
+                break;
+            }
+        }
+        dispatch(p, &events);
+        for (idx, generation, closed) in std::mem::take(&mut p.core().resume) {
+            if p.is_current(idx, generation) {
+                p.resume(idx, closed);
+            }
+        }
+        p.after_reads();
+        fire_timers(p);
+        p.after_timers();
+        let now = Instant::now();
+        if now >= next_watch {
+            p.expire(now);
+            next_watch = now + tick;
+        }
+    }
+}
+
+/// Hands each readiness event to its slot, unless it is stale.
+fn dispatch<P: Protocol>(p: &mut P, events: &Events) {
+    for ev in events.iter() {
+        if ev.token() == ALARM {
+            if let Some(a) = p.core().alarm.as_mut() {
+                a.fired();
+            }
+            continue;
+        }
+        let (idx, generation) = untoken(ev.token());
+        if p.is_current(idx, generation) {
+            p.ready(idx, ev);
+        }
+    }
+}
+
+/// Fires the timers that are due.
+fn fire_timers<P: Protocol>(p: &mut P) {
+    let mut now = Instant::now();
+    while let Some(&Reverse((t, idx))) = p.core().timers.peek() {
+        if t > now {
+            break;
+        }
+        p.core().timers.pop();
+        if p.timer(idx, now) {
+            now = Instant::now();
+        }
+    }
+}
