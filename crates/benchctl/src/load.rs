@@ -7,7 +7,7 @@ use crate::signals::OnSignals;
 use crate::signals::Signal;
 use clap::Args;
 use loadgen::config::AB_TIMELIMIT_REQUESTS;
-use loadgen::{HttpVersion, LoadConfig, LoadError, LoadSpec, Method, Proxy, StopFlag, Target};
+use loadgen::{HttpVersion, Job, LoadConfig, LoadError, LoadSpec, Method, Proxy, StopFlag, Target};
 use scenario::units::{parse_coalesce, parse_cpuset, parse_duration};
 use std::fs::File;
 use std::io::Write as _;
@@ -19,7 +19,22 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct LoadArgs {
     /// http://HOST[:PORT]/PATH or https://HOST[:PORT]/PATH
-    url: String,
+    #[arg(required_unless_present = "job", conflicts_with = "job")]
+    url: Option<String>,
+    /// Send the load a job document describes (JSON: the URL, the load, the CPUs and the
+    /// start; `-` reads it from standard input) instead of the load's flags, which are then
+    /// refused; output and request options still apply.
+    #[arg(
+        long,
+        value_name = "FILE|-",
+        conflicts_with_all = [
+            "requests", "concurrency", "keep_alive", "time_limit", "timeout", "head",
+            "method", "post_file", "put_file", "http11", "h2", "streams", "duration",
+            "warmup", "min_duration", "threads", "cpus", "rate", "coalesce",
+            "user_timestamps", "start_at",
+        ]
+    )]
+    job: Option<String>,
     /// Number of requests to perform (ab's -n; default 1, or unlimited with --duration).
     #[arg(short = 'n', long = "requests")]
     requests: Option<u64>,
@@ -186,19 +201,28 @@ pub struct LoadArgs {
 
 /// The flags in the load generator's terms; every check the generator makes is made here too,
 /// so bad input never reaches the target.
-fn config(a: &LoadArgs) -> Result<LoadConfig, Failure> {
-    let target = Target::parse(&a.url).map_err(Failure::usage)?;
-    let load = load_spec(a)?;
-    let mut c = LoadConfig::new(target, load);
-    apply_timing_and_cpus(&mut c, a)?;
+fn config(a: &LoadArgs, job: Option<&Job>) -> Result<LoadConfig, Failure> {
+    let url = match job {
+        Some(job) => job.url.as_str(),
+        None => a.url.as_deref().unwrap_or_default(),
+    };
+    let mut c = match job {
+        Some(job) => job.config().map_err(Failure::usage)?,
+        None => {
+            let target = Target::parse(url).map_err(Failure::usage)?;
+            let mut c = LoadConfig::new(target, load_spec(a)?);
+            apply_cpus(&mut c, a)?;
+            c
+        }
+    };
+    apply_timing(&mut c, a)?;
     apply_headers(&mut c, a)?;
     apply_request_options(&mut c, a)?;
     check_output_flags(&mut c, a)?;
     c.validate().map_err(Failure::usage)?;
     if c.target.https {
         // The TLS options are checked (and the CA file read) before anything is sent.
-        loadgen::tls::Tls::new(&c.target.host, &c.tls)
-            .map_err(|e| usage(format!("{}: {e}", a.url)))?;
+        loadgen::tls::Tls::new(&c.target.host, &c.tls).map_err(|e| usage(format!("{url}: {e}")))?;
     }
     Ok(c)
 }
@@ -269,8 +293,8 @@ fn load_spec(a: &LoadArgs) -> Result<LoadSpec, Failure> {
     })
 }
 
-/// The measurement's intervals, and the CPUs and threads the generator runs on.
-fn apply_timing_and_cpus(c: &mut LoadConfig, a: &LoadArgs) -> Result<(), Failure> {
+/// The measurement's intervals.
+fn apply_timing(c: &mut LoadConfig, a: &LoadArgs) -> Result<(), Failure> {
     c.variable_length = a.variable_length;
     c.interval = secs("--interval", &a.interval)?;
     if c.interval < loadgen::timeline::MIN_INTERVAL {
@@ -279,6 +303,11 @@ fn apply_timing_and_cpus(c: &mut LoadConfig, a: &LoadArgs) -> Result<(), Failure
             a.interval.trim()
         )));
     }
+    Ok(())
+}
+
+/// The CPUs and threads the generator runs on.
+fn apply_cpus(c: &mut LoadConfig, a: &LoadArgs) -> Result<(), Failure> {
     if let Some(cpus) = &a.cpus {
         c.cpus = Some(parse_cpuset(cpus).map_err(|e| usage(format!("--cpus: {e}")))?);
     }
@@ -502,14 +531,26 @@ fn wait_for_start(from: std::time::Instant, delay: Duration, stop: &StopFlag) {
     }
 }
 
-pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
-    let cfg = config(&a)?;
-    let asked_at = std::time::Instant::now();
-    let start_delay = a.start_at.as_deref().map(start_delay).transpose()?;
-    let files = OutputFiles::open(&a)?;
-    if a.verbosity >= 2 && cfg.load.version == HttpVersion::Http2 {
+/// The job `--job` names: read from the file, or from standard input for `-`.
+fn read_job(from: &str) -> Result<Job, Failure> {
+    let text = if from == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| usage(format!("--job -: reading standard input: {e}")))?;
+        text
+    } else {
+        userfile::read_to_string(std::path::Path::new(from))
+            .map_err(|e| usage(format!("--job {from}: {e}")))?
+    };
+    serde_json::from_str(&text).map_err(|e| usage(format!("--job {from}: {e}")))
+}
+
+/// ab's `-v 2`: the request's head, once, before the run (a body is not shown); in HTTP/2 the
+/// fields its header block carries.
+fn show_request(cfg: &LoadConfig) {
+    if cfg.load.version == HttpVersion::Http2 {
         // The HTTP/2 request's fields, as its header block carries them.
-        let fields = loadgen::h2::request_fields(&cfg);
+        let fields = loadgen::h2::request_fields(cfg);
         let text: Vec<String> = fields
             .iter()
             .map(|(k, v)| {
@@ -525,9 +566,9 @@ pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
             cfg.load.method.as_str(),
             text.join("\n")
         );
-    } else if a.verbosity >= 2 {
+    } else {
         // ab's -v 2: the request's head, once, before the run (a body is not shown).
-        let request = loadgen::http::build_request(&cfg);
+        let request = loadgen::http::build_request(cfg);
         let head_len = request
             .windows(4)
             .position(|w| w == b"\r\n\r\n")
@@ -537,6 +578,21 @@ pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
             cfg.load.method.as_str(),
             String::from_utf8_lossy(&request[..head_len])
         );
+    }
+}
+
+pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
+    let job = a.job.as_deref().map(read_job).transpose()?;
+    let cfg = config(&a, job.as_ref())?;
+    let asked_at = std::time::Instant::now();
+    let start_at = match &job {
+        Some(job) => job.start_at.map(|t| t.to_string()),
+        None => a.start_at.clone(),
+    };
+    let start_delay = start_at.as_deref().map(start_delay).transpose()?;
+    let files = OutputFiles::open(&a)?;
+    if a.verbosity >= 2 {
+        show_request(&cfg);
     }
     let style = if a.quiet || a.json {
         Style::Quiet

@@ -16,6 +16,8 @@ use support::TestServer;
 
 #[path = "load_cli/files.rs"]
 mod files;
+#[path = "load_cli/job.rs"]
+mod job;
 #[path = "load_cli/limits.rs"]
 mod limits;
 #[path = "load_cli/requests.rs"]

@@ -7,10 +7,12 @@
 use crate::error::RunError;
 use crate::options::RunOptions;
 use crate::Headroom;
+use loadgen::{HttpVersion, Method};
 use report::ServerStatus;
 use scenario::{LoadSpec, Plan};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 pub use crate::options::{Against, DEFAULT_BUDGET};
 
@@ -271,15 +273,7 @@ pub(crate) async fn measure_with(
     url: &str,
     cancel: &crate::Cancel,
 ) -> Result<Option<loadgen::json::LoadReport>, RunError> {
-    let args = crate::generators::load_args(
-        load,
-        load.requests,
-        load.concurrency,
-        load.rate,
-        cpus,
-        None,
-        url,
-    )?;
+    let args = load_args(load, cpus, url);
     let child = tokio::process::Command::new(&g.path)
         .args(&args)
         .stdin(std::process::Stdio::null())
@@ -304,6 +298,63 @@ pub(crate) async fn measure_with(
                 out.status
             ))
         })
+}
+
+/// `benchctl load`'s flags for `load` (its parts given apart), for another benchctl binary:
+/// one older than `--job` reads only these. Every field of the load that binary should send
+/// has its flag here.
+fn load_args(load: &LoadSpec, cpus: &[usize], url: &str) -> Vec<String> {
+    let us = |d: Duration| format!("{}us", d.as_micros());
+    let mut a: Vec<String> = vec!["load".into(), "--json".into(), "-q".into()];
+    if let Some(n) = load.requests {
+        a.extend(["-n".into(), n.to_string()]);
+    }
+    if let Some(d) = load.duration {
+        a.extend(["--duration".into(), us(d)]);
+    }
+    a.extend(["-c".into(), load.concurrency.to_string()]);
+    if load.keep_alive {
+        a.push("-k".into());
+    }
+    match load.version {
+        HttpVersion::Http10 => {}
+        HttpVersion::Http11 => a.push("--http1.1".into()),
+        HttpVersion::Http2 => a.extend([
+            "--h2".into(),
+            "--streams".into(),
+            load.streams.max(1).to_string(),
+        ]),
+    }
+    match &load.method {
+        Method::Get => {}
+        Method::Head => a.push("-i".into()),
+        m => a.extend(["-m".into(), m.as_str().to_string()]),
+    }
+    a.extend(["-s".into(), us(load.timeout)]);
+    if !load.warmup.is_zero() {
+        a.extend(["--warmup".into(), us(load.warmup)]);
+    }
+    if let Some(r) = load.rate {
+        a.extend(["--rate".into(), format!("{r}")]);
+    }
+    if !load.rx_stamps {
+        a.push("--user-timestamps".into());
+    }
+    a.extend(["--coalesce".into(), load.coalesce.to_string()]);
+    if let Some(d) = load.min_duration {
+        a.extend(["--min-duration".into(), us(d)]);
+    }
+    let cpus: Vec<String> = cpus.iter().map(usize::to_string).collect();
+    if !cpus.is_empty() {
+        a.extend([
+            "--cpus".into(),
+            cpus.join(","),
+            "--threads".into(),
+            cpus.len().to_string(),
+        ]);
+    }
+    a.push(url.to_string());
+    a
 }
 
 /// Every baseline image is on this machine: a missing one is named, with how to get it back.
@@ -339,4 +390,41 @@ pub(crate) async fn check_images<E: crate::fleet::Engine>(
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadgen::{HttpVersion, Method};
+
+    #[test]
+    fn a_load_becomes_the_flags_an_older_benchctl_load_reads() {
+        let mut load = LoadSpec {
+            requests: Some(500),
+            concurrency: 5,
+            keep_alive: true,
+            version: HttpVersion::Http11,
+            method: Method::Head,
+            rate: Some(200.0),
+            warmup: Duration::from_millis(500),
+            ..LoadSpec::default()
+        };
+        let text = load_args(&load, &[0], "http://10.0.0.5:8080/").join(" ");
+        for want in [
+            "load --json -q -n 500",
+            "-c 5 -k --http1.1 -i",
+            "--warmup 500000us",
+            "--rate 200",
+            "--cpus 0 --threads 1 http://10.0.0.5:8080/",
+        ] {
+            assert!(text.contains(want), "{want:?} in {text}");
+        }
+        load.version = HttpVersion::Http2;
+        load.streams = 8;
+        load.rate = None;
+        load.requests = None;
+        let text = load_args(&load, &[0], "https://10.0.0.5:8443/").join(" ");
+        assert!(text.contains("-c 5 -k --h2 --streams 8 -i"), "{text}");
+        assert!(!text.contains("--http1.1"), "{text}");
+    }
 }

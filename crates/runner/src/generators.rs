@@ -11,8 +11,8 @@ use crate::cancel::Cancel;
 use crate::error::RunError;
 use crate::events::{Event, Observer};
 use loadgen::json::LoadReport;
-use loadgen::{HttpVersion, LoadSpec, Method};
-use orchestrator::{ContainerGuard, ContainerSpec, Orchestrator};
+use loadgen::{Job, LoadSpec};
+use orchestrator::{ContainerGuard, ContainerSpec, Orchestrator, DOCROOT};
 use report::GeneratorRecord;
 use scenario::Plan;
 use std::net::IpAddr;
@@ -371,73 +371,6 @@ pub fn share(total: u64, n: usize, i: usize) -> u64 {
     total / n + u64::from((i as u64) < total % n)
 }
 
-/// `benchctl load`'s arguments for one generator's share of `load`, started at `start_at`
-/// (seconds since the epoch) when given.
-pub(crate) fn load_args(
-    load: &LoadSpec,
-    requests: Option<u64>,
-    concurrency: u32,
-    rate: Option<f64>,
-    cpus: &[usize],
-    start_at: Option<f64>,
-    url: &str,
-) -> Result<Vec<String>, RunError> {
-    let us = |d: Duration| format!("{}us", d.as_micros());
-    let mut a: Vec<String> = vec!["load".into(), "--json".into(), "-q".into()];
-    if let Some(n) = requests {
-        a.extend(["-n".into(), n.to_string()]);
-    }
-    if let Some(d) = load.duration {
-        a.extend(["--duration".into(), us(d)]);
-    }
-    a.extend(["-c".into(), concurrency.to_string()]);
-    if load.keep_alive {
-        a.push("-k".into());
-    }
-    match load.version {
-        HttpVersion::Http10 => {}
-        HttpVersion::Http11 => a.push("--http1.1".into()),
-        HttpVersion::Http2 => a.extend([
-            "--h2".into(),
-            "--streams".into(),
-            load.streams.max(1).to_string(),
-        ]),
-    }
-    match &load.method {
-        Method::Get => {}
-        Method::Head => a.push("-i".into()),
-        m => a.extend(["-m".into(), m.as_str().to_string()]),
-    }
-    a.extend(["-s".into(), us(load.timeout)]);
-    if !load.warmup.is_zero() {
-        a.extend(["--warmup".into(), us(load.warmup)]);
-    }
-    if let Some(r) = rate {
-        a.extend(["--rate".into(), format!("{r}")]);
-    }
-    if !load.rx_stamps {
-        a.push("--user-timestamps".into());
-    }
-    a.extend(["--coalesce".into(), load.coalesce.to_string()]);
-    if let Some(d) = load.min_duration {
-        a.extend(["--min-duration".into(), us(d)]);
-    }
-    let cpus: Vec<String> = cpus.iter().map(usize::to_string).collect();
-    if !cpus.is_empty() {
-        a.extend([
-            "--cpus".into(),
-            cpus.join(","),
-            "--threads".into(),
-            cpus.len().to_string(),
-        ]);
-    }
-    if let Some(t) = start_at {
-        a.extend(["--start-at".into(), format!("{t:.6}")]);
-    }
-    a.push(url.to_string());
-    Ok(a)
-}
-
 fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -451,6 +384,20 @@ enum Part {
     Cancelled,
 }
 
+/// The file a generator's job is written to, in the folder its container gets as documents.
+const JOB_FILE: &str = "job.json";
+
+/// Writes generator `name`'s `job` into a folder of its own under `jobs`, readable by the
+/// generator's user; the folder.
+fn write_job(jobs: &Path, name: &str, job: &Job) -> Result<PathBuf, RunError> {
+    let dir = jobs.join(name);
+    let written = std::fs::create_dir(&dir)
+        .and_then(|()| std::fs::write(dir.join(JOB_FILE), serde_json::to_vec_pretty(job)?))
+        .and_then(|()| crate::rundir::open_to_servers(&dir));
+    written.map_err(|e| RunError::Step(format!("writing the job of generator {name}: {e}")))?;
+    Ok(dir)
+}
+
 /// Every generator's record of a load, and the container of each that takes part (by index).
 type Parts = (Vec<GeneratorRecord>, Vec<(usize, ContainerSpec)>);
 
@@ -459,13 +406,12 @@ type Parts = (Vec<GeneratorRecord>, Vec<(usize, ContainerSpec)>);
 fn plan_parts(
     gens: &[Generator],
     usable: &[usize],
-    load: &LoadSpec,
-    cpus: &[usize],
-    start_at: f64,
-    url: &str,
+    job: &Job,
+    jobs: &Path,
     run_id: &str,
 ) -> Result<Parts, RunError> {
     let n = usable.len();
+    let load = &job.load;
     let mut records: Vec<GeneratorRecord> = Vec::with_capacity(gens.len());
     let mut runs = Vec::new();
     for (i, g) in gens.iter().enumerate() {
@@ -492,18 +438,17 @@ fn plan_parts(
             records.push(rec);
             continue;
         };
-        rec.requests = load.requests.map(|r| share(r, n, k));
-        rec.concurrency = share(u64::from(load.concurrency), n, k) as u32;
-        rec.rate = load.rate.map(|r| r / n as f64);
-        let args = load_args(
-            load,
-            rec.requests,
-            rec.concurrency,
-            rec.rate,
-            cpus,
-            Some(start_at + g.clock_offset_s),
-            url,
-        )?;
+        let mut part = job.clone();
+        part.load.requests = load.requests.map(|r| share(r, n, k));
+        part.load.concurrency = share(u64::from(load.concurrency), n, k) as u32;
+        part.load.rate = load.rate.map(|r| r / n as f64);
+        // At the same instant everywhere: each generator's clock is read against this one's.
+        part.start_at = job.start_at.map(|t| t + g.clock_offset_s);
+        rec.requests = part.load.requests;
+        rec.concurrency = part.load.concurrency;
+        rec.rate = part.load.rate;
+        let dir = write_job(jobs, &g.name, &part)?;
+        let cpus = &part.cpus;
         let spec = ContainerSpec {
             name: format!("load-{}", g.name),
             image: g.image.clone(),
@@ -517,7 +462,20 @@ fn plan_parts(
             }),
             run_id: run_id.to_string(),
             labels: vec![(GENERATOR_ROLE.0.to_string(), GENERATOR_ROLE.1.to_string())],
-            cmd: Some(args),
+            cmd: Some(
+                [
+                    "load",
+                    "--json",
+                    "-q",
+                    "--job",
+                    &format!("{DOCROOT}/{JOB_FILE}"),
+                ]
+                .map(str::to_string)
+                .to_vec(),
+            ),
+            // The job goes in as the container's documents: bound here, uploaded to another
+            // machine's engine before the generator starts.
+            docroot: Some(dir),
             confinement: confinement(),
             ..ContainerSpec::default()
         };
@@ -606,7 +564,20 @@ pub(crate) async fn measure(
         .duration
         .or(load.min_duration)
         .map(|d| lead + load.warmup + d + load.timeout + FINISH_MARGIN);
-    let (mut records, runs) = plan_parts(gens, &usable, load, cpus, start_at, url, run_id)?;
+    let job = Job {
+        cpus: cpus.to_vec(),
+        start_at: Some(start_at),
+        ..Job::new(url, load.clone())
+    };
+    let jobs = tempfile::Builder::new()
+        .prefix("benchctl-jobs-")
+        .tempdir()
+        .map_err(|e| {
+            RunError::Step(format!(
+                "cannot make a folder for the generators' jobs: {e}"
+            ))
+        })?;
+    let (mut records, runs) = plan_parts(gens, &usable, &job, jobs.path(), run_id)?;
     let parts = futures_util::future::join_all(
         runs.iter()
             .map(|(i, spec)| run_one(&gens[*i], spec, bound, cancel)),
@@ -746,47 +717,5 @@ mod tests {
                 assert!(hi - lo <= 1 && *lo >= 1, "{parts:?}");
             }
         }
-    }
-
-    #[test]
-    fn a_share_becomes_the_flags_benchctl_load_reads() {
-        let mut load = LoadSpec {
-            requests: Some(1000),
-            concurrency: 10,
-            keep_alive: true,
-            version: HttpVersion::Http11,
-            method: Method::Head,
-            rate: Some(400.0),
-            warmup: Duration::from_millis(500),
-            ..LoadSpec::default()
-        };
-        let a = load_args(
-            &load,
-            Some(500),
-            5,
-            Some(200.0),
-            &[0],
-            Some(1.5),
-            "http://10.0.0.5:8080/",
-        )
-        .unwrap();
-        let text = a.join(" ");
-        for want in [
-            "load --json -q -n 500",
-            "-c 5 -k --http1.1 -i",
-            "--warmup 500000us",
-            "--rate 200",
-            "--cpus 0 --threads 1",
-            "--start-at 1.500000 http://10.0.0.5:8080/",
-        ] {
-            assert!(text.contains(want), "{want:?} in {text}");
-        }
-        load.version = HttpVersion::Http2;
-        load.streams = 8;
-        load.rate = None;
-        let a = load_args(&load, None, 5, None, &[0], None, "https://10.0.0.5:8443/").unwrap();
-        let text = a.join(" ");
-        assert!(text.contains("-c 5 -k --h2 --streams 8 -i"), "{text}");
-        assert!(!text.contains("--http1.1"), "{text}");
     }
 }
