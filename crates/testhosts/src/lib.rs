@@ -400,7 +400,13 @@ impl TestHosts {
                     format!("--tlskey={}", certs.join(format!("h{i}-key.pem")).display()),
                 ]
             } else {
-                vec![format!("--host=tcp://{}:{ENGINE_PORT}", l.address(i))]
+                // Plain TCP said in so many words: without `--tls=false` dockerd warns that an
+                // unauthenticated port is deprecated and sleeps 16 s on purpose before it
+                // answers (20.10 and later), which was most of a set's start.
+                vec![
+                    format!("--host=tcp://{}:{ENGINE_PORT}", l.address(i)),
+                    "--tls=false".to_string(),
+                ]
             })
             .args(["--iptables=false", "--ip-masq=false", "--bridge=none"])
             .args(["--log-level=warn", "--userland-proxy=false"])
