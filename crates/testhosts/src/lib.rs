@@ -27,7 +27,7 @@ mod teardown;
 
 use cmd::{output, run, which};
 use layout::{Layout, DATA_ROOT, RUN_ROOT};
-use teardown::{kill_namespace, stop, sweep_stale, teardown};
+use teardown::{kill_namespace, stop_all, sweep_stale, teardown};
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -490,9 +490,7 @@ impl TestHosts {
 
 impl Drop for TestHosts {
     fn drop(&mut self) {
-        for child in &mut self.dockerds {
-            stop(child);
-        }
+        stop_all(&mut self.dockerds);
         teardown(&self.layout);
         // The roots go too when no other set is in them (the lock file stays: removing it
         // would let two processes hold "the" lock at once).
