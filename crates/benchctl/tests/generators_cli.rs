@@ -613,11 +613,13 @@ fn a_server_host_cut_off_mid_run_is_reported_and_its_containers_are_swept_once_i
     let kinds = dir.path().join("kinds");
     write_kind(&kinds.join("tiny"), &base);
     let s = dir.path().join("cut.toml");
+    // The cut comes 2 s into the load: 8 s leaves it well inside, and whatever the load has
+    // left after the cut is time the test only waits.
     std::fs::write(
         &s,
         format!(
             "name = \"cut\"\n\
-             [load]\nduration = \"20s\"\nconcurrency = 2\nrate = 50.0\ntimeout = \"2s\"\n\
+             [load]\nduration = \"8s\"\nconcurrency = 2\nrate = 50.0\ntimeout = \"2s\"\n\
              [[host]]\nname = \"srv1\"\nurl = \"{}\"\ninsecure = true\n\
              [[server]]\nname = \"tiny\"\nkind = \"tiny\"\nhost = \"srv1\"\nmemory = \"64m\"\n\
              [[document]]\nname = \"page\"\npath = \"/page.html\"\ngenerate = \"html\"\nsize = 2000\n",
