@@ -81,7 +81,7 @@ pub(crate) fn teardown(l: &Layout) {
 
 /// Lazily unmounts every mount point under `dir`, deepest first (overlay and shm mounts a
 /// killed dockerd left).
-fn unmount_under(dir: &Path) {
+pub(crate) fn unmount_under(dir: &Path) {
     let mut text = String::new();
     if File::open("/proc/self/mountinfo")
         .and_then(|mut f| f.read_to_string(&mut text))
