@@ -39,8 +39,8 @@ fn tcp(h: &testhosts::TestHost) -> Endpoint {
 }
 
 /// busybox's httpd in the tests' base image, built on this machine's engine (which reaches
-/// Debian's mirrors) by the recipe the runner's host test uses, then copied to `to`.
-async fn busybox_base(to: &Orchestrator) -> String {
+/// Debian's mirrors) by the recipe the runner's host test uses.
+async fn busybox_base() -> String {
     let local = Orchestrator::connect().await.expect("the local engine");
     if local.image_id(TEST_BASE).await.unwrap().is_none() {
         local
@@ -55,13 +55,35 @@ async fn busybox_base(to: &Orchestrator) -> String {
     )
     .unwrap();
     let logs = tempfile::tempdir().unwrap();
-    let tag = local
+    local
         .build_image("test-busybox", ctx.path(), &logs.path().join("b.log"))
         .await
         .unwrap_or_else(|e| panic!("{e}"))
-        .tag;
-    local.ship_image(to, &tag).await.unwrap();
-    tag
+        .tag
+}
+
+/// nginx's image built on this machine's engine from the repository's kind, copied into
+/// `kinds` (the hosts cannot reach Debian's mirrors to build it).
+async fn nginx_here(kinds: &Path) -> String {
+    let nginx_kind = kinds.join("nginx");
+    std::fs::create_dir_all(&nginx_kind).unwrap();
+    let repo_kind = testsupport::repo_root().join("docker/nginx");
+    for f in std::fs::read_dir(&repo_kind).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), nginx_kind.join(f.file_name())).unwrap();
+    }
+    let here = Orchestrator::connect().await.expect("the local engine");
+    let logs = tempfile::tempdir().unwrap();
+    here.build_image("nginx", &nginx_kind, &logs.path().join("nginx.log"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .tag
+}
+
+/// Whether `to` has `image` by the id it has here (sent there if not).
+async fn shipped(to: &Orchestrator, image: &str) {
+    let here = Orchestrator::connect().await.expect("the local engine");
+    here.ship_image(to, image).await.unwrap();
 }
 
 /// Containers labelled `label` on an engine.
@@ -243,6 +265,8 @@ fn generators_on_two_hosts_share_a_load_merge_it_losslessly_and_leave_nothing() 
 /// (Fields drop in this order: the engine's client before its runtime, the hosts last.)
 struct Bench {
     kinds: PathBuf,
+    /// The tag of nginx's image, built here from the repository's kind.
+    nginx: String,
     dir: tempfile::TempDir,
     srv: Orchestrator,
     rt: tokio::runtime::Runtime,
@@ -252,15 +276,22 @@ struct Bench {
 
 impl Bench {
     fn up() -> Bench {
-        let hosts = TestHosts::up(3).unwrap_or_else(|e| panic!("making 3 test hosts: {e}"));
-        let engines: Vec<Endpoint> = hosts.hosts().iter().map(tcp).collect();
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let srv = rt.block_on(Orchestrator::connect_to(&engines[0])).unwrap();
-        let base = rt.block_on(busybox_base(&srv));
         let dir = tempfile::tempdir().unwrap();
         let kinds = dir.path().join("kinds");
+        let base = rt.block_on(busybox_base());
         write_kind(&kinds.join("tiny"), &base);
+        let nginx = rt.block_on(nginx_here(&kinds));
+        // Both images on every engine from the start, as if shipped there (the namespaces
+        // cannot reach Debian's mirrors): shipping is images_push_cli's subject, and unpacking
+        // them into three fresh engines took 15 s of this test.
+        let hosts = TestHosts::up_with_images(3, &[&base, &nginx])
+            .unwrap_or_else(|e| panic!("making 3 test hosts: {e}"));
+        let engines: Vec<Endpoint> = hosts.hosts().iter().map(tcp).collect();
+        let srv = rt.block_on(Orchestrator::connect_to(&engines[0])).unwrap();
+        rt.block_on(shipped(&srv, &base));
         Bench {
+            nginx,
             rt,
             hosts,
             engines,
@@ -398,23 +429,10 @@ fn gc_keeps_only_this_binarys_generator_image(b: &Bench, s: &Path) {
 }
 
 /// HTTP/2 by prior knowledge from both generators, to nginx on srv1: its image built here
-/// from the repository's kind (srv1 cannot reach Debian's mirrors) and copied there, where
-/// the run finds it up to date.
+/// from the repository's kind (srv1 cannot reach Debian's mirrors) and there by the same id
+/// ([`Bench::up`]), where the run finds it up to date.
 fn h2c_from_both_generators(b: &Bench) {
-    let nginx_kind = b.kinds.join("nginx");
-    std::fs::create_dir_all(&nginx_kind).unwrap();
-    let repo_kind = testsupport::repo_root().join("docker/nginx");
-    for f in std::fs::read_dir(&repo_kind).unwrap() {
-        let f = f.unwrap();
-        std::fs::copy(f.path(), nginx_kind.join(f.file_name())).unwrap();
-    }
-    let here = b.rt.block_on(Orchestrator::connect()).unwrap();
-    let logs = tempfile::tempdir().unwrap();
-    let tag =
-        b.rt.block_on(here.build_image("nginx", &nginx_kind, &logs.path().join("nginx.log")))
-            .unwrap_or_else(|e| panic!("{e}"))
-            .tag;
-    b.rt.block_on(here.ship_image(&b.srv, &tag)).unwrap();
+    b.rt.block_on(shipped(&b.srv, &b.nginx));
     let s = write_scenario(
         b.dir.path(),
         "h2c",
@@ -604,20 +622,25 @@ fn a_server_host_cut_off_mid_run_is_reported_and_its_containers_are_swept_once_i
         return;
     }
     let _one_at_a_time = testsupport::exclusive();
-    let hosts = TestHosts::up(1).unwrap_or_else(|e| panic!("making a test host: {e}"));
-    let srv1 = tcp(&hosts.hosts()[0]);
     let rt = tokio::runtime::Runtime::new().unwrap();
+    let base = rt.block_on(busybox_base());
+    // On the host from the start, as if shipped there: that is not what this test shows.
+    let hosts = TestHosts::up_with_images(1, &[&base])
+        .unwrap_or_else(|e| panic!("making a test host: {e}"));
+    let srv1 = tcp(&hosts.hosts()[0]);
     let srv = rt.block_on(Orchestrator::connect_to(&srv1)).unwrap();
-    let base = rt.block_on(busybox_base(&srv));
+    rt.block_on(shipped(&srv, &base));
     let dir = tempfile::tempdir().unwrap();
     let kinds = dir.path().join("kinds");
     write_kind(&kinds.join("tiny"), &base);
     let s = dir.path().join("cut.toml");
+    // The cut comes 2 s into the load: 8 s leaves it well inside, and whatever the load has
+    // left after the cut is time the test only waits.
     std::fs::write(
         &s,
         format!(
             "name = \"cut\"\n\
-             [load]\nduration = \"20s\"\nconcurrency = 2\nrate = 50.0\ntimeout = \"2s\"\n\
+             [load]\nduration = \"8s\"\nconcurrency = 2\nrate = 50.0\ntimeout = \"2s\"\n\
              [[host]]\nname = \"srv1\"\nurl = \"{}\"\ninsecure = true\n\
              [[server]]\nname = \"tiny\"\nkind = \"tiny\"\nhost = \"srv1\"\nmemory = \"64m\"\n\
              [[document]]\nname = \"page\"\npath = \"/page.html\"\ngenerate = \"html\"\nsize = 2000\n",

@@ -64,7 +64,7 @@ async fn labelled_on(orch: &Orchestrator, label: &str) -> Vec<String> {
 }
 
 /// One namespace host, this machine's engine and that host's, with the Docker tests' lock
-/// held; `None` (the test skips) without a daemon or outside CI where hosts cannot be made.
+/// held.
 struct OneHost {
     _one_at_a_time: std::fs::File,
     hosts: TestHosts,
@@ -72,7 +72,9 @@ struct OneHost {
     remote: Orchestrator,
 }
 
-async fn one_host(test: &str) -> Option<OneHost> {
+/// This machine's engine with the Docker tests' lock held; `None` (the test skips) without a
+/// daemon or outside CI where hosts cannot be made.
+async fn here(test: &str) -> Option<(std::fs::File, Orchestrator)> {
     if !daemon_or_skip(test).await {
         return None;
     }
@@ -80,17 +82,30 @@ async fn one_host(test: &str) -> Option<OneHost> {
         return None;
     }
     let one_at_a_time = exclusive();
-    let hosts = tokio::task::spawn_blocking(|| TestHosts::up(1))
-        .await
-        .unwrap()
-        .unwrap_or_else(|e| panic!("making a test host: {e}"));
+    Some((one_at_a_time, Orchestrator::connect().await.unwrap()))
+}
+
+/// One namespace host whose engine starts with `images` of this machine's engine, as if they
+/// had been shipped there (the namespace cannot reach Debian's mirrors, and shipping is not
+/// what these tests show: images_push_cli's is).
+async fn one_host(
+    (one_at_a_time, local): (std::fs::File, Orchestrator),
+    images: &[&str],
+) -> OneHost {
+    let images: Vec<String> = images.iter().map(|i| i.to_string()).collect();
+    let hosts = tokio::task::spawn_blocking(move || {
+        let images: Vec<&str> = images.iter().map(String::as_str).collect();
+        TestHosts::up_with_images(1, &images)
+    })
+    .await
+    .unwrap()
+    .unwrap_or_else(|e| panic!("making a test host: {e}"));
     let h = &hosts.hosts()[0];
     eprintln!(
         "host at {}: dockerd answered after {:.1} s",
         h.address,
         h.ready_after.as_secs_f64()
     );
-    let local = Orchestrator::connect().await.unwrap();
     let remote = Orchestrator::connect_to(&orchestrator::Endpoint::Tcp {
         host: h.address.to_string(),
         port: testhosts::ENGINE_PORT,
@@ -98,29 +113,31 @@ async fn one_host(test: &str) -> Option<OneHost> {
     })
     .await
     .unwrap();
-    Some(OneHost {
+    OneHost {
         _one_at_a_time: one_at_a_time,
         hosts,
         local,
         remote,
-    })
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_on_a_namespace_host_is_built_verified_and_measured_there_and_leaves_nothing() {
-    let Some(OneHost {
+    let Some(ready) =
+        here("a_server_on_a_namespace_host_is_built_verified_and_measured_there").await
+    else {
+        return;
+    };
+    // The namespace cannot reach Debian's mirrors: the kind's base image is there from the
+    // start, by the id it has here.
+    let base = busybox_image(&ready.1).await;
+    let OneHost {
         _one_at_a_time: _held,
         hosts,
         local,
         remote,
-    }) = one_host("a_server_on_a_namespace_host_is_built_verified_and_measured_there").await
-    else {
-        return;
-    };
+    } = one_host(ready, &[&base]).await;
     let h = &hosts.hosts()[0];
-
-    // The namespace cannot reach Debian's mirrors: the kind's base image goes there from here.
-    let base = busybox_image(&local).await;
     local.ship_image(&remote, &base).await.unwrap();
 
     let (dir, path) = scenario(&format!(
@@ -208,20 +225,15 @@ size = 20000
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nginx_on_a_namespace_host_serves_http2_over_tls_with_the_runs_certificate() {
-    let Some(OneHost {
-        _one_at_a_time: _held,
-        hosts,
-        local,
-        remote,
-    }) = one_host("nginx_on_a_namespace_host_serves_http2_over_tls").await
-    else {
+    let Some(ready) = here("nginx_on_a_namespace_host_serves_http2_over_tls").await else {
         return;
     };
-    let h = &hosts.hosts()[0];
     // The namespace cannot reach Debian's mirrors: nginx's image is built here, from the
-    // repository's kind, and copied there, where the run finds it up to date.
+    // repository's kind, and is there from the start by the same id, where the run finds it
+    // up to date.
     let logs = tempfile::tempdir().unwrap();
-    let tag = local
+    let tag = ready
+        .1
         .build_image(
             "nginx",
             &repo_root().join("docker/nginx"),
@@ -230,6 +242,13 @@ async fn nginx_on_a_namespace_host_serves_http2_over_tls_with_the_runs_certifica
         .await
         .unwrap_or_else(|e| panic!("{e}"))
         .tag;
+    let OneHost {
+        _one_at_a_time: _held,
+        hosts,
+        local,
+        remote,
+    } = one_host(ready, &[&tag]).await;
+    let h = &hosts.hosts()[0];
     local.ship_image(&remote, &tag).await.unwrap();
 
     let (dir, path) = scenario(&format!(

@@ -16,18 +16,21 @@
 //! - names carry a short id unique to the fixture, so nothing collides with another test
 //!   process, and a lock file lets only one fixture set exist at a time (a dockerd is heavy on
 //!   a 2-core machine, and a set left by a killed test is recognised and removed by the next);
-//! - everything is removed when [`TestHosts`] drops: also when the test panics.
+//! - everything is removed when [`TestHosts`] drops: also when the test panics. What stays is
+//!   the seeds of [`TestHosts::up_with_images`] (images to start engines with, at most four,
+//!   in their own folder), which later sets reuse.
 //!
 //! Every address a test sends requests to is one of the namespaces made here.
 
 mod certs;
 mod cmd;
 mod layout;
+mod seed;
 mod teardown;
 
 use cmd::{output, run, which};
 use layout::{Layout, DATA_ROOT, RUN_ROOT};
-use teardown::{kill_namespace, stop, sweep_stale, teardown};
+use teardown::{kill_namespace, stop_all, sweep_stale, teardown};
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -140,17 +143,26 @@ impl TestHosts {
     /// Makes `n` hosts (1..=8) and waits until each engine answers. Blocks while another set
     /// exists (in this process or another); removes a set whose process is gone first.
     pub fn up(n: usize) -> Result<TestHosts, String> {
-        TestHosts::make(n, false)
+        TestHosts::make(n, false, &[])
+    }
+
+    /// [`up`](Self::up) with engines that start with `images` (tags of this machine's engine,
+    /// by the same ids), as if each had been shipped there: for tests to which those images
+    /// are a starting point, not what they show. The images come from a data root made from
+    /// them once per machine and reused while they and the engine's version stay the same
+    /// (see the `seed` module).
+    pub fn up_with_images(n: usize, images: &[&str]) -> Result<TestHosts, String> {
+        TestHosts::make(n, false, images)
     }
 
     /// [`up`](Self::up) with engines that speak only TLS on [`ENGINE_TLS_PORT`] and accept
     /// only clients with a certificate of the set's own CA ([`TestHost::tls_dir`]), as
     /// `dockerd --tlsverify` does.
     pub fn up_tls(n: usize) -> Result<TestHosts, String> {
-        TestHosts::make(n, true)
+        TestHosts::make(n, true, &[])
     }
 
-    fn make(n: usize, tls: bool) -> Result<TestHosts, String> {
+    fn make(n: usize, tls: bool, images: &[&str]) -> Result<TestHosts, String> {
         if !(1..=8).contains(&n) {
             return Err(format!("{n} hosts: make 1 to 8"));
         }
@@ -187,6 +199,12 @@ impl TestHosts {
         set.make_network()?;
         if tls {
             certs::make_certificates(&layout)?;
+        }
+        if !images.is_empty() {
+            let seed = seed::ready(images, &layout)?;
+            for i in 0..n {
+                seed::plant(&seed, &layout.data_dir().join(format!("h{i}")))?;
+            }
         }
         let started = Instant::now();
         for i in 0..n {
@@ -400,7 +418,13 @@ impl TestHosts {
                     format!("--tlskey={}", certs.join(format!("h{i}-key.pem")).display()),
                 ]
             } else {
-                vec![format!("--host=tcp://{}:{ENGINE_PORT}", l.address(i))]
+                // Plain TCP said in so many words: without `--tls=false` dockerd warns that an
+                // unauthenticated port is deprecated and sleeps 16 s on purpose before it
+                // answers (20.10 and later), which was most of a set's start.
+                vec![
+                    format!("--host=tcp://{}:{ENGINE_PORT}", l.address(i)),
+                    "--tls=false".to_string(),
+                ]
             })
             .args(["--iptables=false", "--ip-masq=false", "--bridge=none"])
             .args(["--log-level=warn", "--userland-proxy=false"])
@@ -484,9 +508,7 @@ impl TestHosts {
 
 impl Drop for TestHosts {
     fn drop(&mut self) {
-        for child in &mut self.dockerds {
-            stop(child);
-        }
+        stop_all(&mut self.dockerds);
         teardown(&self.layout);
         // The roots go too when no other set is in them (the lock file stays: removing it
         // would let two processes hold "the" lock at once).
