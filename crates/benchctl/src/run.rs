@@ -490,13 +490,13 @@ fn capacity_event(event: &Event<'_>) {
             criteria.percentile_name(),
             step.latency_us
                 .map_or_else(|| "-".to_string(), |us| format!("{:.2} ms", us as f64 / 1e3)),
-            report::capacity::verdict_text(step, criteria)
+            report::render::capacity::verdict_text(step, criteria)
         ),
         Event::CapacityDone { record } => eprintln!(
             "capacity   {:<10} {:<16} {} req/s: {}",
             record.server,
             record.url_path,
-            report::capacity::rate_text(&record.result),
+            report::render::capacity::rate_text(&record.result),
             record.result.text()
         ),
         _ => {}

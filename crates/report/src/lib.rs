@@ -5,6 +5,10 @@
 //! It reads [`loadgen::json::LoadReport`]s and knows nothing of Docker or sockets, so every
 //! report and verdict can be recomputed exactly from a stored file.
 //!
+//! What is computed ([`analysis`]: statistics, comparison, paired and capacity verdicts) is kept
+//! apart from how it is shown ([`render`](mod@render): text, Markdown, HTML, ApacheBench's text and files,
+//! charts and the templates); the first never formats for a reader.
+//!
 //! The CLI's path through it: [`RunRecord::write_atomic`] during a run;
 //! [`RunRecord::load`] then [`render()`] for `benchctl report`; [`RunRecord::load`] twice then
 //! [`compare()`], [`render_comparison`] and [`Comparison::has_regression`] for
@@ -12,20 +16,17 @@
 //! [`Renderer::render_paired`] and [`PairedComparison::has_regression`] for an A/B run's paired
 //! verdict ([`paired`]); [`bmf::to_bmf_json`] for the Bencher export.
 
-pub mod ab;
-pub mod abfiles;
+pub mod analysis;
 pub mod bmf;
-pub mod capacity;
-pub mod charts;
-pub mod compare;
 pub mod error;
 pub mod notes;
-pub mod paired;
 pub mod record;
 pub mod render;
 pub mod reproductions;
-pub mod stats;
 
+// The analysis modules by their old paths as well (`report::stats`, ...).
+pub use analysis::{capacity, compare, paired, stats};
+// ApacheBench's text and files and the charts by their old paths as well (`report::ab`, ...).
 pub use capacity::{CapacityRecord, CapacityResult, CapacityStep};
 pub use compare::{compare, Comparison, Verdict, DEFAULT_THRESHOLD};
 pub use error::ReportError;
@@ -35,5 +36,6 @@ pub use record::{
     RecordFile, RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage,
     SCHEMA_VERSION,
 };
+pub use render::{ab, abfiles, charts};
 pub use render::{render, render_comparison, Format, Renderer};
 pub use stats::{summarize, GroupStats, Metric, Summary};

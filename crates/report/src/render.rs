@@ -6,6 +6,10 @@
 //! already formatted, into a serializable context; templates only lay it out. Nothing depends
 //! on the clock or on hash order, so the same record always renders to the same bytes.
 
+pub mod ab;
+pub mod abfiles;
+pub mod capacity;
+pub mod charts;
 mod comparison;
 mod doc_charts;
 mod filters;
@@ -23,13 +27,12 @@ use rows::{head_to_head_table, notes, row, Row};
 pub(crate) use rows::{share_text, summary_lines};
 use table::TextTable;
 
-use crate::ab::summary::{self as ab, AbOptions, AbSummary};
-use crate::charts;
 use crate::compare::Comparison;
 use crate::error::ReportError;
 use crate::paired::PairedComparison;
 use crate::record::{LoadRecord, RunRecord, ServerStatus};
 use crate::stats::{self, GroupStats, Metric};
+use ab::{AbOptions, AbSummary};
 use serde::Serialize;
 use std::path::Path;
 use std::str::FromStr;
@@ -270,7 +273,7 @@ impl Renderer {
                 ab_blocks,
                 notes,
                 charts,
-                capacity: crate::capacity::context(record, doc),
+                capacity: capacity::context(record, doc),
             });
         }
         Ok(ReportContext {
@@ -482,7 +485,7 @@ struct DocumentContext {
     notes: Vec<String>,
     charts: Option<DocCharts>,
     /// The capacity head-to-head, when the run searched this document.
-    capacity: Option<crate::capacity::CapacityContext>,
+    capacity: Option<capacity::CapacityContext>,
 }
 
 #[derive(Serialize)]

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::capacity::{self, CapacityRecord};
+use crate::capacity::CapacityRecord;
 use crate::error::ReportError;
 use crate::record::{HostFacts, RunRecord};
 use crate::render::{f, md_escape, share_text, summary_lines};
@@ -547,9 +547,12 @@ fn headroom_table(
             cell(per_core, 0),
             ratio_of(per_core, core_ref),
             ratio_of(g.and_then(|g| median(g, Metric::ServerCpuSPer10k)), cpu_ref),
-            search.map_or_else(|| "-".to_string(), |c| capacity::rate_text(&c.result)),
+            search.map_or_else(
+                || "-".to_string(),
+                |c| crate::render::capacity::rate_text(&c.result),
+            ),
             match (search, cap_ref) {
-                (Some(c), Some(r)) => capacity::ratio_text(&c.result, r),
+                (Some(c), Some(r)) => crate::render::capacity::ratio_text(&c.result, r),
                 _ => "-".to_string(),
             },
             g.map_or_else(String::new, |g| {

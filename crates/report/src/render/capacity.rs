@@ -1,26 +1,13 @@
-//! Capacity at a latency target: what a search found per server and document (every step it
-//! measured, and the rate it settled on), as the results record stores it, and the words and
-//! tables reports show for it.
-//!
-//! A step is one constant rate held for a window after a warm-up; it passes when the
-//! percentile asked for of the latency measured from each request's intended send time (so
-//! queueing in front of the server counts, see the load generator's coordinated-omission
-//! correction) is within the target, under [`CapacityCriteria::max_error_share`] of the
-//! requests failed, and the generator sent at least [`CapacityCriteria::min_schedule_share`]
-//! of the rate asked. The search itself is the runner's.
+//! Capacity searches in words and tables: why a step passed or failed, a capacity and its ratio
+//! to another, and a document's head-to-head of searches with their steps.
 
-pub(crate) mod search;
-
-use search::trim_number;
-pub use search::{
-    describe_us, CapacityCriteria, CapacityKind, CapacityRecord, CapacityResult, CapacityStep,
-    StartFrom, StepVerdict, StopReason,
+use super::table::{Column, TextTable};
+use crate::capacity::search::trim_number;
+use crate::capacity::{
+    describe_us, of_document, result_step, CapacityCriteria, CapacityKind, CapacityRecord,
+    CapacityResult, CapacityStep, StepVerdict,
 };
-
-use crate::compare::metric::{compare_metric, MetricComparison, Verdict};
 use crate::record::RunRecord;
-use crate::render::table::{Column, TextTable};
-use crate::stats::{Metric, Summary};
 use serde::Serialize;
 
 /// Why a step was judged as it was, in words: "pass", "p99 14.20 ms > 10ms", "errors 2.10%
@@ -90,48 +77,6 @@ pub fn verdict_text(step: &CapacityStep, c: &CapacityCriteria) -> String {
     }
 }
 
-/// The step a result's rate comes from: the last one that passed at it, or for a generator
-/// limit the one that hit it.
-pub fn result_step(r: &CapacityRecord) -> Option<&CapacityStep> {
-    let rate = r.result.rate?;
-    r.steps
-        .iter()
-        .rev()
-        .find(|s| {
-            (s.verdict == StepVerdict::Pass && s.rate == rate)
-                || (s.verdict == StepVerdict::Generator && s.achieved() == rate)
-        })
-        .or_else(|| {
-            r.steps
-                .iter()
-                .rev()
-                .find(|s| s.verdict == StepVerdict::Pass)
-        })
-}
-
-/// The capacity searches of `document`, in the order of the run's servers.
-pub fn of_document<'a>(record: &'a RunRecord, document: &str) -> Vec<&'a CapacityRecord> {
-    let order = crate::stats::servers(record);
-    let mut v: Vec<&CapacityRecord> = record
-        .capacity
-        .iter()
-        .filter(|c| c.document == document)
-        .collect();
-    v.sort_by_key(|c| order.iter().position(|s| s == &c.server));
-    v
-}
-
-/// The documents that have capacity searches, in the order they were searched.
-pub fn documents(record: &RunRecord) -> Vec<String> {
-    let mut docs: Vec<String> = Vec::new();
-    for c in &record.capacity {
-        if !docs.contains(&c.document) {
-            docs.push(c.document.clone());
-        }
-    }
-    docs
-}
-
 /// This capacity over the reference's: "0.45x", with "≥" or "≤" when one of them is only a
 /// lower bound, "-" when both are or the reference has none.
 pub fn ratio_text(this: &CapacityResult, reference: &CapacityResult) -> String {
@@ -158,9 +103,6 @@ pub fn rate_text(r: &CapacityResult) -> String {
         (_, Some(v)) => f(v, 0),
     }
 }
-
-// ---------------------------------------------------------------------------------------------
-// What reports show.
 
 /// A document's capacity head-to-head, every cell formatted.
 #[derive(Serialize)]
@@ -346,64 +288,6 @@ fn describe_seconds(s: f64) -> String {
     describe_us((s * 1e6).round() as u64)
 }
 
-/// The capacity comparisons of two runs: per (server, document) searched in both, with the
-/// same target. One search per side allows no test of significance: the threshold alone
-/// decides, except that a lower bound (a generator limit, a search cut short) is never judged
-/// worse than what it bounds, nor a rate better than a lower bound it exceeds.
-pub fn compare(
-    baseline: &RunRecord,
-    current: &RunRecord,
-    threshold: f64,
-) -> Vec<(String, String, MetricComparison)> {
-    let mut out = Vec::new();
-    for c in &current.capacity {
-        let Some(b) = baseline
-            .capacity
-            .iter()
-            .find(|b| b.server == c.server && b.document == c.document)
-        else {
-            continue;
-        };
-        let mut m = compare_metric(
-            Metric::Capacity,
-            &Summary::of(&[b.result.value()]),
-            &Summary::of(&[c.result.value()]),
-            threshold,
-        );
-        let same_target = b.criteria.percentile == c.criteria.percentile
-            && b.criteria.target_us == c.criteria.target_us;
-        // One search a side is never tested: a move beyond the threshold is "not tested".
-        let moved = m.verdict == Verdict::NotTested;
-        m.note = Some(if !same_target {
-            m.verdict = Verdict::Same;
-            format!(
-                "not compared: the targets differ ({} then, {} now)",
-                b.criteria.target_text(),
-                c.criteria.target_text()
-            )
-        } else if moved && m.change < 0.0 && c.result.is_lower_bound() {
-            m.verdict = Verdict::Same;
-            format!("{}; now only a lower bound", c.criteria.target_text())
-        } else if moved && m.change > 0.0 && b.result.is_lower_bound() {
-            m.verdict = Verdict::Same;
-            format!(
-                "{}; the baseline was only a lower bound",
-                c.criteria.target_text()
-            )
-        } else if moved {
-            format!(
-                "{}; one search each: {} beyond the threshold",
-                c.criteria.target_text(),
-                if m.change < 0.0 { "worse" } else { "better" }
-            )
-        } else {
-            format!("{}; one search each", c.criteria.target_text())
-        });
-        out.push((c.server.clone(), c.document.clone(), m));
-    }
-    out
-}
-
 fn f(v: f64, decimals: usize) -> String {
     if v.is_finite() {
         format!("{v:.decimals$}")
@@ -415,6 +299,7 @@ fn f(v: f64, decimals: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capacity::StopReason;
 
     fn criteria() -> CapacityCriteria {
         CapacityCriteria {

@@ -10,7 +10,7 @@
 //!   (within 0.1%). With no timed request the file has its header line alone.
 //! - `-w`: text from the server (its Server header) and the document path are HTML-escaped.
 
-use crate::ab::summary::{round_ms, AbOptions};
+use super::ab::summary::{round_ms, AbOptions};
 use loadgen::stats::{nth_value, Measurement, Recorder, Sample};
 use std::fmt::Write as _;
 
