@@ -56,6 +56,9 @@ pub(crate) struct Generator {
     /// How long its trial run took, from the request to create the container to its program's
     /// first output.
     pub trial: Duration,
+    /// Where its jobs are written: a folder of its own in the run's private folder, which goes
+    /// with the run (or with a later run's sweep, should this one be killed).
+    jobs: PathBuf,
     /// Why it can no longer be used (its engine stopped answering during a load).
     lost: Mutex<Option<String>>,
 }
@@ -237,6 +240,7 @@ pub(crate) async fn prepare(
                     clock_offset_s: facts.clock_offset_s,
                     clock_uncertainty_s: facts.clock_uncertainty_s,
                     trial,
+                    jobs: run_dir.join("jobs").join(&host.name),
                     lost: Mutex::new(None),
                 });
             }
@@ -387,13 +391,14 @@ enum Part {
 /// The file a generator's job is written to, in the folder its container gets as documents.
 const JOB_FILE: &str = "job.json";
 
-/// Writes generator `name`'s `job` into a folder of its own under `jobs`, readable by the
-/// generator's user; the folder.
-fn write_job(jobs: &Path, name: &str, job: &Job) -> Result<PathBuf, RunError> {
-    let dir = jobs.join(name);
-    let written = std::fs::create_dir(&dir)
+/// Writes generator `g`'s `job` into its jobs folder, readable by the generator's user; the
+/// folder.
+fn write_job(g: &Generator, job: &Job) -> Result<PathBuf, RunError> {
+    let dir = g.jobs.clone();
+    let written = std::fs::create_dir_all(&dir)
         .and_then(|()| std::fs::write(dir.join(JOB_FILE), serde_json::to_vec_pretty(job)?))
         .and_then(|()| crate::rundir::open_to_servers(&dir));
+    let name = &g.name;
     written.map_err(|e| RunError::Step(format!("writing the job of generator {name}: {e}")))?;
     Ok(dir)
 }
@@ -407,7 +412,6 @@ fn plan_parts(
     gens: &[Generator],
     usable: &[usize],
     job: &Job,
-    jobs: &Path,
     run_id: &str,
 ) -> Result<Parts, RunError> {
     let n = usable.len();
@@ -447,7 +451,7 @@ fn plan_parts(
         rec.requests = part.load.requests;
         rec.concurrency = part.load.concurrency;
         rec.rate = part.load.rate;
-        let dir = write_job(jobs, &g.name, &part)?;
+        let dir = write_job(g, &part)?;
         let cpus = &part.cpus;
         let spec = ContainerSpec {
             name: format!("load-{}", g.name),
@@ -569,15 +573,7 @@ pub(crate) async fn measure(
         start_at: Some(start_at),
         ..Job::new(url, load.clone())
     };
-    let jobs = tempfile::Builder::new()
-        .prefix("benchctl-jobs-")
-        .tempdir()
-        .map_err(|e| {
-            RunError::Step(format!(
-                "cannot make a folder for the generators' jobs: {e}"
-            ))
-        })?;
-    let (mut records, runs) = plan_parts(gens, &usable, &job, jobs.path(), run_id)?;
+    let (mut records, runs) = plan_parts(gens, &usable, &job, run_id)?;
     let parts = futures_util::future::join_all(
         runs.iter()
             .map(|(i, spec)| run_one(&gens[*i], spec, bound, cancel)),
