@@ -207,7 +207,7 @@ fn config(a: &LoadArgs, job: Option<&Job>) -> Result<LoadConfig, Failure> {
         None => a.url.as_deref().unwrap_or_default(),
     };
     let mut c = match job {
-        Some(job) => job.config().map_err(Failure::usage)?,
+        Some(job) => LoadConfig::from_job(job).map_err(Failure::usage)?,
         None => {
             let target = Target::parse(url).map_err(Failure::usage)?;
             let mut c = LoadConfig::new(target, load_spec(a)?);

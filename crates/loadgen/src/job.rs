@@ -1,62 +1,25 @@
-//! One load as a document ([`Job`]): where it goes, the load itself, the CPUs that make it and
-//! when it starts. `benchctl load --job FILE` reads one; a run writes one for each of its
-//! `[load] generators`. Both go through this type, so every field of the load reaches a
-//! generator as the run meant it: there is no list of flags to keep in step with the load's
-//! fields.
+//! A [`Job`] document turned into the generator's configuration.
 
-use crate::config::{ConfigError, LoadConfig, LoadSpec, Target};
-use serde::{Deserialize, Serialize};
+use crate::config::{ConfigError, LoadConfig, Target};
+pub use model::job::{Job, JOB_VERSION};
 
-/// The version of the job document this generator reads; a job names the one it was written
-/// in, and one of another version is refused rather than half understood.
-pub const JOB_VERSION: u32 = 1;
-
-/// One load for one generator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Job {
-    /// [`JOB_VERSION`] when written.
-    pub version: u32,
-    /// Where the requests go: `http://HOST:PORT/PATH` or `https://...`.
-    pub url: String,
-    pub load: LoadSpec,
-    /// The CPUs the generator's threads are pinned to, one thread each; none: one thread,
-    /// wherever the system puts it.
-    #[serde(default)]
-    pub cpus: Vec<usize>,
-    /// When the load starts, in Unix seconds by the generator's own clock; none: at once.
-    #[serde(default)]
-    pub start_at: Option<f64>,
-}
-
-impl Job {
-    /// `load` sent to `url` at once, from one unpinned thread.
-    pub fn new(url: impl Into<String>, load: LoadSpec) -> Job {
-        Job {
-            version: JOB_VERSION,
-            url: url.into(),
-            load,
-            cpus: Vec::new(),
-            start_at: None,
-        }
-    }
-
+impl LoadConfig {
     /// The generator's configuration for this job: the URL parsed, the threads pinned to the
     /// job's CPUs. Fails on a version this generator does not read and on a URL it cannot
     /// send to; the load itself is checked by [`LoadConfig::validate`].
-    pub fn config(&self) -> Result<LoadConfig, ConfigError> {
-        if self.version != JOB_VERSION {
+    pub fn from_job(job: &Job) -> Result<LoadConfig, ConfigError> {
+        if job.version != JOB_VERSION {
             return Err(ConfigError::Option(format!(
                 "a job of version {} (this generator reads version {JOB_VERSION})",
-                self.version
+                job.version
             )));
         }
-        let target = Target::parse(&self.url)?;
-        let mut cfg = LoadConfig::new(target, self.load.clone());
-        if !self.cpus.is_empty() {
-            cfg.cpus = Some(self.cpus.clone());
+        let target = Target::parse(&job.url)?;
+        let mut cfg = LoadConfig::new(target, job.load.clone());
+        if !job.cpus.is_empty() {
+            cfg.cpus = Some(job.cpus.clone());
         }
-        cfg.threads = self.cpus.len().max(1);
+        cfg.threads = job.cpus.len().max(1);
         Ok(cfg)
     }
 }
@@ -64,7 +27,7 @@ impl Job {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Coalesce, HttpVersion, Method};
+    use crate::config::{Coalesce, HttpVersion, LoadSpec, Method};
     use std::time::Duration;
 
     /// A load with every field away from its default.
@@ -102,11 +65,9 @@ mod tests {
     fn a_job_names_its_cpus_as_threads() {
         let mut job = Job::new("http://127.0.0.1:8080/", everything());
         job.cpus = vec![0, 1];
-        let cfg = job.config().unwrap();
+        let cfg = LoadConfig::from_job(&job).unwrap();
         assert_eq!((cfg.threads, cfg.cpus), (2, Some(vec![0, 1])));
-        let cfg = Job::new("http://127.0.0.1:8080/", everything())
-            .config()
-            .unwrap();
+        let cfg = LoadConfig::from_job(&Job::new("http://127.0.0.1:8080/", everything())).unwrap();
         assert_eq!((cfg.threads, cfg.cpus), (1, None));
     }
 
@@ -125,7 +86,7 @@ mod tests {
     fn another_version_is_refused() {
         let mut job = Job::new("http://127.0.0.1:8080/", everything());
         job.version = 2;
-        let e = job.config().unwrap_err().to_string();
+        let e = LoadConfig::from_job(&job).unwrap_err().to_string();
         assert!(e.contains("version 2"), "{e}");
     }
 }

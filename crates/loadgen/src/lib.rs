@@ -15,20 +15,18 @@ pub mod config;
 pub mod connect;
 pub mod cpu;
 pub mod engine;
-pub mod failure;
 pub mod h2;
-pub mod histogram;
 pub mod http;
 pub mod job;
-pub mod json;
 pub mod limits;
 pub mod pipeline;
 pub mod sock;
-pub mod stats;
 pub mod steady;
-pub mod timeline;
 pub mod timer;
 pub mod tls;
+
+/// The measurement's types are the shared vocabulary's; they keep their paths here.
+pub use model::{failure, histogram, json, stats, timeline};
 
 pub use config::{Coalesce, ConfigError, HttpVersion, LoadConfig, LoadSpec, Method, Proxy, Target};
 pub use engine::{run, run_observed, run_until, LoadError, StopFlag};

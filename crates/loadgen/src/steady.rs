@@ -32,11 +32,9 @@ use crate::stats::{Note, Recorder};
 use std::ops::Range;
 use std::time::Duration;
 
-pub mod figures;
-pub use figures::{Pattern, Point, Shift, Window};
-
-/// Fewest intervals a load needs to be judged.
-pub const MIN_INTERVALS: usize = 4;
+/// The figures the judgement reads and gives, which the report crate reads too.
+pub use model::steady as figures;
+pub use model::steady::{Pattern, Point, Shift, Window, MIN_INTERVALS};
 /// Fewest standard errors by which the halves' means must differ.
 pub const MIN_STANDARD_ERRORS: f64 = 3.0;
 /// Smallest difference between the halves that is flagged, as a share of the larger mean.

@@ -2,7 +2,7 @@
 //! written after each load, statistics across repetitions, comparison of a run against a
 //! baseline, Bencher (BMF) export, and reports rendered from tera templates.
 //!
-//! It reads [`loadgen::json::LoadReport`]s and knows nothing of Docker or sockets, so every
+//! It reads [`model::json::LoadReport`]s and knows nothing of Docker or sockets, so every
 //! report and verdict can be recomputed exactly from a stored file.
 //!
 //! What is computed ([`analysis`]: statistics, comparison, paired and capacity verdicts) is kept

@@ -1,8 +1,8 @@
-//! The words for what the load generator reports as data ([`loadgen::Note`]), so that
+//! The words for what the load generator reports as data ([`model::Note`]), so that
 //! `benchctl load`, `benchctl run` and the reports say the same thing the same way.
 
-use loadgen::steady::{Pattern, Shift};
-use loadgen::Note;
+use model::steady::{Pattern, Shift};
+use model::Note;
 
 /// One sentence (no final full stop) a person reads under a load's numbers.
 pub fn describe(note: &Note) -> String {
@@ -121,7 +121,7 @@ pub fn seconds(s: f64, space: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loadgen::steady::Window;
+    use model::steady::Window;
 
     #[test]
     fn an_unsteady_load_says_what_moved_when_and_where_it_was_steady() {

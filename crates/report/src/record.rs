@@ -1,6 +1,6 @@
 //! The results record: one versioned JSON document per run, holding everything a later report or
 //! comparison needs (the scenario text and hash, host facts, each server's identity, and per
-//! document and round the load generator's full [`LoadReport`](loadgen::json::LoadReport) with its
+//! document and round the load generator's full [`LoadReport`](model::json::LoadReport) with its
 //! histograms), so nothing
 //! has to be re-measured to re-render or re-compare a run.
 //!

@@ -5,7 +5,7 @@
 use crate::manifest::Manifest;
 use crate::options::OptionValue;
 pub use crate::units::Coalesce;
-pub use loadgen::LoadSpec;
+pub use model::LoadSpec;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -42,7 +42,7 @@ pub struct Plan {
     pub tls_key: TlsKey,
     /// Every server serves HTTP/2 and every load speaks it (`http = "2"`): by ALPN over TLS
     /// with `tls`, by prior knowledge (h2c) without. Each document's [`LoadSpec::version`] is
-    /// then [`loadgen::HttpVersion::Http2`], with its `streams` per connection.
+    /// then [`model::HttpVersion::Http2`], with its `streams` per connection.
     pub http2: bool,
     /// The Docker engines named by `[[host]]` tables, in file order; the local engine is not
     /// among them (it needs no table).

@@ -157,7 +157,7 @@ pub fn describe_bytes(n: u64) -> String {
     format!("{n} bytes")
 }
 
-pub use loadgen::Coalesce;
+pub use model::Coalesce;
 
 /// Longest nap `parse_coalesce` accepts: longer would stall every connection.
 pub const MAX_NAP: Duration = Duration::from_secs(1);

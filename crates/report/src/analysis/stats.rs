@@ -266,7 +266,7 @@ pub struct GroupStats {
     pub rx_stamps: bool,
     /// The rounds whose halves differed beyond noise (1-based round, the load generator's
     /// note), in round order.
-    pub unsteady: Vec<(u32, loadgen::Note)>,
+    pub unsteady: Vec<(u32, model::Note)>,
     /// In [`Metric::ALL`] order; metrics no round measured are left out.
     pub metrics: Vec<MetricSummary>,
 }
@@ -343,7 +343,7 @@ pub fn summarize_loads<'a>(
                 l.load
                     .notes
                     .iter()
-                    .filter(|n| matches!(n, loadgen::Note::Unsteady { .. }))
+                    .filter(|n| matches!(n, model::Note::Unsteady { .. }))
                     .map(|n| (l.round + 1, n.clone()))
             })
             .collect(),

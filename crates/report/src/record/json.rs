@@ -3,7 +3,7 @@
 
 use super::schema::{AgainstRecord, RunRecord, ServerStatus, SCHEMA_VERSION};
 use crate::error::ReportError;
-use loadgen::json::{LoadReport, LOAD_REPORT_VERSION};
+use model::json::{LoadReport, LOAD_REPORT_VERSION};
 use std::io::Write as _;
 use std::path::Path;
 

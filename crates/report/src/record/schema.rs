@@ -1,7 +1,7 @@
 //! The record's layout: every type its JSON holds, and what some of its figures mean.
 
 use super::host::HostFacts;
-use loadgen::json::LoadReport;
+use model::json::LoadReport;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -438,7 +438,7 @@ pub const CLIENT_BOUND_SHARE: f64 = 0.9;
 /// Whether the load generator, not the server, set a load's pace: it used at least
 /// [`CLIENT_BOUND_SHARE`] of a core per worker thread while measuring, or responses waited
 /// longer for it to read them than the server took to send them
-/// ([`loadgen::Note::GeneratorBound`]; its CPU time leaves out part of the kernel's work for
+/// ([`model::Note::GeneratorBound`]; its CPU time leaves out part of the kernel's work for
 /// its sockets, so it can fall behind before its CPU time says so).
 pub fn is_client_bound(load: &LoadReport) -> bool {
     let threads = load.settings.threads.max(1) as f64;
@@ -448,11 +448,11 @@ pub fn is_client_bound(load: &LoadReport) -> bool {
 }
 
 /// Whether responses waited longer for the generator to read them than the server took to send
-/// them ([`loadgen::Note::GeneratorBound`]).
+/// them ([`model::Note::GeneratorBound`]).
 pub fn fell_behind(load: &LoadReport) -> bool {
     load.notes
         .iter()
-        .any(|n| matches!(n, loadgen::Note::GeneratorBound { .. }))
+        .any(|n| matches!(n, model::Note::GeneratorBound { .. }))
 }
 
 /// The shortest measured part of a load whose figures are worth reading: below it, start-up,

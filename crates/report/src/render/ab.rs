@@ -22,7 +22,7 @@
 
 pub(crate) mod summary;
 
-use loadgen::stats::Measurement;
+use model::stats::Measurement;
 pub use summary::{
     ab_median, ab_percentile_index, round_ms, summarize, summarize_report, summarize_with,
     AbOptions, AbSummary, ConnectionTimes, FailureBreakdown, PercentileRow, Rates, Sanity,
@@ -48,7 +48,7 @@ pub fn render(m: &Measurement) -> String {
 mod tests {
     use super::summary::{header, HeaderInput};
     use super::*;
-    use loadgen::stats::{Failures, ServerInfo};
+    use model::stats::{Failures, ServerInfo};
 
     #[test]
     fn templates_can_be_overridden() {

@@ -11,7 +11,7 @@
 //! - `-w`: text from the server (its Server header) and the document path are HTML-escaped.
 
 use super::ab::summary::{round_ms, AbOptions};
-use loadgen::stats::{nth_value, Measurement, Recorder, Sample};
+use model::stats::{nth_value, Measurement, Recorder, Sample};
 use std::fmt::Write as _;
 
 /// The `-e` file: `Percentage served,Time in ms`, then one line per percentage 0 to 100 with
@@ -275,7 +275,7 @@ fn html_connection_times(o: &mut String, r: &Recorder) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loadgen::stats::{Recorder, RunSettings, ServerInfo};
+    use model::stats::{Recorder, RunSettings, ServerInfo};
     use std::time::Duration;
 
     /// Ten requests of 1..10 ms in all (connect 100 µs each), recorded in a shuffled order.

@@ -10,9 +10,9 @@ use crate::error::ReportError;
 use crate::record::{LoadRecord, RunRecord};
 use crate::stats::{GroupStats, Metric};
 use hdrhistogram::Histogram;
-use loadgen::stats::Timer;
-use loadgen::steady::{Pattern, Point};
-use loadgen::Note;
+use model::stats::Timer;
+use model::steady::{Pattern, Point};
+use model::Note;
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -332,7 +332,7 @@ fn steady_verdict(
                 None => format!("{kind}: steady in neither half"),
             }
         }
-        _ if used.len() >= loadgen::steady::MIN_INTERVALS => "steady".to_string(),
+        _ if used.len() >= model::steady::MIN_INTERVALS => "steady".to_string(),
         _ => format!("not judged: {} intervals", used.len()),
     }
 }

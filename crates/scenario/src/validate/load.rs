@@ -7,7 +7,7 @@ use crate::error::Diagnostics;
 use crate::plan::LoadSpec;
 use crate::raw::RawLoad;
 use crate::units::{parse_coalesce, parse_duration, Coalesce};
-use loadgen::{HttpVersion, Method};
+use model::{HttpVersion, Method};
 use serde_spanned::Spanned;
 use std::ops::Range;
 use std::time::Duration;

@@ -2,8 +2,8 @@
 //! formatted as it formats them.
 
 use hdrhistogram::Histogram;
-use loadgen::json::{HistogramDecodeError, LoadReport};
-use loadgen::stats::{nth_value, Failures, Measurement, Moments, Sample, ServerInfo, Timers};
+use model::json::{HistogramDecodeError, LoadReport};
+use model::stats::{nth_value, Failures, Measurement, Moments, Sample, ServerInfo, Timers};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -30,6 +30,7 @@ pub struct Sample {
 
 impl Sample {
     /// ab's "Processing" time: total minus connect.
+    #[inline]
     pub fn processing(&self) -> u32 {
         self.total.saturating_sub(self.connect)
     }
@@ -154,6 +155,7 @@ impl<T> Timers<T> {
         }
     }
 
+    #[inline]
     pub fn get(&self, t: Timer) -> &T {
         match t {
             Timer::Connect => &self.connect,
@@ -163,6 +165,7 @@ impl<T> Timers<T> {
         }
     }
 
+    #[inline]
     pub fn get_mut(&mut self, t: Timer) -> &mut T {
         match t {
             Timer::Connect => &mut self.connect,
@@ -231,7 +234,7 @@ pub enum Note {
     /// TIME_WAIT), a limit of this host, not of the server.
     PortsExhausted { connections: u64 },
     /// The kernel's connection tracking table was full when the load ended
-    /// ([`crate::limits::Conntrack`]): it drops new connections then, so connect failures and
+    /// (the load generator's connection-tracking check): it drops new connections then, so connect failures and
     /// timeouts are this host's, not the server's.
     ConntrackFull { count: u64, max: u64 },
     /// Connections could not be opened because this process or the system ran out of file
@@ -250,25 +253,25 @@ pub enum Note {
         total_mean_us: f64,
     },
     /// The load's first and second halves differed beyond the noise of its intervals: a
-    /// warm-up or a drift ([`crate::steady`]), with the figures before and after the change
+    /// warm-up or a drift (the load generator's steadiness judgement), with the figures before and after the change
     /// for what moved, and the stretch where it was steady (absent when neither half was).
     Unsteady {
-        pattern: crate::steady::figures::Pattern,
+        pattern: crate::steady::Pattern,
         /// Requests/s, means of the intervals before and after the change.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        requests_per_s: Option<crate::steady::figures::Shift>,
+        requests_per_s: Option<crate::steady::Shift>,
         /// Median latency, µs, means of the intervals' medians before and after the change.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        p50_us: Option<crate::steady::figures::Shift>,
+        p50_us: Option<crate::steady::Shift>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        steady: Option<crate::steady::figures::Window>,
+        steady: Option<crate::steady::Window>,
     },
 }
 
 /// Why a run ended before its requests were all done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StopReason {
-    /// Stopped from outside (a signal, a caller's [`crate::StopFlag`]).
+    /// Stopped from outside (a signal, a caller's stop flag).
     #[serde(rename = "interrupted")]
     Interrupted,
     /// `-t` / `--duration` ran out before `-n` requests were done.
@@ -298,7 +301,7 @@ pub struct Recorder {
     /// Body bytes read.
     pub body_bytes: u64,
     /// The part of `body_bytes` (and of `total_bytes`) that the kernel dropped without copying
-    /// it to the generator ([`crate::sock::discard`]): counted, never looked at.
+    /// it to the generator (the load generator's discarding read): counted, never looked at.
     pub dropped_bytes: u64,
     /// Request bytes written.
     pub sent_bytes: u64,
@@ -329,6 +332,7 @@ pub struct Recorder {
 impl Recorder {
     /// Recorded responses timed by the kernel's receive stamps (the others were timed when the
     /// generator read them).
+    #[inline]
     pub fn stamped(&self) -> u64 {
         self.read_delay.len()
     }

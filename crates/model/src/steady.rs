@@ -2,9 +2,12 @@
 //! gives (a [`Pattern`], [`Shift`]s, a [`Window`]).
 //!
 //! A leaf: the timeline makes the points and the recorder's notes carry the verdict, and
-//! neither needs the judgement itself for that.
+//! neither needs the judgement itself for that (it is the load generator's).
 
 use serde::{Deserialize, Serialize};
+
+/// Fewest intervals a load needs to be judged.
+pub const MIN_INTERVALS: usize = 4;
 
 /// One interval, as the judgement reads it.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -58,6 +58,7 @@ pub struct Failures {
 }
 
 impl Failures {
+    #[inline]
     pub fn add(&mut self, kind: FailureKind) {
         match kind {
             FailureKind::Connect => self.connect += 1,

@@ -1,6 +1,6 @@
 //! The load over time: per fixed interval of the measured part (1 s by default), the requests
 //! that ended in it, its failures by kind, the bytes received and an HdrHistogram of its
-//! latencies, so that a reader can see whether a load was steady (see [`crate::steady`]).
+//! latencies, so that a reader can see whether a load was steady (the load generator judges that from [`Point`]s).
 //!
 //! Recording stays on the worker: each worker keeps its own [`Timeline`] in its
 //! [`crate::stats::Recorder`], indexed by interval number from the shared start of
@@ -18,7 +18,7 @@
 use crate::failure::{FailureKind, Failures};
 use crate::histogram::{decode_histogram, encode_histogram, HistogramDecodeError};
 use crate::histogram::{HIST_MAX_US, HIST_SIGFIG};
-use crate::steady::figures::Point;
+use crate::steady::Point;
 use hdrhistogram::{Counter, Histogram};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -96,7 +96,7 @@ pub struct Timeline {
 
 impl Timeline {
     /// An empty timeline of `interval`-long intervals from `origin`. `interval` is at least
-    /// [`MIN_INTERVAL`] (checked by [`crate::LoadConfig::validate`]).
+    /// [`MIN_INTERVAL`] (the load generator checks it).
     pub fn new(origin: Instant, interval: Duration) -> Timeline {
         let interval = interval.max(MIN_INTERVAL);
         Timeline {
