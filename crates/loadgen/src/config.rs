@@ -6,6 +6,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 use thiserror::Error;
 
+use model::authority::Authority;
+
 pub use model::load::{Coalesce, HttpVersion, LoadSpec, Method};
 
 /// A problem with the options of a load run.
@@ -73,21 +75,11 @@ impl Target {
         if authority.contains('@') {
             return Err(url_err(url, "user information in URLs is not supported"));
         }
-        let (host, port_str) = if let Some(v6) = authority.strip_prefix('[') {
-            let Some((h, after)) = v6.split_once(']') else {
-                return Err(url_err(url, "unclosed '[' in IPv6 address"));
-            };
-            match after {
-                "" => (h, None),
-                p if p.starts_with(':') => (h, Some(&p[1..])),
-                _ => return Err(url_err(url, "unexpected text after IPv6 address")),
-            }
-        } else {
-            match authority.rsplit_once(':') {
-                Some((h, p)) => (h, Some(p)),
-                None => (authority, None),
-            }
-        };
+        let Authority {
+            host,
+            port: port_str,
+            ..
+        } = Authority::split(authority).map_err(|e| url_err(url, e.to_string()))?;
         if host.is_empty() {
             return Err(url_err(url, "no host"));
         }
@@ -216,17 +208,7 @@ impl Proxy {
         if s.bytes().any(|b| b.is_ascii_control() || b == b' ') {
             return Err(bad("contains spaces or control characters"));
         }
-        let (host, port) = if let Some(v6) = s.strip_prefix('[') {
-            let (h, after) = v6
-                .split_once(']')
-                .ok_or_else(|| bad("unclosed '[' in IPv6 address"))?;
-            (h, after.strip_prefix(':'))
-        } else {
-            match s.rsplit_once(':') {
-                Some((h, p)) => (h, Some(p)),
-                None => (s, None),
-            }
-        };
+        let Authority { host, port, .. } = Authority::split(s).map_err(|e| bad(&e.to_string()))?;
         if host.is_empty() || host.contains(['/', '@']) {
             return Err(bad("expected HOST:PORT"));
         }

@@ -7,6 +7,7 @@
 //! and merges reports, and the report crate reads them, so none of those needs another's
 //! engine to speak of a load.
 
+pub mod authority;
 pub mod failure;
 pub mod histogram;
 pub mod job;

@@ -5,6 +5,7 @@ use super::common::{check_name, line_of};
 use crate::error::Diagnostics;
 use crate::plan::{DocumentSpec, HostImages, HostSpec, HostUrl, ServerSpec};
 use crate::raw::{RawHost, RawScenario};
+use model::authority::Authority;
 use serde_spanned::Spanned;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -397,23 +398,14 @@ pub(super) fn check_host_images(d: &mut Diagnostics, h: &RawHost) -> Option<Host
 
 /// `HOST`, `HOST:PORT`, `[V6]` or `[V6]:PORT`.
 pub(super) fn split_host_port(text: &str) -> Option<(String, Option<u16>)> {
-    let port = |p: &str| p.parse::<u16>().ok().filter(|&p| p >= 1);
-    let (host, p) = if let Some(inner) = text.strip_prefix('[') {
-        let (h, after) = inner.split_once(']')?;
-        match after {
-            "" => (h, None),
-            _ => (h, Some(port(after.strip_prefix(':')?)?)),
-        }
-    } else {
-        match text.rsplit_once(':') {
-            Some((h, p)) if !h.contains(':') => (h, Some(port(p)?)),
-            Some(_) => return None, // an IPv6 address without brackets
-            None => (text, None),
-        }
+    let a = Authority::split(text).ok().filter(|a| !a.bare_colon())?;
+    let port = match a.port_number() {
+        None => None,
+        Some(p) => Some(p.ok()?),
     };
-    let valid = !host.is_empty()
-        && host
+    let valid = !a.host.is_empty()
+        && a.host
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-.:".contains(&b));
-    valid.then(|| (host.to_string(), p))
+    valid.then(|| (a.host.to_string(), port))
 }
