@@ -40,6 +40,7 @@ mod pipeline;
 mod results;
 pub mod rundir;
 pub mod schedule;
+mod source;
 pub mod tls;
 
 pub use against::Against;

@@ -7,12 +7,12 @@ use crate::error::RunError;
 use crate::events::Event;
 use crate::fleet::{Container, Engine};
 use crate::headroom::Reading;
+use crate::source::{LoadSource, Sending};
 use loadgen::json::LoadReport;
-use loadgen::{LoadConfig, LoadSpec, StopReason, Target};
+use loadgen::LoadSpec;
 use orchestrator::OrchestratorError;
-use report::{GeneratorRecord, Usage};
+use report::Usage;
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The longest a load waits for room in the kernel's connection tracking table: its entries
@@ -103,6 +103,17 @@ impl<E: Engine> Ctx<'_, E> {
         }
     }
 
+    /// Who sends `l`'s loads: an A/B run's baseline binary for the baseline side, else the
+    /// scenario's generators, else this process.
+    fn source(&self, l: &Live<E>) -> LoadSource<'_> {
+        let baseline = self.ab.and_then(|ab| ab.generator.as_ref());
+        match (baseline.filter(|_| l.baseline), self.generators.get()) {
+            (Some(g), _) => LoadSource::Baseline(g),
+            (None, Some(gens)) => LoadSource::Generators(gens),
+            (None, None) => LoadSource::Local,
+        }
+    }
+
     /// One load against one document, with the server's resource use when `usage`; `None`
     /// when the run was stopped during it.
     pub(super) async fn measure(
@@ -119,7 +130,6 @@ impl<E: Engine> Ctx<'_, E> {
             guard.socket_addr(),
             url_path
         );
-        let target = Target::parse(&url).map_err(|e| RunError::Step(format!("{url}: {e}")))?;
         if self.generators.get().is_none() {
             self.conntrack_room(load).await;
         }
@@ -134,53 +144,15 @@ impl<E: Engine> Ctx<'_, E> {
             }
             self.orch(l.index).sample(guard).await.ok()
         };
-        let baseline_generator = self
-            .ab
-            .and_then(|ab| ab.generator.as_ref())
-            .filter(|_| l.baseline);
-        let measured = async {
-            Ok::<_, RunError>(match (baseline_generator, self.generators.get()) {
-                (Some(g), _) => crate::against::measure_with(
-                    g,
-                    load,
-                    &self.plan.cpus.loadgen,
-                    &url,
-                    &self.opts.cancel,
-                )
-                .await?
-                .map(|r| (r, Vec::new())),
-                (None, Some(gens)) => {
-                    crate::generators::measure(
-                        gens,
-                        &url,
-                        load,
-                        &self.plan.cpus.loadgen,
-                        self.run_id,
-                        &self.opts.cancel,
-                        self.observer,
-                    )
-                    .await?
-                }
-                (None, None) => {
-                    let mut cfg = LoadConfig::new(target, load.clone());
-                    cfg.cpus = Some(self.plan.cpus.loadgen.clone());
-                    cfg.threads = self.plan.cpus.loadgen.len().max(1);
-                    let stop = self.opts.cancel.stop_flag().clone();
-                    let observer = Arc::clone(self.observer_arc);
-                    let planned = load.requests;
-                    let m = tokio::task::spawn_blocking(move || {
-                        loadgen::run_observed(cfg, &stop, &mut |n| observer.progress(n, planned))
-                    })
-                    .await
-                    .map_err(|e| RunError::Step(format!("the load generator panicked: {e}")))?
-                    .map_err(|e| RunError::Step(e.to_string()))?;
-                    (m.stopped_early != Some(StopReason::Interrupted))
-                        .then(|| (LoadReport::from_measurement(&m), Vec::new()))
-                }
-            })
+        let with = Sending {
+            cpus: &self.plan.cpus.loadgen,
+            run_id: self.run_id,
+            cancel: &self.opts.cancel,
+            observer: self.observer_arc,
         };
+        let measured = self.source(l).send(&url, load, &with);
         let (sampler, measured) = tokio::join!(sampler, measured);
-        let measured: Option<(LoadReport, Vec<GeneratorRecord>)> = measured?;
+        let measured = measured?;
         let usage = match sampler {
             Some(s) => usage_of(E::finish(s).await),
             None => None,
