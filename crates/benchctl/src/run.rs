@@ -252,8 +252,8 @@ fn on_stop_signals(
         }),
         Box::new(move || {
             eprintln!("benchctl: second signal: removing what the run made, then exiting");
-            for p in cleanup.now() {
-                eprintln!("benchctl: could not remove {p}");
+            for left in cleanup.now() {
+                eprintln!("benchctl: could not remove {}", leftover(&left));
             }
         }),
     )?;
@@ -608,6 +608,26 @@ fn describe_load(l: &LoadSpec) -> String {
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or(s)
 }
+/// What a last-moment cleanup left, and the `benchctl gc` that removes containers.
+fn leftover(left: &runner::Leftover) -> String {
+    match left {
+        runner::Leftover::Containers {
+            run_id,
+            error,
+            scenario: Some(s),
+        } => format!(
+            "the containers of run {run_id}: {error} (`benchctl gc --scenario {} --all-hosts` removes them once every engine answers)",
+            s.display()
+        ),
+        runner::Leftover::Containers {
+            run_id,
+            error,
+            scenario: None,
+        } => format!("the containers of run {run_id}: {error} (`benchctl gc` removes them)"),
+        runner::Leftover::Path { path, error } => format!("{}: {error}", path.display()),
+    }
+}
+
 /// What the user can do about a problem of the run, when this command can do it: the `benchctl
 /// gc` that removes containers an engine kept.
 fn advice(p: &runner::Problem) -> String {

@@ -121,8 +121,8 @@ impl Cleanup {
 
     /// Removes everything listed: the run's containers (with a Docker connection of its own,
     /// waiting at most 15 s) and its files and folders. Callable from any thread, any number of
-    /// times; what is already gone is skipped. Returns what could not be removed, as messages.
-    pub fn now(&self) -> Vec<String> {
+    /// times; what is already gone is skipped. Returns what could not be removed.
+    pub fn now(&self) -> Vec<Leftover> {
         let (run_id, paths, mut endpoints, scenario) = {
             let l = self.lock();
             (
@@ -139,12 +139,10 @@ impl Cleanup {
         if let Some(id) = run_id {
             if let Err(e) = orchestrator::remove_run_blocking_on(&endpoints, &id, CLEANUP_BOUND) {
                 let remote = endpoints.iter().any(|e| !e.is_local());
-                problems.push(match scenario.filter(|_| remote) {
-                    Some(s) => format!(
-                        "the containers of run {id}: {e} (`benchctl gc --scenario {} --all-hosts` removes them once every engine answers)",
-                        s.display()
-                    ),
-                    None => format!("the containers of run {id}: {e} (`benchctl gc` removes them)"),
+                problems.push(Leftover::Containers {
+                    run_id: id,
+                    error: e.to_string(),
+                    scenario: scenario.filter(|_| remote),
                 });
             }
         }
@@ -156,10 +154,28 @@ impl Cleanup {
             };
             if let Err(e) = r {
                 if e.kind() != std::io::ErrorKind::NotFound {
-                    problems.push(format!("{}: {e}", p.display()));
+                    problems.push(Leftover::Path {
+                        path: p,
+                        error: e.to_string(),
+                    });
                 }
             }
         }
         problems
     }
+}
+
+/// What a last-moment [`Cleanup::now`] could not remove.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Leftover {
+    /// The containers of run `run_id`, on one of its engines.
+    Containers {
+        run_id: String,
+        error: String,
+        /// The run's scenario when some of its engines are other machines' (removing what is
+        /// left there needs to know them).
+        scenario: Option<PathBuf>,
+    },
+    /// A file or folder the run made.
+    Path { path: PathBuf, error: String },
 }

@@ -44,7 +44,7 @@ mod source;
 pub mod tls;
 
 pub use against::Against;
-pub use cancel::{Cancel, Cleanup};
+pub use cancel::{Cancel, Cleanup, Leftover};
 pub use events::{Event, Observer, Quiet, Recorder};
 pub use headroom::Headroom;
 pub use images::{build_image, push_image, push_targets};
