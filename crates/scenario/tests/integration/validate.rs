@@ -8,9 +8,7 @@ use scenario::{
 use std::path::Path;
 use std::time::Duration;
 
-#[path = "validate/files.rs"]
 mod files;
-#[path = "validate/protocols.rs"]
 mod protocols;
 
 /// The repository's server kinds (these scenarios live nowhere near them).
