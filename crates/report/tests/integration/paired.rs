@@ -2,7 +2,7 @@
 //! metric, the same images on both sides are judged within the threshold, client-bound rows
 //! are gated on CPU per request, and the rendered verdict names its method and MDE.
 
-mod common;
+use crate::common;
 
 use common::Slowdown;
 use report::paired::{compare_record, PairedVerdict};

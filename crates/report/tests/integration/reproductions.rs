@@ -1,7 +1,7 @@
 //! The seed posts beside today's figures: parsing the published figures, rendering the page,
 //! and the committed page being exactly what its committed inputs render to.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! properties the snapshots alone would not make obvious: reproducibility, escaping, charts a
 //! browser test can find, partial runs, and template overrides.
 
-mod common;
+use crate::common;
 
 use report::record::{RunRecord, RunStatus};
 use report::{render, Format};

@@ -1,7 +1,7 @@
 //! The results file: atomic writes, round trips, the checked-in JSON Schema, and the errors a
 //! person gets for files that are not what `report` and `compare` expect.
 
-mod common;
+use crate::common;
 
 use report::record::{RunRecord, RunStatus};
 use report::{Protocol, ReportError};

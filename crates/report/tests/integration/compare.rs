@@ -1,7 +1,7 @@
 //! `compare` on recorded runs: the nightly job's two promises (same scenario twice → same;
 //! a slowed server → worse and a regression), the single-round case, and the Bencher export.
 
-mod common;
+use crate::common;
 
 use common::Slowdown;
 use report::bmf;
