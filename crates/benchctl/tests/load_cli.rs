@@ -6,7 +6,7 @@
 //!
 //! Every child process runs under a deadline and is killed when it passes it.
 
-#[path = "../../loadgen/tests/support/mod.rs"]
+#[path = "../../loadgen/tests/integration/support/mod.rs"]
 mod support;
 
 use std::io::Read;

@@ -4,7 +4,7 @@
 //! socket options leave the requests as they were, and a line break in anything the user gave
 //! is refused before a connection is made.
 
-mod support;
+use crate::support;
 
 use loadgen::connect::SocketOptions;
 use loadgen::{HttpVersion, LoadConfig, LoadError, Measurement, Method, Proxy};

@@ -6,13 +6,11 @@
 //!
 //! Every run is bounded in requests and time, and wrapped in a deadline.
 
-mod support;
-
+use crate::support::{config, run_within, TestServer};
 use hdrhistogram::Histogram;
 use loadgen::json::{decode_histogram, encode_histogram, LoadReport, MergeError};
 use loadgen::Timer;
 use std::time::Duration;
-use support::{config, run_within, TestServer};
 
 const HANG: Duration = Duration::from_secs(30);
 

@@ -4,13 +4,11 @@
 //! certificate with a clear error (and the same servers pass without it), ab's `-f` and `-Z`
 //! choose what is negotiated, and a plain-HTTP server behind an https URL fails clearly.
 
-mod support;
-
+use crate::support::tls::{Cert, TlsServer};
+use crate::support::{run_within, TestServer};
 use loadgen::tls::TlsOptions;
 use loadgen::{HttpVersion, LoadConfig, LoadError, LoadSpec, Measurement, Target};
 use std::time::Duration;
-use support::tls::{Cert, TlsServer};
-use support::{run_within, TestServer};
 
 const HANG: Duration = Duration::from_secs(60);
 

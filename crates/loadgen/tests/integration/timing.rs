@@ -3,11 +3,9 @@
 //! out, the automatic wake-up policy naps only when it can collect responses in batches, and a
 //! napping run counts every response exactly as a blocking one does.
 
-mod support;
-
+use crate::support::{run_within, TestServer};
 use loadgen::{Coalesce, LoadConfig, LoadSpec, Measurement, Target};
 use std::time::Duration;
-use support::{run_within, TestServer};
 
 const HANG: Duration = Duration::from_secs(30);
 

@@ -9,7 +9,7 @@
 
 #[path = "support/h2srv.rs"]
 mod h2srv;
-mod support;
+use crate::support;
 
 use h2srv::{Flood, FloodServer, H2Server, Mode, Rude, RudeServer};
 use loadgen::{HttpVersion, LoadConfig, LoadError, Measurement, Note, Timer};

@@ -4,7 +4,7 @@
 //! (a p99 in the hundreds of milliseconds) while the latency measured from the actual send time
 //! does not (it stays low, which is exactly the blind spot the correction exists for).
 
-mod support;
+use crate::support;
 
 use loadgen::{HttpVersion, LoadConfig, LoadSpec, Measurement, Target};
 use std::time::Duration;

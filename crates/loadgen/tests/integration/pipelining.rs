@@ -4,7 +4,7 @@
 //! closes the connection mid-batch has the requests it left unanswered counted as failed, and
 //! nothing hangs.
 
-mod support;
+use crate::support;
 
 use loadgen::{HttpVersion, LoadConfig, LoadSpec, Measurement, Target};
 use std::time::Duration;

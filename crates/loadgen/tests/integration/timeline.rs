@@ -5,13 +5,11 @@
 //!
 //! Every run is bounded in requests and time, and wrapped in a deadline.
 
-mod support;
-
+use crate::support::{run_within, TestServer};
 use loadgen::json::{decode_histogram, LoadReport};
 use loadgen::steady::Pattern;
 use loadgen::{LoadConfig, LoadSpec, Measurement, Note, Target};
 use std::time::Duration;
-use support::{run_within, TestServer};
 
 const HANG: Duration = Duration::from_secs(30);
 

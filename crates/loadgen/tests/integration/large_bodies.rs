@@ -4,7 +4,7 @@
 //!
 //! Every run is bounded in requests and wrapped in a deadline, so a hang fails the test quickly.
 
-mod support;
+use crate::support;
 
 use loadgen::{Coalesce, HttpVersion, LoadConfig, LoadSpec, Measurement, Target};
 use std::time::Duration;
