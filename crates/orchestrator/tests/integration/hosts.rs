@@ -9,7 +9,7 @@
 //!
 //! Every request goes to an address of a namespace this test made.
 
-mod common;
+use crate::common;
 
 use common::{busybox_image, connect, run_id};
 use orchestrator::{ContainerSpec, Endpoint, ExpectedDoc, Orchestrator, OrchestratorError};

@@ -2,16 +2,12 @@
 //! that nothing outlives its guard, whether it is removed in order, dropped on a runtime,
 //! dropped after the runtime is gone, or dropped while a panic unwinds.
 
-mod common;
-
-use common::{busybox_image, connect, exists, free_port, run_id, test_base, TEST_BASE};
+use crate::common::{busybox_image, connect, exists, free_port, run_id, test_base, TEST_BASE};
 use orchestrator::{ContainerSpec, ExpectedDoc, OrchestratorError};
 use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
 
-#[path = "containers/confinement.rs"]
 mod confinement;
-#[path = "containers/removal.rs"]
 mod removal;
 
 fn doc(url_path: &str, body: &[u8]) -> ExpectedDoc {

@@ -3,9 +3,7 @@
 //! another run going on at the same time. `gc` (every labelled container on the machine) is not
 //! called here for the same reason.
 
-mod common;
-
-use common::{connect, exists, free_port, run_id, test_base, TEST_BASE};
+use crate::common::{connect, exists, free_port, run_id, test_base, TEST_BASE};
 use orchestrator::{ContainerSpec, LABEL_PID};
 
 /// The pid of a process that has exited: an owner that is certainly gone.

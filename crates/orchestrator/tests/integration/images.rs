@@ -1,9 +1,7 @@
 //! Images against the real daemon: version negotiation, the locally made base image, the
 //! hash-tag rule (untouched folder skips, edited folder rebuilds) and a failing build's error.
 
-mod common;
-
-use common::{connect, context, log_path, test_base, TEST_BASE};
+use crate::common::{connect, context, log_path, test_base, TEST_BASE};
 use orchestrator::OrchestratorError;
 
 #[tokio::test]

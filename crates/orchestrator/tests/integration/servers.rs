@@ -2,7 +2,7 @@
 //! itself in the Server header; Cherokee builds from the source it is given, and a source that
 //! is not Cherokee's fails as an error value.
 
-mod common;
+use crate::common;
 
 use common::{connect, free_port, run_id};
 use orchestrator::{
