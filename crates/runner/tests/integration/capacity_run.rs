@@ -3,9 +3,7 @@
 //! bounds, is recorded with every step, shows in the report, and leaves nothing behind. The
 //! command line's target (`RunOptions::capacity`) replaces the scenario's and keeps its bounds.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use report::capacity::{CapacityKind, StartFrom, StepVerdict};
 use report::{RunRecord, RunStatus};
 use runner::RunOptions;

@@ -4,7 +4,7 @@
 //! same server started without HTTP/2 fails that verification saying it answers HTTP/1.x.
 //! Then whole scenarios with `http = "2"`, in cleartext and over TLS.
 
-mod common;
+use crate::common;
 
 use orchestrator::{ContainerSpec, ExpectedDoc, Orchestrator, Scheme};
 use report::Protocol;

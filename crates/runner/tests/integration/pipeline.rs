@@ -7,9 +7,7 @@
 //! - two runs given the same results file: one runs, the other is refused before any work;
 //! - a results file on a full disk: the run goes on and its record is saved elsewhere, whole.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use report::{RunRecord, RunStatus, ServerStatus};
 use runner::{Problem, RunError, RunOptions, Saved};
 use std::sync::Arc;

@@ -5,9 +5,7 @@
 //!   before anything starts;
 //! - options that cannot be paired are refused before anything starts (no daemon needed).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use report::{AbStop, RunRecord};
 use runner::{Against, Headroom, RunOptions};
 use std::sync::Arc;

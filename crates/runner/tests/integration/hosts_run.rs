@@ -8,9 +8,7 @@
 //! Every request goes to the address of the namespace this test made; the load is bounded
 //! (200 requests per document).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use orchestrator::Orchestrator;
 use report::ServerStatus;
 use runner::RunOptions;

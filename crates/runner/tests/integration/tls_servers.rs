@@ -3,7 +3,7 @@
 //! the run's authority and fails trusting any other, and a container told to serve TLS without
 //! a certificate says so.
 
-mod common;
+use crate::common;
 
 use orchestrator::{ContainerSpec, ExpectedDoc, Orchestrator, Scheme};
 use runner::tls::RunCertificate;
