@@ -8,7 +8,9 @@ use std::time::Duration;
 use testhosts::TestHosts;
 
 const CHILD: &str = "TESTHOSTS_SWEEP_CHILD";
-const NAME: &str = "a_set_left_by_a_killed_process_is_removed_by_the_next";
+/// This test's name as the test binary knows it (its module, then the function): the child is
+/// this same binary running only this test.
+const NAME: &str = "sweep::a_set_left_by_a_killed_process_is_removed_by_the_next";
 
 fn netns_list() -> String {
     String::from_utf8_lossy(
