@@ -6,21 +6,14 @@
 //!
 //! Every child process runs under a deadline and is killed when it passes it.
 
-#[path = "../../loadgen/tests/integration/support/mod.rs"]
-mod support;
-
+use crate::support::TestServer;
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::TestServer;
 
-#[path = "load_cli/files.rs"]
 mod files;
-#[path = "load_cli/job.rs"]
 mod job;
-#[path = "load_cli/limits.rs"]
 mod limits;
-#[path = "load_cli/requests.rs"]
 mod requests;
 
 /// What a finished child left behind.

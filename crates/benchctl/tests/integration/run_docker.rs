@@ -25,11 +25,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "run_docker/failures.rs"]
 mod failures;
-#[path = "run_docker/interrupts.rs"]
 mod interrupts;
-#[path = "run_docker/kinds.rs"]
 mod kinds;
 
 /// Runs a short `docker` command, killed after 60 s; None when it cannot run or fails.

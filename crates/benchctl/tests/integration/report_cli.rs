@@ -19,8 +19,7 @@
 //! histograms fed fixed samples); the recorded real run is `report/tests/fixtures/`.
 //! Every child process runs under a deadline and is killed when it passes it.
 
-#[path = "../../report/tests/integration/common/mod.rs"]
-mod common;
+use crate::common;
 
 use common::Slowdown;
 use report::{RunRecord, RunStatus};
