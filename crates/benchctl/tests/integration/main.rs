@@ -1,7 +1,7 @@
 //! benchctl's integration tests, the command line as users run it, all in this one test binary
 //! (each binary links the whole workspace, so one per crate rather than one per topic). Each
 //! module is a topic; run one with `cargo test -p benchctl --test integration load_cli::` or
-//! `cargo nextest run -p benchctl -E 'test(/^load_cli::/)'`.
+//! `cargo nextest run -p benchctl --test integration -E 'test(/^load_cli::/)'`.
 //!
 //! Two modules are other crates' test set-up, shared rather than copied: `support`, the load
 //! generator's test servers (for `load_cli`), and `common`, the report's deterministic records

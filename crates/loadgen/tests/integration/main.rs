@@ -1,7 +1,7 @@
 //! The load generator's integration tests, all in this one test binary (each binary links the
 //! whole workspace, so one per crate rather than one per topic). Each module is a topic; run
 //! one with `cargo test -p loadgen --test integration rate::` or
-//! `cargo nextest run -p loadgen -E 'test(/^rate::/)'`.
+//! `cargo nextest run -p loadgen --test integration -E 'test(/^rate::/)'`.
 //!
 //! `support` is the test servers they share (benchctl's `load_cli` tests use it too).
 

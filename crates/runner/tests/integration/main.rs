@@ -2,7 +2,7 @@
 //! test binary (each binary links the whole workspace, so one per crate rather than one per
 //! topic). Each module is a topic; run one with
 //! `cargo test -p runner --test integration pipeline::` or
-//! `cargo nextest run -p runner -E 'test(/^pipeline::/)'`.
+//! `cargo nextest run -p runner --test integration -E 'test(/^pipeline::/)'`.
 //!
 //! `common` is the set-up they share: the daemon, the test images, scenarios made to measure.
 
