@@ -1,0 +1,21 @@
+//! benchctl's integration tests, the command line as users run it, all in this one test binary
+//! (each binary links the whole workspace, so one per crate rather than one per topic). Each
+//! module is a topic; run one with `cargo test -p benchctl --test integration load_cli::` or
+//! `cargo nextest run -p benchctl --test integration -E 'test(/^load_cli::/)'`.
+//!
+//! Two modules are other crates' test set-up, shared rather than copied: `support`, the load
+//! generator's test servers (for `load_cli`), and `common`, the report's deterministic records
+//! (for `report_cli`). The broken scenarios `scenarios_cli` checks are in `tests/fixtures/`.
+
+#[path = "../../../report/tests/integration/common/mod.rs"]
+mod common;
+#[path = "../../../loadgen/tests/integration/support/mod.rs"]
+mod support;
+
+mod generators_cli;
+mod hosts_cli;
+mod images_push_cli;
+mod load_cli;
+mod report_cli;
+mod run_docker;
+mod scenarios_cli;
