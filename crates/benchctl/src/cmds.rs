@@ -6,6 +6,7 @@ use crate::output::{shipment, stdout};
 use anyhow::{anyhow, Context as _};
 use clap::{Args, Subcommand, ValueEnum};
 use orchestrator::Orchestrator;
+use report::RecordIo;
 use report::{Format, RunRecord};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -9,6 +9,7 @@ use crate::signals::OnSignals;
 use crate::signals::Signal;
 use clap::Args;
 use loadgen::{HttpVersion, LoadSpec, Method};
+use report::RecordIo;
 use runner::{Cancel, Cleanup, Event, Headroom, Observer, RunError, RunOptions, Saved};
 use std::collections::HashSet;
 use std::mem::Discriminant;

@@ -13,6 +13,7 @@ pub mod histogram;
 pub mod job;
 pub mod json;
 pub mod load;
+pub mod record;
 pub mod stats;
 pub mod steady;
 pub mod timeline;

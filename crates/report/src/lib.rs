@@ -1,5 +1,5 @@
-//! benchctl's results model and everything computed from it: the versioned results record
-//! written after each load, statistics across repetitions, comparison of a run against a
+//! benchctl's results and everything computed from them: the versioned results record (its
+//! types are [`model::record`]'s) kept as a file after each load, statistics across repetitions, comparison of a run against a
 //! baseline, Bencher (BMF) export, and reports rendered from tera templates.
 //!
 //! It reads [`model::json::LoadReport`]s and knows nothing of Docker or sockets, so every
@@ -9,8 +9,8 @@
 //! apart from how it is shown ([`render`](mod@render): text, Markdown, HTML, ApacheBench's text and files,
 //! charts and the templates); the first never formats for a reader.
 //!
-//! The CLI's path through it: [`RunRecord::write_atomic`] during a run;
-//! [`RunRecord::load`] then [`render()`] for `benchctl report`; [`RunRecord::load`] twice then
+//! The CLI's path through it: [`RecordIo::write_atomic`] during a run;
+//! [`RecordIo::load`] then [`render()`] for `benchctl report`; [`RecordIo::load`] twice then
 //! [`compare()`], [`render_comparison`] and [`Comparison::has_regression`] for
 //! `benchctl compare` of two stored runs (a coarse check between sittings); [`compare_record`],
 //! [`Renderer::render_paired`] and [`PairedComparison::has_regression`] for an A/B run's paired
@@ -33,8 +33,8 @@ pub use error::ReportError;
 pub use paired::{compare_record, PairedComparison, PairedVerdict};
 pub use record::{
     AbStop, AgainstRecord, EngineRecord, GeneratorRecord, HostFacts, LoadRecord, Looks, Protocol,
-    RecordFile, RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage,
-    SCHEMA_VERSION,
+    RecordFile, RecordIo, RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed,
+    Usage, SCHEMA_VERSION,
 };
 pub use render::{ab, abfiles, charts};
 pub use render::{render, render_comparison, Format, Renderer};

@@ -1,8 +1,8 @@
 //! The results record: one versioned JSON document per run, holding everything a later report or
 //! comparison needs (the scenario text and hash, host facts, each server's identity, and per
 //! document and round the load generator's full [`LoadReport`](model::json::LoadReport) with its
-//! histograms), so nothing
-//! has to be re-measured to re-render or re-compare a run.
+//! histograms), so nothing has to be re-measured to re-render or re-compare a run. Its types
+//! are the shared vocabulary's ([`model::record`]); this module keeps them as files.
 //!
 //! A run claims its file with [`RecordFile::create`] before it starts any work (so that two
 //! runs given the same file cannot both believe they own it) and rewrites it after each server
@@ -12,14 +12,15 @@
 mod file;
 mod host;
 mod json;
-mod schema;
 pub use file::RecordFile;
-pub use host::HostFacts;
-pub use schema::{
+pub use host::host_facts;
+pub use json::RecordIo;
+/// The record's types are the shared vocabulary's; they keep their paths here.
+pub use model::record::{
     fell_behind, is_client_bound, is_too_short, now_rfc3339, rfc3339, AbStop, AgainstRecord,
-    EngineRecord, GeneratorRecord, LoadRecord, Looks, Protocol, RunRecord, RunStatus,
-    ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage, CLIENT_BOUND_SHARE, MIN_MEASURED_S,
-    SCHEMA_VERSION, SHARE_USED_FULLY,
+    EngineRecord, GeneratorRecord, HostFacts, LoadRecord, Looks, Protocol, RecordError, RunRecord,
+    RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage, CLIENT_BOUND_SHARE,
+    MIN_MEASURED_S, SCHEMA_VERSION, SHARE_USED_FULLY,
 };
 
 #[cfg(test)]
@@ -28,21 +29,6 @@ mod tests {
     use super::host::parse_cpuinfo;
     use super::*;
     use std::path::Path;
-    use std::time::{Duration, UNIX_EPOCH};
-
-    #[test]
-    fn rfc3339_formats_known_instants() {
-        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        // 2000-02-29 is a leap day of a century divisible by 400.
-        let t = UNIX_EPOCH + Duration::from_secs(951_782_400 + 3_661);
-        assert_eq!(rfc3339(t), "2000-02-29T01:01:01Z");
-        let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        assert_eq!(rfc3339(t), "2023-11-14T22:13:20Z");
-        // The last second of a year, then the first of the next.
-        let t = UNIX_EPOCH + Duration::from_secs(1_735_689_599);
-        assert_eq!(rfc3339(t), "2024-12-31T23:59:59Z");
-        assert_eq!(rfc3339(t + Duration::from_secs(1)), "2025-01-01T00:00:00Z");
-    }
 
     #[test]
     fn cpuinfo_model_and_count() {
@@ -56,7 +42,7 @@ mod tests {
 
     #[test]
     fn host_facts_are_read_from_this_machine() {
-        let h = HostFacts::collect();
+        let h = host_facts();
         assert!(h.cores >= 1);
         assert!(!h.kernel.is_empty());
         assert!(h.docker_version.is_none());
@@ -83,14 +69,5 @@ mod tests {
         ] {
             assert_eq!(RecordFile::writer_of(other), None, "{other}");
         }
-    }
-
-    #[test]
-    fn scenario_hash_is_sha256_of_the_text() {
-        let s = ScenarioRecord::new("x", "scenarios/x.toml", "abc");
-        assert_eq!(
-            s.sha256,
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 }

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::capacity::CapacityRecord;
 use crate::error::ReportError;
-use crate::record::{HostFacts, RunRecord};
+use crate::record::{HostFacts, RecordIo, RunRecord};
 use crate::render::{f, md_escape, share_text, summary_lines};
 use crate::stats::{self, GroupStats, Metric};
 

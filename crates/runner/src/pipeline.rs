@@ -88,7 +88,7 @@ pub(crate) async fn run_on<F: Fleet>(
         std::process::id()
     );
     let out = out.unwrap_or_else(|| opts.results_dir.join(format!("{run_id}.json")));
-    let mut host = HostFacts::collect();
+    let mut host = report::record::host_facts();
     host.docker_version = match &engines[0] {
         Some(local) => local.version().await.ok(),
         None => None,

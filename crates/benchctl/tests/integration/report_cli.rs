@@ -20,6 +20,7 @@
 //! Every child process runs under a deadline and is killed when it passes it.
 
 use crate::common;
+use report::RecordIo;
 
 use common::Slowdown;
 use report::{RunRecord, RunStatus};

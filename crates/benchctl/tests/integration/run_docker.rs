@@ -20,6 +20,7 @@
 //! tests skip with a reason, unless `CI` is set: then they fail. Every child runs under a
 //! deadline; past it the child is killed, its containers removed, and the test fails.
 
+use report::RecordIo;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -10,7 +10,8 @@
 //! requests failed, and the generator sent at least [`CapacityCriteria::min_schedule_share`]
 //! of the rate asked. The search itself is the runner's.
 
-pub(crate) mod search;
+/// The searches as the record stores them.
+pub use model::record::capacity as search;
 
 pub use search::{
     describe_us, CapacityCriteria, CapacityKind, CapacityRecord, CapacityResult, CapacityStep,

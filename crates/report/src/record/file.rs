@@ -1,8 +1,8 @@
 //! Where a record is kept: claimed once, written whole through a temporary file that names its
 //! writer, never overwriting another run's.
 
-use super::schema::RunRecord;
 use crate::error::ReportError;
+use model::record::RunRecord;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -87,7 +87,7 @@ impl RecordFile {
     /// Writes `record` to the temporary file and flushes it to disk; removes it on failure.
     fn write_tmp(&self, record: &RunRecord) -> Result<(), ReportError> {
         use std::os::unix::fs::OpenOptionsExt;
-        let json = record.to_json()?;
+        let json = record.to_json().map_err(ReportError::Serialize)?;
         let write = || -> std::io::Result<()> {
             // A leftover of an earlier write of this same record (a crash between write and
             // rename) is ours to replace; anything else is never followed or truncated.

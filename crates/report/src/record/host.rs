@@ -1,44 +1,28 @@
-//! The facts of the machine a run measured on.
+//! The facts of this machine, read from /proc for a run's record.
 
-use serde::{Deserialize, Serialize};
+use model::record::HostFacts;
 
-/// The machine the run was measured on: numbers from different hosts are not comparable, and
-/// these facts are what a reader checks first when two runs disagree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HostFacts {
-    pub cpu_model: String,
-    /// Logical CPUs online.
-    pub cores: u32,
-    /// Kernel release (`uname -r`).
-    pub kernel: String,
-    /// The Docker Engine's version, when one was asked.
-    pub docker_version: Option<String>,
-}
-
-impl HostFacts {
-    /// Reads the CPU model, core count and kernel release from /proc. Facts that cannot be read
-    /// are recorded as "unknown" rather than failing a run over a report detail. The Docker
-    /// version is left for the caller, who has the Docker connection.
-    pub fn collect() -> HostFacts {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let (cpu_model, processors) = parse_cpuinfo(&cpuinfo);
-        let cores = if processors > 0 {
-            processors
-        } else {
-            std::thread::available_parallelism().map_or(0, |n| n.get() as u32)
-        };
-        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|s| s.trim().to_string())
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "unknown".to_string());
-        HostFacts {
-            cpu_model,
-            cores,
-            kernel,
-            docker_version: None,
-        }
+/// Reads the CPU model, core count and kernel release from /proc. Facts that cannot be read
+/// are recorded as "unknown" rather than failing a run over a report detail. The Docker
+/// version is left for the caller, who has the Docker connection.
+pub fn host_facts() -> HostFacts {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let (cpu_model, processors) = parse_cpuinfo(&cpuinfo);
+    let cores = if processors > 0 {
+        processors
+    } else {
+        std::thread::available_parallelism().map_or(0, |n| n.get() as u32)
+    };
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_string());
+    HostFacts {
+        cpu_model,
+        cores,
+        kernel,
+        docker_version: None,
     }
 }
 

@@ -1,28 +1,30 @@
-//! A record as JSON: written pretty with a final line break, and read back with every version
-//! and field checked, an error naming where in the file it is.
+//! A record as a results file: written so that a reader never sees half of it, and read back
+//! with an error that names the file.
 
-use super::schema::{AgainstRecord, RunRecord, ServerStatus, SCHEMA_VERSION};
 use crate::error::ReportError;
-use model::json::{LoadReport, LOAD_REPORT_VERSION};
+use model::record::{RecordError, RunRecord};
 use std::io::Write as _;
 use std::path::Path;
 
-impl RunRecord {
-    /// The record as the pretty JSON every results file holds, with a final line break.
-    pub fn to_json(&self) -> Result<Vec<u8>, ReportError> {
-        let mut json = serde_json::to_vec_pretty(self).map_err(ReportError::Serialize)?;
-        json.push(b'\n');
-        Ok(json)
-    }
-
+/// Reading and writing a [`RunRecord`] as a results file (the record's JSON is its own).
+pub trait RecordIo: Sized {
     /// Writes the record to `path` so that a reader never sees a partial file: the JSON goes to
     /// a temporary file in the same directory, is flushed to disk, then renamed over `path`.
-    pub fn write_atomic(&self, path: &Path) -> Result<(), ReportError> {
+    fn write_atomic(&self, path: &Path) -> Result<(), ReportError>;
+    /// Reads a results file, telling apart a file that is not JSON, JSON that is not a results
+    /// file, and a results file newer than this reader.
+    fn load(path: &Path) -> Result<Self, ReportError>;
+    /// [`RecordIo::load`] on text already read; `path` only names it in errors.
+    fn from_json(text: &str, path: &Path) -> Result<Self, ReportError>;
+}
+
+impl RecordIo for RunRecord {
+    fn write_atomic(&self, path: &Path) -> Result<(), ReportError> {
         let write_err = |source| ReportError::Write {
             path: path.to_path_buf(),
             source,
         };
-        let json = self.to_json()?;
+        let json = self.to_json().map_err(ReportError::Serialize)?;
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
@@ -42,9 +44,7 @@ impl RunRecord {
         Ok(())
     }
 
-    /// Reads a results file, telling apart a file that is not JSON, JSON that is not a results
-    /// file, and a results file newer than this reader.
-    pub fn load(path: &Path) -> Result<RunRecord, ReportError> {
+    fn load(path: &Path) -> Result<RunRecord, ReportError> {
         let text = userfile::read_to_string(path).map_err(|source| ReportError::Read {
             path: path.to_path_buf(),
             source,
@@ -52,240 +52,37 @@ impl RunRecord {
         RunRecord::from_json(&text, path)
     }
 
-    /// [`RunRecord::load`] on text already read; `path` only names it in errors.
-    pub fn from_json(text: &str, path: &Path) -> Result<RunRecord, ReportError> {
-        let not_record = |detail: String| ReportError::NotARunRecord {
-            path: path.to_path_buf(),
-            detail,
-        };
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| ReportError::NotJson {
-                path: path.to_path_buf(),
-                line: e.line(),
-                column: e.column(),
-                message: strip_position(&e.to_string()),
-            })?;
-        let obj = value.as_object().ok_or_else(|| {
-            not_record(format!(
-                "the top level is {}, not an object",
-                json_kind(&value)
-            ))
-        })?;
-        let version = match obj.get("schema_version") {
-            None => return Err(not_record("it has no \"schema_version\" field".to_string())),
-            Some(v) => v.as_u64().ok_or_else(|| {
-                not_record(format!(
-                    "\"schema_version\" is {}, not a whole number",
-                    json_kind(v)
-                ))
-            })?,
-        };
-        if version == 0 {
-            // Versions start at 1: a 0 was made by hand or by something else.
-            return Err(not_record(
-                "\"schema_version\" is 0, a version no benchctl ever wrote (they start at 1)"
-                    .to_string(),
-            ));
-        }
-        if version > u64::from(SCHEMA_VERSION) {
-            return Err(ReportError::NewerVersion {
-                path: path.to_path_buf(),
-                what: "schema",
-                found: version,
-                supported: u64::from(SCHEMA_VERSION),
-            });
-        }
-        // Checked before the full parse so a newer load layout is reported as such, not as a
-        // confusing missing or unknown field deep inside a load.
-        if let Some(loads) = obj.get("loads").and_then(|l| l.as_array()) {
-            for l in loads {
-                if let Some(v) = l.pointer("/load/version").and_then(|v| v.as_u64()) {
-                    if v == 0 {
-                        return Err(not_record(
-                            "a load's \"version\" is 0, a version no benchctl ever wrote (they start at 1)"
-                                .to_string(),
-                        ));
-                    }
-                    if v > u64::from(LOAD_REPORT_VERSION) {
-                        return Err(ReportError::NewerVersion {
-                            path: path.to_path_buf(),
-                            what: "load report",
-                            found: v,
-                            supported: u64::from(LOAD_REPORT_VERSION),
-                        });
-                    }
-                }
-            }
-        }
-        // Parsed again from the text rather than from `value` so the error keeps its position.
-        let record: RunRecord =
-            serde_json::from_str(text).map_err(|e| not_record(e.to_string()))?;
-        record.check_figures().map_err(|detail| {
-            not_record(format!(
-                "{detail} (a measured figure cannot be that: was the file edited?)"
-            ))
-        })?;
-        Ok(record)
-    }
-
-    /// Every figure a report or comparison reads, checked for what a measurement can give:
-    /// finite, not negative, and consistent with the counters it derives from. The first
-    /// problem, named by its place in the file.
-    pub fn check_figures(&self) -> Result<(), String> {
-        for (i, s) in self.servers.iter().enumerate() {
-            if let ServerStatus::Available { ready_s } = s.status {
-                figure(&format!("servers[{i}].status.ready_s"), ready_s)?;
-            }
-        }
-        let baseline_side = self.against.as_ref().map_or(&[][..], |a| &a.loads[..]);
-        if let Some(a) = &self.against {
-            check_against(a)?;
-        }
-        let sides = [("loads", &self.loads[..]), ("against.loads", baseline_side)];
-        for (i, l, list) in sides
-            .into_iter()
-            .flat_map(|(list, loads)| loads.iter().enumerate().map(move |(i, l)| (i, l, list)))
-        {
-            let prefix = format!("{list}[{i}].load");
-            check_load_figures(&prefix, &l.load)?;
-            if let Some(u) = &l.server_usage {
-                figure(&format!("{list}[{i}].server_usage.cpu_s"), u.cpu_s)?;
-            }
-        }
-        crate::capacity::search::check_figures(&self.capacity)
+    fn from_json(text: &str, path: &Path) -> Result<RunRecord, ReportError> {
+        RunRecord::parse(text).map_err(|e| ReportError::of_record(path, e))
     }
 }
 
-/// A measured figure: finite and not negative; `at` names its place in the file.
-fn figure(at: &str, v: f64) -> Result<(), String> {
-    if !v.is_finite() || v < 0.0 {
-        return Err(format!("{at} is {v}"));
-    }
-    Ok(())
-}
-
-/// The settings of a comparison's search: threshold, budget, alpha and slowdowns.
-fn check_against(a: &AgainstRecord) -> Result<(), String> {
-    figure("against.threshold", a.threshold)?;
-    figure("against.budget_s", a.budget_s)?;
-    if !(a.alpha > 0.0 && a.alpha < 1.0) {
-        return Err(format!("against.alpha is {}", a.alpha));
-    }
-    for (i, s) in a.slowed.iter().enumerate() {
-        if !s.factor.is_finite() || s.factor <= 0.0 {
-            return Err(format!("against.slowed[{i}].factor is {}", s.factor));
+impl ReportError {
+    /// `e`, of the text of the file at `path`.
+    pub fn of_record(path: &Path, e: RecordError) -> ReportError {
+        let path = path.to_path_buf();
+        match e {
+            RecordError::NotJson {
+                line,
+                column,
+                message,
+            } => ReportError::NotJson {
+                path,
+                line,
+                column,
+                message,
+            },
+            RecordError::NotARecord(detail) => ReportError::NotARunRecord { path, detail },
+            RecordError::NewerVersion {
+                what,
+                found,
+                supported,
+            } => ReportError::NewerVersion {
+                path,
+                what,
+                found,
+                supported,
+            },
         }
-    }
-    Ok(())
-}
-
-/// One load's figures, at `prefix` in the file: its rates and counters, timers and timeline.
-fn check_load_figures(prefix: &str, r: &LoadReport) -> Result<(), String> {
-    let at = |f: &str| format!("{prefix}.{f}");
-    figure(&at("elapsed_s"), r.elapsed_s)?;
-    figure(&at("requests_per_second"), r.requests_per_second)?;
-    figure(&at("transfer_rate_kbps"), r.transfer_rate_kbps)?;
-    figure(&at("client_cpu_s"), r.client_cpu_s)?;
-    if r.elapsed_s > 0.0 {
-        let expect = r.complete as f64 / r.elapsed_s;
-        if (r.requests_per_second - expect).abs() > 1e-6 * expect.max(1.0) {
-            return Err(format!(
-                "{} is {}, but complete / elapsed_s is {expect}",
-                at("requests_per_second"),
-                r.requests_per_second
-            ));
-        }
-    }
-    if r.failed != r.failures.total() {
-        return Err(format!(
-            "{} is {}, but the failures by kind add up to {}",
-            at("failed"),
-            r.failed,
-            r.failures.total()
-        ));
-    }
-    check_timer_figures(prefix, r)?;
-    check_timeline_figures(prefix, r)
-}
-
-/// Each timer's mean and spread, its count within the requests, and percentiles in order.
-fn check_timer_figures(prefix: &str, r: &LoadReport) -> Result<(), String> {
-    let at = |f: &str| format!("{prefix}.{f}");
-    for (t, timer) in r.timers.iter() {
-        let name = format!("{t:?}").to_lowercase();
-        let m = &timer.moments;
-        figure(&at(&format!("{name}.mean_us")), timer.mean_us)?;
-        figure(&at(&format!("{name}.sd_us")), timer.sd_us)?;
-        if m.count > r.complete {
-            return Err(format!(
-                "{} is {}, more than the {} complete requests",
-                at(&format!("{name}.moments.count")),
-                m.count,
-                r.complete
-            ));
-        }
-        if m.count > 0 && m.min > m.max {
-            return Err(format!(
-                "{}: min {} is above max {}",
-                at(&format!("{name}.moments")),
-                m.min,
-                m.max
-            ));
-        }
-        let mut last = 0;
-        for &(p, v) in &timer.percentiles_us {
-            if v < last {
-                return Err(format!(
-                    "{}: the {p}th percentile ({v} µs) is below an earlier one ({last} µs)",
-                    at(&format!("{name}.percentiles_us"))
-                ));
-            }
-            last = v;
-        }
-    }
-    Ok(())
-}
-
-/// The timeline's intervals, which add up to the requests completed.
-fn check_timeline_figures(prefix: &str, r: &LoadReport) -> Result<(), String> {
-    let at = |f: &str| format!("{prefix}.{f}");
-    let Some(t) = &r.timeline else {
-        return Ok(());
-    };
-    figure(&at("timeline.interval_s"), t.interval_s)?;
-    for (j, iv) in t.intervals.iter().enumerate() {
-        figure(&at(&format!("timeline.intervals[{j}].start_s")), iv.start_s)?;
-        figure(
-            &at(&format!("timeline.intervals[{j}].duration_s")),
-            iv.duration_s,
-        )?;
-    }
-    let completed: u64 = t.intervals.iter().map(|iv| iv.completed).sum();
-    if completed != r.complete {
-        return Err(format!(
-            "{} add up to {completed} requests, but complete is {}",
-            at("timeline.intervals"),
-            r.complete
-        ));
-    }
-    Ok(())
-}
-
-/// serde_json appends " at line L column C" to its messages; the error prints them apart.
-pub(super) fn strip_position(msg: &str) -> String {
-    match msg.rfind(" at line ") {
-        Some(i) => msg[..i].to_string(),
-        None => msg.to_string(),
-    }
-}
-
-pub(super) fn json_kind(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
     }
 }

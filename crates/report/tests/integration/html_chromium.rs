@@ -10,6 +10,7 @@
 //! missing the test fails if `CI` is set and is skipped, with the reason printed, otherwise.
 //! Each Chromium run is killed, with its whole process group, after 60 seconds.
 
+use report::RecordIo;
 use report::{render, Format, RunRecord};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::process::CommandExt as _;

@@ -2,6 +2,7 @@
 //! person gets for files that are not what `report` and `compare` expect.
 
 use crate::common;
+use report::RecordIo;
 
 use report::record::{RunRecord, RunStatus};
 use report::{Protocol, ReportError};

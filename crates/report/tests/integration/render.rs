@@ -3,6 +3,7 @@
 //! browser test can find, partial runs, and template overrides.
 
 use crate::common;
+use report::RecordIo;
 
 use report::record::{RunRecord, RunStatus};
 use report::{render, Format};

@@ -2,6 +2,7 @@
 //! and the committed page being exactly what its committed inputs render to.
 
 use crate::common;
+use report::RecordIo;
 
 use std::path::{Path, PathBuf};
 

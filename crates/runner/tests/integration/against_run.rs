@@ -6,6 +6,7 @@
 //! - options that cannot be paired are refused before anything starts (no daemon needed).
 
 use crate::common::*;
+use report::RecordIo;
 use report::{AbStop, RunRecord};
 use runner::{Against, Headroom, RunOptions};
 use std::sync::Arc;

@@ -5,6 +5,7 @@
 
 use crate::common::*;
 use report::capacity::{CapacityKind, StartFrom, StepVerdict};
+use report::RecordIo;
 use report::{RunRecord, RunStatus};
 use runner::RunOptions;
 use std::sync::Arc;

@@ -5,6 +5,7 @@
 //! Then whole scenarios with `http = "2"`, in cleartext and over TLS.
 
 use crate::common;
+use report::RecordIo;
 
 use orchestrator::{ContainerSpec, ExpectedDoc, Orchestrator, Scheme};
 use report::Protocol;

@@ -8,6 +8,7 @@
 //! - a results file on a full disk: the run goes on and its record is saved elsewhere, whole.
 
 use crate::common::*;
+use report::RecordIo;
 use report::{RunRecord, RunStatus, ServerStatus};
 use runner::{Problem, RunError, RunOptions, Saved};
 use std::sync::Arc;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CapacityRecord {
-    /// [`crate::ServerRecord::name`].
+    /// [`super::ServerRecord::name`].
     pub server: String,
     /// The scenario's name for the document.
     pub document: String,
@@ -256,14 +256,14 @@ pub fn describe_us(us: u64) -> String {
 }
 
 /// A number with at most three decimals and no trailing zeros: 99, 99.9, 0.1.
-pub(crate) fn trim_number(v: f64) -> String {
+pub fn trim_number(v: f64) -> String {
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Every figure of a record's searches, checked as
-/// [`RunRecord::check_figures`](crate::RunRecord::check_figures) checks its loads'.
-pub(crate) fn check_figures(searches: &[CapacityRecord]) -> Result<(), String> {
+/// [`RunRecord::check_figures`](super::RunRecord::check_figures) checks its loads'.
+pub fn check_figures(searches: &[CapacityRecord]) -> Result<(), String> {
     let figure = |at: String, v: f64| -> Result<(), String> {
         if !v.is_finite() || v < 0.0 {
             return Err(format!("{at} is {v}"));

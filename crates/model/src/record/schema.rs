@@ -1,7 +1,7 @@
 //! The record's layout: every type its JSON holds, and what some of its figures mean.
 
 use super::host::HostFacts;
-use model::json::LoadReport;
+use crate::json::LoadReport;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -47,7 +47,7 @@ pub struct RunRecord {
     /// Capacity searches at a latency target, after the loads: per server and document, in the
     /// order they ran (absent when the run made none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub capacity: Vec<crate::capacity::search::CapacityRecord>,
+    pub capacity: Vec<super::capacity::CapacityRecord>,
     /// An A/B run (`benchctl run --against BASELINE.json`): the baseline side, measured in the
     /// same sitting, round by round beside the loads above (the candidate's). Absent for an
     /// ordinary run.
@@ -55,8 +55,7 @@ pub struct RunRecord {
     pub against: Option<AgainstRecord>,
 }
 
-/// The baseline side of an A/B run and the settings of its sequential test (see
-/// [`crate::paired`]): everything a later `benchctl compare` needs to judge the run again.
+/// The baseline side of an A/B run and the settings of its sequential test (the report crate's paired comparison): everything a later `benchctl compare` needs to judge the run again.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgainstRecord {
@@ -102,7 +101,7 @@ pub struct AgainstRecord {
     pub stop: Option<AbStop>,
 }
 
-/// When an A/B run's stopping rule looks at the comparison (see [`crate::paired::look_rounds`]).
+/// When an A/B run's stopping rule looks at the comparison (the report crate's paired comparison).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Looks {
@@ -438,7 +437,7 @@ pub const CLIENT_BOUND_SHARE: f64 = 0.9;
 /// Whether the load generator, not the server, set a load's pace: it used at least
 /// [`CLIENT_BOUND_SHARE`] of a core per worker thread while measuring, or responses waited
 /// longer for it to read them than the server took to send them
-/// ([`model::Note::GeneratorBound`]; its CPU time leaves out part of the kernel's work for
+/// ([`crate::Note::GeneratorBound`]; its CPU time leaves out part of the kernel's work for
 /// its sockets, so it can fall behind before its CPU time says so).
 pub fn is_client_bound(load: &LoadReport) -> bool {
     let threads = load.settings.threads.max(1) as f64;
@@ -448,11 +447,11 @@ pub fn is_client_bound(load: &LoadReport) -> bool {
 }
 
 /// Whether responses waited longer for the generator to read them than the server took to send
-/// them ([`model::Note::GeneratorBound`]).
+/// them ([`crate::Note::GeneratorBound`]).
 pub fn fell_behind(load: &LoadReport) -> bool {
     load.notes
         .iter()
-        .any(|n| matches!(n, model::Note::GeneratorBound { .. }))
+        .any(|n| matches!(n, crate::Note::GeneratorBound { .. }))
 }
 
 /// The shortest measured part of a load whose figures are worth reading: below it, start-up,
