@@ -1,7 +1,7 @@
 //! The shipped scenarios in `scenarios/` must validate, and must carry the parameters of the
 //! posts they reproduce (read from `../shared/seeds/`): these tests pin them.
 
-use loadgen::HttpVersion;
+use model::HttpVersion;
 use scenario::{DocumentSource, GeneratorKind, OptionValue, Plan};
 use std::path::PathBuf;
 

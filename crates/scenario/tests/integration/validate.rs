@@ -1,6 +1,6 @@
 //! What a valid scenario becomes: defaults, overrides, dependency order, hashes.
 
-use loadgen::{HttpVersion, Method};
+use model::{HttpVersion, Method};
 use scenario::{
     Coalesce, GeneratorKind, Kinds, OptionValue, Plan, ScenarioError, DEFAULT_MEMORY,
     DEFAULT_TIMEOUT,

@@ -2,7 +2,7 @@
 //! version.
 
 use super::{kinds, parse_str, MINIMAL};
-use loadgen::HttpVersion;
+use model::HttpVersion;
 use scenario::{HostImages, HostUrl, TlsKey};
 use std::path::Path;
 
