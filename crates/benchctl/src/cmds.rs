@@ -599,7 +599,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode, Failure> {
         .transpose()
         .map_err(Failure::usage)?;
     let Some(current) = &a.current else {
-        return compare_ab(&a, threshold);
+        return compare_against(&a, threshold);
     };
     if let (Ok(b), Ok(c)) = (a.baseline.canonicalize(), current.canonicalize()) {
         if b == c {
@@ -634,9 +634,9 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode, Failure> {
 }
 
 /// `benchctl compare AB.json`: the paired verdict of an A/B run, judged again from its record.
-fn compare_ab(a: &CompareArgs, threshold: Option<f64>) -> Result<ExitCode, Failure> {
+fn compare_against(a: &CompareArgs, threshold: Option<f64>) -> Result<ExitCode, Failure> {
     let mut record = RunRecord::load(&a.baseline).map_err(Failure::usage)?;
-    let Some(ab) = record.against.as_mut() else {
+    let Some(against) = record.against.as_mut() else {
         return Err(Failure::usage(anyhow!(
             "{} is an ordinary run, not an A/B run (benchctl run --against): give the run to compare it with, benchctl compare {} CURRENT.json",
             a.baseline.display(),
@@ -644,7 +644,7 @@ fn compare_ab(a: &CompareArgs, threshold: Option<f64>) -> Result<ExitCode, Failu
         )));
     };
     if let Some(t) = threshold {
-        ab.threshold = t;
+        against.threshold = t;
     }
     let cmp = report::compare_record(&record).expect("an A/B record");
     let text = match a.format {

@@ -506,9 +506,9 @@ fn capacity_event(event: &Event<'_>) {
 
 /// An A/B run's fresh containers and its looks at the comparison. Only those events are
 /// passed here.
-fn ab_event(event: &Event<'_>) {
+fn against_event(event: &Event<'_>) {
     match event {
-        Event::AbFresh {
+        Event::AgainstFresh {
             round,
             containers,
             not_removed,
@@ -523,7 +523,7 @@ fn ab_event(event: &Event<'_>) {
                 );
             }
         }
-        Event::AbLook {
+        Event::AgainstLook {
             round,
             rounds,
             undecided,
@@ -566,8 +566,8 @@ impl Observer for Printer {
             Event::CapacityStarting { .. }
             | Event::CapacityStep { .. }
             | Event::CapacityDone { .. } => capacity_event(event),
-            Event::AbFresh { .. }
-            | Event::AbLook { .. } => ab_event(event),
+            Event::AgainstFresh { .. }
+            | Event::AgainstLook { .. } => against_event(event),
             Event::RecordNotWritten { path, error } => eprintln!(
                 "benchctl: warning: cannot write the results record {} ({error}); the run goes on with every measurement kept",
                 path.display()

@@ -32,9 +32,9 @@ pub use compare::{compare, Comparison, Verdict, DEFAULT_THRESHOLD};
 pub use error::ReportError;
 pub use paired::{compare_record, PairedComparison, PairedVerdict};
 pub use record::{
-    AbStop, AgainstRecord, EngineRecord, GeneratorRecord, HostFacts, LoadRecord, Looks, Protocol,
-    RecordFile, RecordIo, RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed,
-    Usage, SCHEMA_VERSION,
+    AgainstRecord, AgainstStop, EngineRecord, GeneratorRecord, HostFacts, LoadRecord, Looks,
+    Protocol, RecordFile, RecordIo, RunRecord, RunStatus, ScenarioRecord, ServerRecord,
+    ServerStatus, Slowed, Usage, SCHEMA_VERSION,
 };
 pub use render::{ab, abfiles, charts};
 pub use render::{render, render_comparison, Format, Renderer};

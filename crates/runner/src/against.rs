@@ -19,7 +19,8 @@ pub use crate::options::{Against, DEFAULT_BUDGET};
 /// An A/B run's plan, worked out from the scenario and the baseline record.
 #[derive(Debug)]
 pub(crate) struct AgainstPlan {
-    pub against: Against,
+    /// The A/B run as asked for.
+    pub asked: Against,
     /// Per scenario server (by index): the image the baseline side runs, by id where the
     /// record has one (a tag may have been rebuilt since; the id is what was measured).
     pub images: HashMap<usize, BaselineImage>,
@@ -52,7 +53,7 @@ impl AgainstPlan {
     /// The CPU share both sides of `server` get for `document`: the one the baseline's loads
     /// had (their last round), else the scenario's.
     pub fn share(&self, plan: &Plan, server: &str, document: &str) -> Option<f64> {
-        self.against
+        self.asked
             .record
             .loads
             .iter()
@@ -72,7 +73,7 @@ impl AgainstPlan {
         let ceiling = self
             .share(plan, server, document)
             .unwrap_or(plan.cpus.servers.len() as f64);
-        self.against
+        self.asked
             .record
             .loads
             .iter()
@@ -213,7 +214,7 @@ pub(crate) fn prepare(
         None => None,
     };
     Ok(AgainstPlan {
-        against: a.clone(),
+        asked: a.clone(),
         images,
         slowed,
         gates: gates.max(1),
@@ -360,12 +361,12 @@ fn load_args(load: &LoadSpec, cpus: &[usize], url: &str) -> Vec<String> {
 /// Every baseline image is on this machine: a missing one is named, with how to get it back.
 pub(crate) async fn check_images<E: crate::fleet::Engine>(
     orch: &E,
-    ab: &AgainstPlan,
+    against: &AgainstPlan,
 ) -> Result<(), RunError> {
-    let mut indices: Vec<&usize> = ab.images.keys().collect();
+    let mut indices: Vec<&usize> = against.images.keys().collect();
     indices.sort();
     for i in indices {
-        let img = &ab.images[i];
+        let img = &against.images[i];
         let present = orch
             .image_id(&img.reference)
             .await
@@ -381,7 +382,7 @@ pub(crate) async fn check_images<E: crate::fleet::Engine>(
         };
         return Err(RunError::Invalid(format!(
             "--against {}: the baseline's image {}{id} is not on this machine. Rebuild it from docker/{} as it was when the baseline ran (git checkout COMMIT -- docker/{} && benchctl images build {}: the tag is that folder's hash, but a rebuild installs today's packages, so its id and figures may differ), or load a saved copy (docker save {} > img.tar on a machine that has it, docker load < img.tar here). bench/nightly.sh --promote keeps the images of the baselines it promotes.",
-            ab.against.path.display(),
+            against.asked.path.display(),
             img.tag,
             img.kind,
             img.kind,

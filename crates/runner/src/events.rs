@@ -122,7 +122,7 @@ pub enum Event<'a> {
         need: u64,
     },
     /// An A/B run put both sides on fresh containers before a round.
-    AbFresh {
+    AgainstFresh {
         /// 1-based: the round about to start.
         round: u32,
         /// Containers started.
@@ -132,7 +132,7 @@ pub enum Event<'a> {
         seconds: f64,
     },
     /// An A/B run looked at its paired comparison after a round.
-    AbLook {
+    AgainstLook {
         /// 1-based: rounds done.
         round: u32,
         /// The most it may take.
@@ -229,13 +229,13 @@ impl Observer for Recorder {
             Event::CapacityDone { record } => {
                 format!("capacity done {} {}", record.server, record.url_path)
             }
-            Event::AbFresh {
+            Event::AgainstFresh {
                 round, containers, ..
-            } => format!("ab fresh {round} {containers}"),
+            } => format!("against fresh {round} {containers}"),
             Event::ConntrackWait { count, max, .. } => format!("conntrack wait {count}/{max}"),
-            Event::AbLook {
+            Event::AgainstLook {
                 round, undecided, ..
-            } => format!("ab look {round} {undecided}"),
+            } => format!("against look {round} {undecided}"),
             Event::RecordNotWritten { error, .. } => format!("not written: {error}"),
         };
         self.lines.lock().unwrap().push(line);

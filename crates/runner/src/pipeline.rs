@@ -65,19 +65,19 @@ pub(crate) async fn run_on<F: Fleet>(
     observer: Arc<dyn Observer>,
 ) -> Result<RunOutcome, RunError> {
     // Everything that can be checked is checked before anything starts.
-    let ab = match &opts.against {
+    let against = match &opts.against {
         Some(a) => Some(against::prepare(plan, &opts, a)?),
         None => None,
     };
-    let (runs, sources) = check_options(plan, &opts, ab.as_ref())?;
+    let (runs, sources) = check_options(plan, &opts, against.as_ref())?;
     let out = results_path(&opts, plan)?;
 
     let engines = connect(fleet, plan).await?;
     let connected: Vec<&F::Engine> = engines.iter().flatten().collect();
     let engine_records = engine_records(plan, &engines).await?;
     // An A/B run's baseline images must be here, on this machine's engine.
-    if let (Some(ab), Some(orch)) = (&ab, engines[0].as_ref()) {
-        against::check_images(orch, ab).await?;
+    if let (Some(against), Some(orch)) = (&against, engines[0].as_ref()) {
+        against::check_images(orch, against).await?;
     }
 
     let started_at = report::record::now_rfc3339();
@@ -93,7 +93,14 @@ pub(crate) async fn run_on<F: Fleet>(
         Some(local) => local.version().await.ok(),
         None => None,
     };
-    let mut record = new_record(plan, &run_id, started_at, host, engine_records, ab.as_ref());
+    let mut record = new_record(
+        plan,
+        &run_id,
+        started_at,
+        host,
+        engine_records,
+        against.as_ref(),
+    );
     // Claimed before any work: a file that exists or cannot be written stops the run here.
     let file = RecordFile::create(&out, &record, &rundir::writer_tag())?;
     opts.cleanup.set_run(&run_id);
@@ -122,13 +129,13 @@ pub(crate) async fn run_on<F: Fleet>(
                 engines: &engines,
                 plan,
                 sources: &sources,
-                schedule: schedule_for(ab.as_ref(), runs),
+                schedule: schedule_for(against.as_ref(), runs),
                 opts: &opts,
                 run_dir: &run_dir,
                 run_id: &run_id,
                 observer: observer.as_ref(),
                 observer_arc: &observer,
-                ab: ab.as_ref(),
+                against: against.as_ref(),
                 capacity: capacity_for(&opts, plan),
                 scheme,
                 tls_dir,
@@ -171,14 +178,14 @@ pub(crate) async fn run_on<F: Fleet>(
 }
 
 /// The rounds of a run of `runs` rounds, or of an A/B run's at most `max_rounds`.
-fn schedule_for(ab: Option<&AgainstPlan>, runs: u32) -> Schedule {
-    match ab {
-        Some(ab) => Schedule::ab(
+fn schedule_for(against: Option<&AgainstPlan>, runs: u32) -> Schedule {
+    match against {
+        Some(against) => Schedule::against(
             runs,
             report::paired::MIN_ROUNDS,
             report::Looks::Growing,
-            ab.against.fresh,
-            ab.against.budget,
+            against.asked.fresh,
+            against.asked.budget,
         ),
         None => Schedule::plain(runs),
     }
@@ -199,10 +206,10 @@ fn capacity_for(opts: &RunOptions, plan: &Plan) -> Option<scenario::CapacitySpec
 fn check_options(
     plan: &Plan,
     opts: &RunOptions,
-    ab: Option<&AgainstPlan>,
+    against: Option<&AgainstPlan>,
 ) -> Result<(u32, BTreeMap<String, BuildSource>), RunError> {
-    let runs = match ab {
-        Some(ab) => ab.against.max_rounds,
+    let runs = match against {
+        Some(against) => against.asked.max_rounds,
         None => opts.runs.unwrap_or(plan.runs),
     };
     if runs == 0 {
@@ -334,7 +341,7 @@ fn new_record(
     started_at: String,
     host: HostFacts,
     engines: Vec<report::EngineRecord>,
-    ab: Option<&AgainstPlan>,
+    against: Option<&AgainstPlan>,
 ) -> RunRecord {
     RunRecord {
         schema_version: report::SCHEMA_VERSION,
@@ -354,23 +361,23 @@ fn new_record(
         servers: Vec::new(),
         loads: Vec::new(),
         capacity: Vec::new(),
-        against: ab.map(|ab| AgainstRecord {
-            baseline_run_id: ab.against.record.run_id.clone(),
-            baseline_path: ab.against.path.display().to_string(),
-            threshold: ab.against.threshold,
+        against: against.map(|against| AgainstRecord {
+            baseline_run_id: against.asked.record.run_id.clone(),
+            baseline_path: against.asked.path.display().to_string(),
+            threshold: against.asked.threshold,
             alpha: report::paired::ALPHA,
             min_rounds: report::paired::MIN_ROUNDS,
-            max_rounds: ab.against.max_rounds,
+            max_rounds: against.asked.max_rounds,
             looks: report::Looks::Growing,
-            fresh_containers: ab.against.fresh,
-            baseline_generator: ab
+            fresh_containers: against.asked.fresh,
+            baseline_generator: against
                 .generator
                 .as_ref()
                 .map(|g| format!("{} ({})", g.path.display(), g.version)),
-            gates: ab.gates,
-            budget_s: ab.against.budget.as_secs_f64(),
-            slowed: ab
-                .against
+            gates: against.gates,
+            budget_s: against.asked.budget.as_secs_f64(),
+            slowed: against
+                .asked
                 .slowed
                 .iter()
                 .map(|(server, factor)| Slowed {

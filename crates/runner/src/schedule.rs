@@ -20,7 +20,7 @@ pub struct Schedule {
     /// How many rounds at most.
     pub rounds: u32,
     /// An A/B run's part of it.
-    pub ab: Option<AbSchedule>,
+    pub against: Option<AbSchedule>,
 }
 
 /// How an A/B run's rounds go.
@@ -37,12 +37,15 @@ pub struct AbSchedule {
 impl Schedule {
     /// `rounds` rounds of one side.
     pub fn plain(rounds: u32) -> Schedule {
-        Schedule { rounds, ab: None }
+        Schedule {
+            rounds,
+            against: None,
+        }
     }
 
     /// An A/B run of at most `max_rounds`, looking at the comparison from `min_rounds` on as
     /// `looks` says.
-    pub fn ab(
+    pub fn against(
         max_rounds: u32,
         min_rounds: u32,
         looks: Looks,
@@ -51,7 +54,7 @@ impl Schedule {
     ) -> Self {
         Schedule {
             rounds: max_rounds,
-            ab: Some(AbSchedule {
+            against: Some(AbSchedule {
                 fresh,
                 budget,
                 looks: report::paired::look_rounds(min_rounds, max_rounds, looks),
@@ -72,30 +75,30 @@ impl Schedule {
 
     /// Whether round `round` (0-based) starts on fresh containers of both sides.
     pub fn renews(&self, round: u32) -> bool {
-        round > 0 && self.ab.as_ref().is_some_and(|ab| ab.fresh)
+        round > 0 && self.against.as_ref().is_some_and(|against| against.fresh)
     }
 
     /// Whether round `round` (0-based) may start, `elapsed` after the first began, when the
     /// last one took `last`: none starts that would end beyond an A/B run's budget.
     pub fn may_start(&self, round: u32, elapsed: Duration, last: Duration) -> bool {
-        match &self.ab {
-            Some(ab) => round == 0 || elapsed + last <= ab.budget,
+        match &self.against {
+            Some(against) => round == 0 || elapsed + last <= against.budget,
             None => true,
         }
     }
 
     /// Whether the comparison is looked at after round `round` (0-based).
     pub fn looks_after(&self, round: u32) -> bool {
-        self.ab
+        self.against
             .as_ref()
-            .is_some_and(|ab| ab.looks.contains(&(round + 1)))
+            .is_some_and(|against| against.looks.contains(&(round + 1)))
     }
 
     /// The next round (1-based) after round `round` (0-based) at which the comparison is
     /// looked at.
     pub fn next_look(&self, round: u32) -> Option<u32> {
-        let ab = self.ab.as_ref()?;
-        ab.looks.iter().copied().find(|&r| r > round + 1)
+        let against = self.against.as_ref()?;
+        against.looks.iter().copied().find(|&r| r > round + 1)
     }
 }
 
@@ -103,8 +106,8 @@ impl Schedule {
 mod tests {
     use super::*;
 
-    fn ab(fresh: bool) -> Schedule {
-        Schedule::ab(10, 4, Looks::Growing, fresh, Duration::from_secs(60))
+    fn against(fresh: bool) -> Schedule {
+        Schedule::against(10, 4, Looks::Growing, fresh, Duration::from_secs(60))
     }
 
     #[test]
@@ -124,15 +127,15 @@ mod tests {
 
     #[test]
     fn fresh_containers_from_the_second_round_of_an_ab_run_only() {
-        assert!(!ab(true).renews(0));
-        assert!(ab(true).renews(1));
-        assert!(!ab(false).renews(1));
+        assert!(!against(true).renews(0));
+        assert!(against(true).renews(1));
+        assert!(!against(false).renews(1));
         assert!(!Schedule::plain(3).renews(1));
     }
 
     #[test]
     fn no_round_starts_that_would_end_beyond_the_budget() {
-        let s = ab(true);
+        let s = against(true);
         let secs = Duration::from_secs;
         // The first always starts, whatever the clock says.
         assert!(s.may_start(0, secs(100), secs(100)));
@@ -144,8 +147,8 @@ mod tests {
 
     #[test]
     fn the_comparison_is_looked_at_on_its_rounds_only() {
-        let s = ab(true);
-        let looks = &s.ab.as_ref().unwrap().looks;
+        let s = against(true);
+        let looks = &s.against.as_ref().unwrap().looks;
         assert_eq!(looks.first(), Some(&4));
         assert_eq!(looks.last(), Some(&10));
         assert!(!s.looks_after(2));

@@ -98,7 +98,7 @@ pub struct AgainstRecord {
     pub loads: Vec<LoadRecord>,
     /// Why the rounds ended; absent while they go on (or when the run failed or was stopped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop: Option<AbStop>,
+    pub stop: Option<AgainstStop>,
 }
 
 /// When an A/B run's stopping rule looks at the comparison (the report crate's paired comparison).
@@ -131,7 +131,7 @@ pub struct Slowed {
 /// Why the rounds of an A/B run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum AbStop {
+pub enum AgainstStop {
     /// Every gated metric was judged: worse, better or within the threshold.
     Decided,
     /// `max_rounds` ran before every gated metric was judged.
@@ -140,12 +140,14 @@ pub enum AbStop {
     Time,
 }
 
-impl AbStop {
+impl AgainstStop {
     pub fn text(self) -> &'static str {
         match self {
-            AbStop::Decided => "every gated metric judged",
-            AbStop::Rounds => "the round budget was used up before every gated metric was judged",
-            AbStop::Time => "the time budget was used up before every gated metric was judged",
+            AgainstStop::Decided => "every gated metric judged",
+            AgainstStop::Rounds => {
+                "the round budget was used up before every gated metric was judged"
+            }
+            AgainstStop::Time => "the time budget was used up before every gated metric was judged",
         }
     }
 }

@@ -53,7 +53,7 @@
 //! server that got slower without using more CPU. The other metrics are reported with the
 //! same intervals and verdicts, but not gated.
 
-use crate::record::{AbStop, LoadRecord, Looks, RunRecord, ServerStatus, Slowed};
+use crate::record::{AgainstStop, LoadRecord, Looks, RunRecord, ServerStatus, Slowed};
 use crate::stats::{self, Metric};
 use serde::Serialize;
 
@@ -312,7 +312,7 @@ pub struct PairedComparison {
     pub budget_s: f64,
     /// The most paired rounds of any server and document.
     pub rounds: usize,
-    pub stop: Option<AbStop>,
+    pub stop: Option<AgainstStop>,
     pub slowed: Vec<Slowed>,
     pub groups: Vec<PairedGroup>,
     /// Servers the baseline side measured and the candidate side could not: they fail the run.

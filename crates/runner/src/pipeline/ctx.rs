@@ -37,7 +37,7 @@ pub(super) struct Ctx<'a, E: Engine> {
     pub(super) scheme: Scheme,
     pub(super) tls_dir: Option<PathBuf>,
     /// An A/B run's plan.
-    pub(super) ab: Option<&'a AgainstPlan>,
+    pub(super) against: Option<&'a AgainstPlan>,
     /// `[load] generators`, ready once the run has made their image on each host.
     pub(super) generators: std::sync::OnceLock<Vec<crate::generators::Generator>>,
     /// The `[[host]]`s whose engine stopped answering about a server during the run.

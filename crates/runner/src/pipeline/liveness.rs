@@ -41,7 +41,7 @@ impl<E: Engine> Ctx<'_, E> {
         &self,
         side: &mut Vec<Live<E>>,
         expected: &[ExpectedDoc],
-        ab: &AgainstPlan,
+        against: &AgainstPlan,
     ) -> Renewed {
         let old: Vec<Live<E>> = std::mem::take(side);
         let mut keep = Vec::with_capacity(old.len());
@@ -60,7 +60,7 @@ impl<E: Engine> Ctx<'_, E> {
         let mut lost = Vec::new();
         for (index, baseline, image) in keep {
             let base_image = if baseline {
-                ab.images.get(&index)
+                against.images.get(&index)
             } else {
                 None
             };

@@ -106,7 +106,7 @@ impl<E: Engine> Ctx<'_, E> {
     /// Who sends `l`'s loads: an A/B run's baseline binary for the baseline side, else the
     /// scenario's generators, else this process.
     fn source(&self, l: &Live<E>) -> LoadSource<'_> {
-        let baseline = self.ab.and_then(|ab| ab.generator.as_ref());
+        let baseline = self.against.and_then(|against| against.generator.as_ref());
         match (baseline.filter(|_| l.baseline), self.generators.get()) {
             (Some(g), _) => LoadSource::Baseline(g),
             (None, Some(gens)) => LoadSource::Generators(gens),

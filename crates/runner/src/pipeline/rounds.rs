@@ -12,7 +12,7 @@ use crate::results::Results;
 use crate::schedule::{Schedule, Side};
 use crate::{headroom, rundir};
 use orchestrator::ExpectedDoc;
-use report::{AbStop, LoadRecord, RunRecord};
+use report::{AgainstStop, LoadRecord, RunRecord};
 use scenario::MaterializedDoc;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -42,17 +42,17 @@ impl<E: Engine> Ctx<'_, E> {
                 .schedule
                 .may_start(round, rounds_started.elapsed(), last_round)
             {
-                stop = Some(AbStop::Time);
+                stop = Some(AgainstStop::Time);
                 break;
             }
             let round_started = Instant::now();
-            if let Some(ab) = self.ab.filter(|_| self.schedule.renews(round)) {
+            if let Some(against) = self.against.filter(|_| self.schedule.renews(round)) {
                 // Every round on fresh containers of both sides: what differs from one
                 // container to the next of the same image (where its memory landed, how its
                 // workers were spawned) then varies from round to round, where the interval
                 // sees it, instead of favouring one side for the whole run.
                 let sides = [&mut live, &mut base_live];
-                self.renew_both(round, sides, &expected, ab, record, results)
+                self.renew_both(round, sides, &expected, against, record, results)
                     .await;
                 book.applied.clear();
             }
@@ -67,7 +67,7 @@ impl<E: Engine> Ctx<'_, E> {
                 return Ok(());
             }
             last_round = round_started.elapsed();
-            if self.ab.is_some() {
+            if self.against.is_some() {
                 if let Look::Stop(why) = self.look(record, round) {
                     stop = why;
                     break;
@@ -75,7 +75,7 @@ impl<E: Engine> Ctx<'_, E> {
             }
         }
         if let Some(a) = record.against.as_mut() {
-            a.stop = Some(stop.unwrap_or(AbStop::Rounds));
+            a.stop = Some(stop.unwrap_or(AgainstStop::Rounds));
             results.save(record, self.observer);
         }
         if let Some(spec) = &self.capacity {
@@ -182,9 +182,9 @@ impl<E: Engine> Ctx<'_, E> {
             results.save(record, self.observer);
         }
         let mut base_live: Vec<Live<E>> = Vec::new();
-        if let Some(ab) = self.ab {
+        if let Some(against) = self.against {
             for (i, want) in wanted.iter().enumerate() {
-                let Some(image) = ab.images.get(&i).filter(|_| *want) else {
+                let Some(image) = against.images.get(&i).filter(|_| *want) else {
                     continue;
                 };
                 let srec = self
@@ -228,7 +228,7 @@ impl<E: Engine> Ctx<'_, E> {
                     doc,
                     spec,
                 };
-                let flow = match self.ab {
+                let flow = match self.against {
                     None => {
                         self.single(l, sides.live, at, book, record, results)
                             .await?
@@ -295,7 +295,9 @@ impl<E: Engine> Ctx<'_, E> {
         results: &mut Results,
     ) -> Result<Flow, RunError> {
         let plan = self.plan;
-        let ab = self.ab.expect("a pair of loads is made on an A/B run only");
+        let against = self
+            .against
+            .expect("a pair of loads is made on an A/B run only");
         let (server, spec) = (at.server, at.spec);
         let Some(b) = sides.base.iter().find(|b| b.index == l.index) else {
             return Ok(Flow::NextServer);
@@ -303,9 +305,9 @@ impl<E: Engine> Ctx<'_, E> {
         if !self.is_up(true, l.index) {
             return Ok(Flow::NextServer);
         }
-        let base_share = ab.share(plan, &server.name, &spec.name);
-        let cand_share = match ab.slowed.get(&l.index) {
-            Some(f) => Some(f * ab.used(plan, &server.name, &spec.name)),
+        let base_share = against.share(plan, &server.name, &spec.name);
+        let cand_share = match against.slowed.get(&l.index) {
+            Some(f) => Some(f * against.used(plan, &server.name, &spec.name)),
             None => base_share,
         };
         let order = Schedule::order(at.round).map(|side| side == Side::Baseline);
@@ -313,7 +315,7 @@ impl<E: Engine> Ctx<'_, E> {
         // spawned, pages touched) vary from one container to the next and would add their
         // noise to the round.
         let warmed;
-        let at = if ab.against.fresh && std::ptr::eq(spec, &plan.documents[0]) {
+        let at = if against.asked.fresh && std::ptr::eq(spec, &plan.documents[0]) {
             let mut s = spec.clone();
             s.load.warmup = s.load.warmup.max(FRESH_WARMUP);
             warmed = s;
@@ -366,7 +368,7 @@ impl<E: Engine> Ctx<'_, E> {
         round: u32,
         sides: [&mut Vec<Live<E>>; 2],
         expected: &[ExpectedDoc],
-        ab: &AgainstPlan,
+        against: &AgainstPlan,
         record: &mut RunRecord,
         results: &mut Results,
     ) {
@@ -374,14 +376,14 @@ impl<E: Engine> Ctx<'_, E> {
         let (mut started, mut not_removed) = (0, 0);
         for baseline in [false, true] {
             let side = &mut *sides[usize::from(baseline)];
-            let r = self.renew(side, expected, ab).await;
+            let r = self.renew(side, expected, against).await;
             started += r.started;
             not_removed += r.not_removed;
             if !r.lost.is_empty() {
                 self.report_deaths(record, results, r.lost, baseline);
             }
         }
-        self.observer.event(&Event::AbFresh {
+        self.observer.event(&Event::AgainstFresh {
             round: round + 1,
             containers: started,
             not_removed,
@@ -399,7 +401,7 @@ impl<E: Engine> Ctx<'_, E> {
         // interval was set for those.
         let looked = self.schedule.looks_after(round);
         let settled = looked && cmp.settled();
-        self.observer.event(&Event::AbLook {
+        self.observer.event(&Event::AgainstLook {
             round: round + 1,
             rounds: self.schedule.rounds,
             undecided: cmp.undecided(),
@@ -408,7 +410,7 @@ impl<E: Engine> Ctx<'_, E> {
             next_look: self.schedule.next_look(round),
         });
         if settled {
-            return Look::Stop(Some(AbStop::Decided));
+            return Look::Stop(Some(AgainstStop::Decided));
         }
         if cmp.groups.is_empty() {
             // Nothing is measured on both sides any more: more rounds cannot help.

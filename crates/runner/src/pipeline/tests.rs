@@ -4,7 +4,7 @@
 //! "containers" are HTTP servers of this process on 127.0.0.1, loaded by the real generator
 //! with a few dozen requests.
 
-mod ab;
+mod against;
 mod bringup;
 mod cancel;
 mod course;

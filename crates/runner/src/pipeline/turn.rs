@@ -3,7 +3,7 @@
 //! comparison says ([`Look`]).
 
 use loadgen::json::LoadReport;
-use report::{AbStop, GeneratorRecord, Usage};
+use report::{AgainstStop, GeneratorRecord, Usage};
 use std::collections::HashMap;
 
 /// What one load is of: the round, the server, and the document with its load.
@@ -38,7 +38,7 @@ pub(super) enum Look {
     /// Another round.
     Go,
     /// No more rounds, and why (`None`: nothing left to compare).
-    Stop(Option<AbStop>),
+    Stop(Option<AgainstStop>),
 }
 
 /// Per server and document, the CPU share headroom settled on; per container (baseline side,

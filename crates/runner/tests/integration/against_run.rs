@@ -7,7 +7,7 @@
 
 use crate::common::*;
 use report::RecordIo;
-use report::{AbStop, RunRecord};
+use report::{AgainstStop, RunRecord};
 use runner::{Against, Headroom, RunOptions};
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,7 +79,10 @@ async fn an_ab_run_pairs_the_baselines_image_with_the_candidates_in_abba_order()
     // Four rounds at most, and the first look is after the fourth: four pairs.
     assert_eq!(record.loads.len(), 4);
     assert_eq!(ab.loads.len(), 4);
-    assert!(matches!(ab.stop, Some(AbStop::Decided | AbStop::Rounds)));
+    assert!(matches!(
+        ab.stop,
+        Some(AgainstStop::Decided | AgainstStop::Rounds)
+    ));
     // ABBA: baseline first in rounds 1 and 3, candidate first in rounds 2 and 4.
     let done: Vec<String> = rec
         .lines()
@@ -93,11 +96,15 @@ async fn an_ab_run_pairs_the_baselines_image_with_the_candidates_in_abba_order()
     let fresh: Vec<String> = rec
         .lines()
         .into_iter()
-        .filter(|l| l.starts_with("ab fresh "))
+        .filter(|l| l.starts_with("against fresh "))
         .collect();
     assert_eq!(
         fresh,
-        ["ab fresh 2 2", "ab fresh 3 2", "ab fresh 4 2"],
+        [
+            "against fresh 2 2",
+            "against fresh 3 2",
+            "against fresh 4 2"
+        ],
         "{fresh:?}"
     );
     assert!(ab.fresh_containers);

@@ -260,7 +260,7 @@ pub fn ab_record(rounds: u32, slow: Option<Slowdown>, noise: &[f64]) -> RunRecor
         slowed: Vec::new(),
         servers: base.servers.clone(),
         loads: base.loads,
-        stop: Some(AbStop::Decided),
+        stop: Some(AgainstStop::Decided),
     });
     candidate
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::against::Against;
-use report::AbStop;
+use report::AgainstStop;
 
 /// A baseline record of TWO made by a first run, and an A/B run's options against it.
 async fn baseline(setup: &Setup) -> Against {
@@ -28,7 +28,7 @@ fn with_baseline_images() -> Script {
     }
 }
 
-async fn ab_run(setup: &Setup, against: Against, script: Script) -> Ran {
+async fn against_run(setup: &Setup, against: Against, script: Script) -> Ran {
     let mut opts = setup.options();
     opts.against = Some(against);
     run_with(setup, script, opts, None).await
@@ -52,7 +52,7 @@ async fn both_sides_are_measured_back_to_back_in_abba_order() {
     let setup = Setup::new(TWO);
     let mut against = baseline(&setup).await;
     against.fresh = false;
-    let ran = ab_run(&setup, against, with_baseline_images()).await;
+    let ran = against_run(&setup, against, with_baseline_images()).await;
     assert!(complete(&ran), "{:?}", ran.record().status);
     let a: Vec<&str> = ran.lines("done a").into_iter().collect();
     assert!(a.len() >= 8, "{a:?}");
@@ -77,12 +77,12 @@ async fn both_sides_are_measured_back_to_back_in_abba_order() {
 async fn the_rounds_stop_when_decided_or_at_the_most_rounds() {
     let setup = Setup::new(TWO);
     let against = baseline(&setup).await;
-    let ran = ab_run(&setup, against, with_baseline_images()).await;
+    let ran = against_run(&setup, against, with_baseline_images()).await;
     let a = ran.record().against.as_ref().unwrap();
     let rounds = rounds_of(&ran, "a").len() as u32;
     match a.stop {
-        Some(AbStop::Rounds) => assert_eq!(rounds, 6),
-        Some(AbStop::Decided) => {
+        Some(AgainstStop::Rounds) => assert_eq!(rounds, 6),
+        Some(AgainstStop::Decided) => {
             let looks =
                 report::paired::look_rounds(report::paired::MIN_ROUNDS, 6, report::Looks::Growing);
             assert!(looks.contains(&rounds), "{rounds} not at a look {looks:?}");
@@ -90,16 +90,16 @@ async fn the_rounds_stop_when_decided_or_at_the_most_rounds() {
         other => panic!("{other:?}"),
     }
     assert!(rounds >= report::paired::MIN_ROUNDS);
-    assert_eq!(ran.lines("ab look ").len() as u32, rounds);
+    assert_eq!(ran.lines("against look ").len() as u32, rounds);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_round_after_the_first_runs_on_fresh_containers_of_both_sides() {
     let setup = Setup::new(TWO);
     let against = baseline(&setup).await;
-    let ran = ab_run(&setup, against, with_baseline_images()).await;
+    let ran = against_run(&setup, against, with_baseline_images()).await;
     let rounds = rounds_of(&ran, "a").len();
-    let fresh = ran.lines("ab fresh ");
+    let fresh = ran.lines("against fresh ");
     assert_eq!(fresh.len(), rounds - 1, "{fresh:?}");
     // Each renewal starts all four containers again.
     assert!(fresh.iter().all(|l| l.ends_with(" 4")), "{fresh:?}");
@@ -117,7 +117,7 @@ async fn every_round_after_the_first_runs_on_fresh_containers_of_both_sides() {
 async fn a_baseline_image_that_is_not_here_stops_the_run_before_anything() {
     let setup = Setup::new(TWO);
     let against = baseline(&setup).await;
-    let ran = ab_run(&setup, against, Script::new()).await;
+    let ran = against_run(&setup, against, Script::new()).await;
     match &ran.outcome {
         Err(RunError::Invalid(m)) => assert!(m.contains("is not on this machine"), "{m}"),
         other => panic!("{:?}", other.as_ref().map(|o| &o.record.status)),
@@ -134,7 +134,7 @@ async fn a_baseline_server_that_dies_ends_that_servers_comparison_only() {
         dies_after: [("a-baseline".to_string(), 1)].into(),
         ..with_baseline_images()
     };
-    let ran = ab_run(&setup, against, script).await;
+    let ran = against_run(&setup, against, script).await;
     let a = ran.record().against.as_ref().unwrap();
     let base_a = a.servers.iter().find(|s| s.name == "a").unwrap();
     assert!(
@@ -157,7 +157,7 @@ async fn a_slowed_candidate_runs_at_a_fraction_of_the_cpu_its_baseline_used() {
     let mut against = baseline(&setup).await;
     against.fresh = false;
     against.slowed = vec![("a".to_string(), 0.5)];
-    let ran = ab_run(&setup, against, with_baseline_images()).await;
+    let ran = against_run(&setup, against, with_baseline_images()).await;
     let calls = ran.fake.calls();
     assert!(
         calls.iter().any(|c| c.starts_with("share a 0.")),
