@@ -41,35 +41,32 @@ impl RecordFile {
                 path: path.to_path_buf(),
             });
         }
-        file.write_tmp(record)?;
-        // A hard link fails when its name exists, so exactly one claimant gets the name, and
-        // the name appears with its whole content.
-        let linked = std::fs::hard_link(&file.tmp, path);
-        let _ = std::fs::remove_file(&file.tmp);
-        match linked {
-            Ok(()) => {
+        let tmp = file.write_tmp(record)?;
+        // Exactly one claimant gets the name (a rename that refuses to replace, or a hard link
+        // where the file system has none), and the name appears with its whole content.
+        match tmp.persist_noclobber(path) {
+            Ok(_) => {
                 sync_dir(path);
                 Ok(file)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(ReportError::Exists {
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+                Err(ReportError::Exists {
+                    path: path.to_path_buf(),
+                })
+            }
+            Err(e) => Err(ReportError::Write {
                 path: path.to_path_buf(),
-            }),
-            Err(source) => Err(ReportError::Write {
-                path: path.to_path_buf(),
-                source,
+                source: e.error,
             }),
         }
     }
 
     /// Replaces the file's content with `record`, atomically.
     pub fn write(&self, record: &RunRecord) -> Result<(), ReportError> {
-        self.write_tmp(record)?;
-        std::fs::rename(&self.tmp, &self.path).map_err(|source| {
-            let _ = std::fs::remove_file(&self.tmp);
-            ReportError::Write {
-                path: self.path.clone(),
-                source,
-            }
+        let tmp = self.write_tmp(record)?;
+        tmp.persist(&self.path).map_err(|e| ReportError::Write {
+            path: self.path.clone(),
+            source: e.error,
         })?;
         sync_dir(&self.path);
         Ok(())
@@ -84,32 +81,33 @@ impl RecordFile {
         &self.tmp
     }
 
-    /// Writes `record` to the temporary file and flushes it to disk; removes it on failure.
-    fn write_tmp(&self, record: &RunRecord) -> Result<(), ReportError> {
-        use std::os::unix::fs::OpenOptionsExt;
+    /// Writes `record` to the temporary file and flushes it to disk; the file is removed when
+    /// the returned handle is dropped without being persisted (and on failure).
+    fn write_tmp(&self, record: &RunRecord) -> Result<tempfile::NamedTempFile, ReportError> {
+        use std::os::unix::fs::PermissionsExt;
         let json = record.to_json().map_err(ReportError::Serialize)?;
-        let write = || -> std::io::Result<()> {
+        let write = || -> std::io::Result<tempfile::NamedTempFile> {
             // A leftover of an earlier write of this same record (a crash between write and
-            // rename) is ours to replace; anything else is never followed or truncated.
+            // rename) is ours to replace; anything else is never followed or truncated (the
+            // file is created exclusively, by its exact name).
             match std::fs::symlink_metadata(&self.tmp) {
                 Ok(m) if m.is_file() => std::fs::remove_file(&self.tmp)?,
                 _ => {}
             }
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o644)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&self.tmp)?;
+            let name = self.tmp.file_name().unwrap_or_default();
+            let mut f = tempfile::Builder::new()
+                .prefix(name)
+                .suffix("")
+                .rand_bytes(0)
+                .permissions(std::fs::Permissions::from_mode(0o644))
+                .tempfile_in(folder_of(&self.tmp))?;
             f.write_all(&json)?;
-            f.sync_all()
+            f.as_file().sync_all()?;
+            Ok(f)
         };
-        write().map_err(|source| {
-            let _ = std::fs::remove_file(&self.tmp);
-            ReportError::Write {
-                path: self.path.clone(),
-                source,
-            }
+        write().map_err(|source| ReportError::Write {
+            path: self.path.clone(),
+            source,
         })
     }
 }
@@ -144,13 +142,17 @@ pub(super) fn tmp_path(path: &Path, writer: &str) -> PathBuf {
     path.with_file_name(format!(".{name}.{writer}{TMP_SUFFIX}"))
 }
 
-/// Makes a rename or link in `path`'s folder durable.
-pub(super) fn sync_dir(path: &Path) {
-    let dir = match path.parent() {
+/// The folder `path` is in ("." for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
-    };
-    if let Ok(d) = std::fs::File::open(dir) {
+    }
+}
+
+/// Makes a rename or link in `path`'s folder durable.
+pub(super) fn sync_dir(path: &Path) {
+    if let Ok(d) = std::fs::File::open(folder_of(path)) {
         let _ = d.sync_all();
     }
 }

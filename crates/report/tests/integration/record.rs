@@ -458,3 +458,45 @@ fn a_load_from_several_generators_keeps_each_part_and_validates() {
         .summary_line()
         .contains("cli2: FAILED: lost contact"));
 }
+
+#[test]
+fn a_claimed_file_is_never_taken_twice_and_is_rewritten_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let mut rec = common::fixture(1, None);
+    // Two runs claim the same name at once: one wins, the other is told it exists.
+    let claims: Vec<_> = std::thread::scope(|s| {
+        let a = s.spawn(|| report::RecordFile::create(&path, &rec, "1-1"));
+        let b = s.spawn(|| report::RecordFile::create(&path, &rec, "2-2"));
+        [a.join().unwrap(), b.join().unwrap()].into_iter().collect()
+    });
+    let won: Vec<_> = claims.iter().filter_map(|c| c.as_ref().ok()).collect();
+    assert_eq!(won.len(), 1, "{claims:?}");
+    assert!(claims
+        .iter()
+        .any(|c| matches!(c, Err(ReportError::Exists { .. }))));
+    rec.status = RunStatus::Interrupted {
+        reason: "Ctrl-C".into(),
+    };
+    won[0].write(&rec).unwrap();
+    assert_eq!(RunRecord::load(&path).unwrap(), rec);
+    // Nothing but the record is left in the folder.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["run.json"]);
+}
+
+#[test]
+fn a_symlink_planted_at_the_temporary_name_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.path().join(".run.json.7-7.tmp")).unwrap();
+    let err = report::RecordFile::create(&path, &common::fixture(1, None), "7-7").unwrap_err();
+    assert!(matches!(err, ReportError::Write { .. }), "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert!(!path.exists());
+}
