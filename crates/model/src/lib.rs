@@ -16,6 +16,7 @@ pub mod load;
 pub mod record;
 pub mod stats;
 pub mod steady;
+pub mod system;
 pub mod timeline;
 
 pub use job::Job;

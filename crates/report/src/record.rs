@@ -22,6 +22,8 @@ pub use model::record::{
     RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage, CLIENT_BOUND_SHARE,
     MIN_MEASURED_S, SCHEMA_VERSION, SHARE_USED_FULLY,
 };
+/// A machine's check, as a record keeps it.
+pub use model::system::{Aspect, Finding, Level, SystemCheck};
 
 #[cfg(test)]
 mod tests {

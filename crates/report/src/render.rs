@@ -16,6 +16,7 @@ mod filters;
 mod loads;
 mod numbers;
 mod rows;
+pub mod system;
 pub(crate) mod table;
 use comparison::{comparison_context, paired_context};
 use doc_charts::{doc_charts, DocCharts};
@@ -425,6 +426,8 @@ struct RunInfo {
     cores: u32,
     kernel: String,
     docker_version: String,
+    /// What biased measurements on the machine, a line each (none when it was not checked).
+    biases: Vec<String>,
     loads: usize,
 }
 
@@ -448,6 +451,12 @@ fn run_info(r: &RunRecord) -> RunInfo {
             .docker_version
             .clone()
             .unwrap_or_else(|| "-".to_string()),
+        biases: r
+            .host
+            .system
+            .as_ref()
+            .map(system::bias_lines)
+            .unwrap_or_default(),
         loads: r.loads.len(),
     }
 }

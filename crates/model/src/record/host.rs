@@ -14,4 +14,8 @@ pub struct HostFacts {
     pub kernel: String,
     /// The Docker Engine's version, when one was asked.
     pub docker_version: Option<String>,
+    /// What biases measurements on this machine (`benchctl system check`), as found when the
+    /// run started; absent from records made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<crate::system::SystemCheck>,
 }

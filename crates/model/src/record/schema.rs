@@ -16,7 +16,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// (which a reader of version 2 would refuse as an unknown kind of note) and `against` (the
 /// baseline side of an A/B run). Records of versions 1 and 2 are read as loads without
 /// timelines and runs without a baseline side.
-pub const SCHEMA_VERSION: u32 = 3;
+///
+/// 4 added the host's `system` check (what biases measurements on the machine). Records of
+/// versions 1 to 3 are read as made on a machine that was not checked.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Everything one `benchctl run` produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

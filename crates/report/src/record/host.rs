@@ -23,6 +23,7 @@ pub fn host_facts() -> HostFacts {
         cores,
         kernel,
         docker_version: None,
+        system: None,
     }
 }
 

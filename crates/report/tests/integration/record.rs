@@ -9,7 +9,7 @@ use report::{Protocol, ReportError};
 use std::path::{Path, PathBuf};
 
 fn schema() -> serde_json::Value {
-    let path = testsupport::repo_root().join("results/schema/run-record.v3.json");
+    let path = testsupport::repo_root().join("results/schema/run-record.v4.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -113,7 +113,7 @@ fn the_schema_rejects_what_the_reader_rejects() {
     let good = serde_json::to_value(common::fixture(1, None)).unwrap();
     assert!(validator.is_valid(&good));
     for (pointer, bad) in [
-        ("/schema_version", serde_json::json!(4)),
+        ("/schema_version", serde_json::json!(5)),
         ("/status", serde_json::json!({"state": "failed"})),
         ("/scenario/sha256", serde_json::json!("not-a-hash")),
         ("/loads/0/round", serde_json::json!(-1)),
@@ -122,6 +122,52 @@ fn the_schema_rejects_what_the_reader_rejects() {
         let mut v = good.clone();
         *v.pointer_mut(pointer).unwrap() = bad;
         assert!(!validator.is_valid(&v), "{pointer} should be rejected");
+    }
+    // A machine's check, as a run keeps it, and one the reader would refuse.
+    let mut checked = common::fixture(1, None);
+    checked.host.system = Some(system_check());
+    let mut v = serde_json::to_value(&checked).unwrap();
+    assert!(validator.is_valid(&v), "{:?}", validator.validate(&v).err());
+    v["host"]["system"]["findings"][0]["aspect"] = serde_json::json!("moon");
+    assert!(!validator.is_valid(&v));
+    assert!(serde_json::from_value::<RunRecord>(v).is_err());
+}
+
+fn system_check() -> report::record::SystemCheck {
+    use report::record::{Aspect, Finding, Level, SystemCheck};
+    SystemCheck {
+        findings: vec![Finding {
+            aspect: Aspect::Conntrack,
+            level: Level::Bias,
+            found: "nf_conntrack_max 262144, 12 in use; loopback tracked".into(),
+            effect: "costs the load generator CPU".into(),
+            tunable: true,
+        }],
+    }
+}
+
+#[test]
+fn a_machines_biases_are_kept_and_shown_in_every_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let mut rec = common::fixture(1, None);
+    rec.host.system = Some(system_check());
+    rec.write_atomic(&path).unwrap();
+    let back = RunRecord::load(&path).unwrap();
+    assert_eq!(back.host.system, Some(system_check()));
+    let r = report::Renderer::new(None).unwrap();
+    for format in [
+        report::Format::Text,
+        report::Format::Markdown,
+        report::Format::Html,
+    ] {
+        let out = r.render(&back, format).unwrap();
+        assert!(
+            out.contains(
+                "connection tracking: nf_conntrack_max 262144, 12 in use; loopback tracked"
+            ),
+            "{format:?}: {out}"
+        );
     }
 }
 
@@ -230,7 +276,7 @@ fn version_0_was_never_written_and_is_refused() {
 #[test]
 fn a_newer_schema_asks_for_a_newer_benchctl() {
     let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
-    v["schema_version"] = serde_json::json!(4);
+    v["schema_version"] = serde_json::json!(5);
     // Newer files may have fields this reader does not know: the version is what to report.
     v["new_field"] = serde_json::json!(true);
     let dir = tempfile::tempdir().unwrap();
@@ -239,13 +285,13 @@ fn a_newer_schema_asks_for_a_newer_benchctl() {
     assert!(matches!(
         err,
         ReportError::NewerVersion {
-            found: 4,
-            supported: 3,
+            found: 5,
+            supported: 4,
             ..
         }
     ));
     let msg = err.to_string();
-    assert!(msg.contains("schema version 4"), "{msg}");
+    assert!(msg.contains("schema version 5"), "{msg}");
     assert!(msg.contains("upgrade benchctl"), "{msg}");
 
     let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();

@@ -112,6 +112,7 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
             cores: 2,
             kernel: "6.1.0-26-amd64".into(),
             docker_version: Some("27.3.1".into()),
+            system: None,
         },
         engines: Vec::new(),
         servers: fixture_servers(),
