@@ -11,6 +11,7 @@ mod output;
 mod progress;
 mod run;
 mod signals;
+mod system;
 
 use failure::Failure;
 
@@ -51,6 +52,8 @@ enum Command {
     Servers(cmds::ServersArgs),
     /// Check the Docker engines a scenario names: reachable, versions, CPUs, memory, clock.
     Hosts(hosts::HostsArgs),
+    /// What this machine does to the figures measured on it, and the settings that remove it.
+    System(system::SystemArgs),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         Command::Images(args) => block_on(cmds::images(args)),
         Command::Gc(args) => block_on(cmds::gc(args)),
         Command::Hosts(args) => block_on(hosts::main(args)),
+        Command::System(args) => system::main(args),
     };
     // Engines reached over ssh: their tunnels end with the process anyway; this also removes
     // their sockets' folders.

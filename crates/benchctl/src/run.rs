@@ -568,6 +568,12 @@ impl Observer for Printer {
             | Event::CapacityDone { .. } => capacity_event(event),
             Event::AgainstFresh { .. }
             | Event::AgainstLook { .. } => against_event(event),
+            Event::MachineBiased { check } => {
+                for line in report::render::system::bias_lines(check) {
+                    eprintln!("benchctl: warning: this machine biases measurements: {line}");
+                }
+                eprintln!("benchctl: `benchctl system check` says more; `benchctl system tune` (as root) changes what it can");
+            }
             Event::RecordNotWritten { path, error } => eprintln!(
                 "benchctl: warning: cannot write the results record {} ({error}); the run goes on with every measurement kept",
                 path.display()

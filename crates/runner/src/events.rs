@@ -168,6 +168,11 @@ pub enum Event<'a> {
     /// The results record could not be written where asked; the run goes on, keeps every
     /// measurement, and tries again after each load and elsewhere at the end. Sent once.
     RecordNotWritten { path: &'a Path, error: &'a str },
+    /// The machine was checked before the run ([`crate::RunOptions::system_sample`]) and
+    /// something about it biases measurements (the check's findings, the biases among them).
+    MachineBiased {
+        check: &'a report::record::SystemCheck,
+    },
 }
 
 /// Collects a run's events as short lines (`ready nginx`, `done nginx /`, ...), and passes the
@@ -237,6 +242,7 @@ impl Observer for Recorder {
                 round, undecided, ..
             } => format!("against look {round} {undecided}"),
             Event::RecordNotWritten { error, .. } => format!("not written: {error}"),
+            Event::MachineBiased { check } => format!("biased {}", check.biases().count()),
         };
         self.lines.lock().unwrap().push(line);
     }

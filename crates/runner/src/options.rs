@@ -39,6 +39,10 @@ pub struct RunOptions {
     /// The benchctl binary `[load] generators` run (an image is made of it on each generator
     /// host); `None` for this process's own file, which is what the command line uses.
     pub generator_binary: Option<PathBuf>,
+    /// Before the run, the machine is checked for what biases measurements (`benchctl system
+    /// check`) with other processes on the run's CPUs watched this long; the record keeps the
+    /// check. `None`: not checked.
+    pub system_sample: Option<Duration>,
 }
 
 impl Default for RunOptions {
@@ -63,9 +67,13 @@ impl RunOptions {
             capacity: None,
             against: None,
             generator_binary: None,
+            system_sample: Some(DEFAULT_SYSTEM_SAMPLE),
         }
     }
 }
+
+/// How long other processes on the run's CPUs are watched before a run.
+pub const DEFAULT_SYSTEM_SAMPLE: Duration = Duration::from_millis(250);
 
 /// The time the rounds of an A/B run may take unless told otherwise.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(20 * 60);

@@ -88,11 +88,7 @@ pub(crate) async fn run_on<F: Fleet>(
         std::process::id()
     );
     let out = out.unwrap_or_else(|| opts.results_dir.join(format!("{run_id}.json")));
-    let mut host = report::record::host_facts();
-    host.docker_version = match &engines[0] {
-        Some(local) => local.version().await.ok(),
-        None => None,
-    };
+    let host = host_facts(plan, &opts, engines[0].as_ref(), observer.as_ref()).await;
     let mut record = new_record(
         plan,
         &run_id,
@@ -178,6 +174,38 @@ pub(crate) async fn run_on<F: Fleet>(
 }
 
 /// The rounds of a run of `runs` rounds, or of an A/B run's at most `max_rounds`.
+/// This machine's facts: its CPUs and kernel, the local engine's version, and what biases
+/// measurements here (said to `observer` when anything does).
+async fn host_facts<E: Engine>(
+    plan: &Plan,
+    opts: &RunOptions,
+    local: Option<&E>,
+    observer: &dyn Observer,
+) -> HostFacts {
+    let mut host = report::record::host_facts();
+    host.docker_version = match local {
+        Some(local) => local.version().await.ok(),
+        None => None,
+    };
+    host.system = check_machine(plan, opts).await;
+    if let Some(check) = host.system.as_ref().filter(|c| c.biases().count() > 0) {
+        observer.event(&Event::MachineBiased { check });
+    }
+    host
+}
+
+/// What biases measurements on this machine for a run on the plan's CPUs, when asked.
+async fn check_machine(plan: &Plan, opts: &RunOptions) -> Option<report::record::SystemCheck> {
+    let sample = opts.system_sample?;
+    let cpus = system::Cpus {
+        client: plan.cpus.loadgen.clone(),
+        server: plan.cpus.servers.clone(),
+    };
+    tokio::task::spawn_blocking(move || system::check_host(&cpus, sample))
+        .await
+        .ok()
+}
+
 fn schedule_for(against: Option<&AgainstPlan>, runs: u32) -> Schedule {
     match against {
         Some(against) => Schedule::against(

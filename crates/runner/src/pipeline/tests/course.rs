@@ -181,3 +181,34 @@ async fn rounds_are_numbered_and_kept_in_the_order_they_ran() {
     );
     ran.saved_whole(&setup);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_machine_is_checked_before_the_run_and_the_record_keeps_it() {
+    let setup = Setup::new(TWO);
+    let opts = RunOptions {
+        system_sample: Some(std::time::Duration::from_millis(50)),
+        ..setup.options()
+    };
+    let ran = run_with(&setup, Script::new(), opts, None).await;
+    assert!(complete(&ran), "{:?}", ran.record().status);
+    let check = ran
+        .record()
+        .host
+        .system
+        .as_ref()
+        .expect("the machine's check");
+    assert_eq!(check.findings.len(), 9, "{check:?}");
+    // A bias is said once, before anything starts.
+    let biased = ran.lines("biased ");
+    assert_eq!(
+        biased.len(),
+        usize::from(check.biases().count() > 0),
+        "{biased:?}"
+    );
+    if !biased.is_empty() {
+        assert_eq!(
+            ran.events.iter().position(|e| e.starts_with("biased ")),
+            Some(0)
+        );
+    }
+}
