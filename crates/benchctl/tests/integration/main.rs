@@ -19,3 +19,4 @@ mod load_cli;
 mod report_cli;
 mod run_docker;
 mod scenarios_cli;
+mod system_cli;

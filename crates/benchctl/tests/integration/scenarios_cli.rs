@@ -19,15 +19,15 @@ use std::time::{Duration, Instant};
 /// Validation never touches Docker, so anything slower than this is a hang.
 const LIMIT: Duration = Duration::from_secs(30);
 
-struct Finished {
+pub(crate) struct Finished {
     pid: u32,
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 impl Finished {
-    fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         format!(
             "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
             self.code, self.stdout, self.stderr
@@ -36,7 +36,7 @@ impl Finished {
 }
 
 /// Runs `benchctl ARGS` from the repository root; kills it and fails past [`LIMIT`].
-fn benchctl(args: &[&str]) -> Finished {
+pub(crate) fn benchctl(args: &[&str]) -> Finished {
     let dir = tempfile::tempdir().expect("tempdir");
     let (out_path, err_path) = (dir.path().join("stdout"), dir.path().join("stderr"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_benchctl"))
