@@ -139,12 +139,17 @@ fn tune(cpus: &system::Cpus, dry_run: bool) -> Result<ExitCode, Failure> {
 fn undo() -> Result<ExitCode, Failure> {
     let path = tune::undo_path();
     let kept = Tuned::load(&path).map_err(|e| Failure::usage(anyhow!("{e}")))?;
-    let changes = kept.undo();
+    let changes = kept.undo_in_effect(&system::Host);
     if changes.is_empty() {
-        stdout(&format!(
-            "nothing to undo ({} holds no change)\n",
-            path.display()
-        ))?;
+        if kept.changes.is_empty() {
+            stdout(&format!(
+                "nothing to undo ({} holds no change)\n",
+                path.display()
+            ))?;
+        } else {
+            stdout("nothing to undo: what system tune changed is no longer in effect (a reboot puts it back)\n")?;
+            let _ = std::fs::remove_file(&path);
+        }
         return Ok(ExitCode::SUCCESS);
     }
     for c in &changes {

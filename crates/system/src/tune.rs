@@ -272,6 +272,27 @@ impl Tuned {
         self.changes.iter().rev().map(Change::undo).collect()
     }
 
+    /// [`Tuned::undo`] less what is no longer in effect on the machine `p` (a reboot puts
+    /// sysctls back and drops the rules): a setting is put back only while it holds the value
+    /// tune gave it, a rule deleted only while it is there.
+    pub fn undo_in_effect(&self, p: &dyn Probe) -> Vec<Change> {
+        self.undo()
+            .into_iter()
+            .filter(|u| match u {
+                Change::Write { path, from, .. } => p.read(path).is_some_and(|now| {
+                    now.split_whitespace().collect::<Vec<_>>().join(" ") == *from
+                }),
+                Change::Rule {
+                    v6, chain, rule, ..
+                } => {
+                    let line = format!("-A {chain} {}", rule.join(" "));
+                    p.raw_rules(*v6)
+                        .is_some_and(|rules| rules.lines().any(|l| l.trim() == line))
+                }
+            })
+            .collect()
+    }
+
     /// Writes the record to `path` (its folder made if missing), whole or not at all.
     pub fn save(&self, path: &Path) -> io::Result<()> {
         let dir = path.parent().unwrap_or(Path::new("."));

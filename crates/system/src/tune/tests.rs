@@ -139,3 +139,24 @@ fn the_undo_record_survives_a_round_trip_and_refuses_another_version() {
     let e = Tuned::load(&path).unwrap_err().to_string();
     assert!(e.contains("version 9"), "{e}");
 }
+
+#[test]
+fn only_what_is_still_in_effect_is_undone() {
+    let changes = plan(&untuned(), &cpus());
+    let mut tuned = Tuned::default();
+    tuned.add(&changes);
+    // As tune left it: everything is undone.
+    let mut now = Machine::default()
+        .with("/proc/sys/net/netfilter/nf_conntrack_max", "1048576\n")
+        .with("/proc/sys/net/ipv4/ip_local_port_range", "1024\t65535\n")
+        .with(
+            "/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor",
+            "performance\n",
+        );
+    now.raw = Some("-A PREROUTING -i lo -j NOTRACK\n-A OUTPUT -o lo -j NOTRACK\n".into());
+    assert_eq!(tuned.undo_in_effect(&now), tuned.undo());
+    // After a reboot: the defaults are back and the rules gone; nothing is left to undo.
+    let mut rebooted = untuned();
+    rebooted.raw = Some(String::new());
+    assert_eq!(tuned.undo_in_effect(&rebooted), []);
+}
