@@ -73,9 +73,12 @@ DEFAULT_OUT_DIR = REPO / "bench" / "results"
 NGINX = "/usr/sbin/nginx"
 BODY = b"Hello, World!"  # 13 bytes, as in the posts being reproduced
 
-TOOLS = ("benchctl", "benchctl-woken", "wrk", "ab", "oha", "h2load")
+TOOLS = ("benchctl", "benchctl-woken", "wrk", "ab", "oha", "h2load", "floor-epoll", "floor-uring")
 # What runs when --tools is not given (h2load only with --h2).
-DEFAULT_TOOLS = ("benchctl", "benchctl-woken", "wrk", "ab", "oha")
+DEFAULT_TOOLS = ("benchctl", "benchctl-woken", "wrk", "ab", "oha", "floor-epoll", "floor-uring")
+# The floor references' C sources (bench/floor/) and where they are compiled to.
+FLOOR_DIR = REPO / "bench" / "floor"
+FLOOR_BUILD = REPO / "target" / "floor"
 MODES = ("keep-alive", "close", "pipeline")
 CONCURRENCY = {"keep-alive": 100, "close": 300, "pipeline": 100, "h2": 10}
 # Pipelined mode: requests written back to back on each connection (benchctl --pipeline, the
@@ -376,6 +379,8 @@ class Tool:
     binary = ""
     # Whether the tool can pipeline HTTP/1.1 requests (the pipeline mode).
     pipelines = False
+    # The modes it takes part in (None: every one it can).
+    modes: tuple[str, ...] | None = None
 
     def __init__(self, path: str):
         self.path = path
@@ -622,6 +627,65 @@ class H2load(Tool):
         return out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
 
 
+class Floor(Tool):
+    """A floor reference (bench/floor/): the least a keep-alive client does per request, in C,
+    compiled here on first use. Not a load generator: it measures nothing but its count."""
+
+    name = "floor-epoll"
+    source = "epoll.c"
+    libs: tuple[str, ...] = ()
+    modes = ("keep-alive",)
+
+    @classmethod
+    def build(cls) -> str:
+        """Compiles the client into target/floor/; returns its path, or raises Fatal."""
+        FLOOR_BUILD.mkdir(parents=True, exist_ok=True)
+        out = FLOOR_BUILD / cls.name
+        src = FLOOR_DIR / cls.source
+        newest = max(src.stat().st_mtime, (FLOOR_DIR / "common.h").stat().st_mtime)
+        if out.exists() and out.stat().st_mtime >= newest:
+            return str(out)
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            raise Fatal("no C compiler (cc)")
+        r = subprocess.run([cc, "-O2", "-Wall", "-o", str(out), str(src), *cls.libs], capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise Fatal((r.stderr.strip().splitlines() or ["cc failed"])[-1][:160])
+        return str(out)
+
+    def command(self, mode, url, cfg, round_no):
+        return [self.path, *self.target(url), str(CONCURRENCY[mode]), str(cfg.seconds)]
+
+    def smoke_command(self, url):
+        return [self.path, *self.target(url), "2", "1"]
+
+    @staticmethod
+    def target(url: str) -> list[str]:
+        m = re.match(r"^http://(\[[^]]+\]|[^/:]+):(\d+)(/.*)$", url)
+        if not m:
+            raise ValueError(f"a floor client takes http://HOST:PORT/PATH, not {url}")
+        return [m.group(1).strip("[]"), m.group(2), m.group(3)]
+
+    def parse(self, stdout, stderr, r):
+        m = re.search(r"^requests (\d+) seconds ([\d.]+) failed (\d+)$", stdout, re.MULTILINE)
+        if not m:
+            raise ValueError(f"no 'requests N seconds S failed F' line: {(stderr or stdout)[:200]!r}")
+        n, secs, failed = int(m.group(1)), float(m.group(2)), int(m.group(3))
+        r.requests_per_second = n / secs if secs > 0 else 0.0
+        r.completed, r.failed = n, failed
+
+    def version(self):
+        return f"bench/floor/{self.source}"
+
+
+class FloorUring(Floor):
+    """The io_uring floor: batched completions, sends without a completion on success."""
+
+    name = "floor-uring"
+    source = "uring.c"
+    libs = ("-luring",)
+
+
 TOOL_CLASSES = {
     "benchctl": Benchctl,
     "benchctl-woken": BenchctlWoken,
@@ -629,6 +693,8 @@ TOOL_CLASSES = {
     "ab": Ab,
     "oha": Oha,
     "h2load": H2load,
+    "floor-epoll": Floor,
+    "floor-uring": FloorUring,
 }
 
 
@@ -1074,7 +1140,15 @@ def find_tools(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, str
     tools: dict[str, Tool] = {}
     skipped: dict[str, str] = {}
     for name in args.tools:
-        if name.startswith("benchctl"):
+        if name.startswith("floor-"):
+            try:
+                path = TOOL_CLASSES[name].build()
+            except (Fatal, OSError, subprocess.TimeoutExpired) as e:
+                hint = " (liburing-dev: ./x bench-deps)" if name == "floor-uring" else ""
+                skipped[name] = f"could not be compiled: {e}{hint}"
+                log(f"{name}: could not be compiled, skipped: {e}")
+                continue
+        elif name.startswith("benchctl"):
             path = args.benchctl
             if not os.access(path, os.X_OK):
                 raise Fatal(f"{path} is missing: build it first with `cargo build --release -p benchctl`")
@@ -1127,6 +1201,10 @@ def main(argv: list[str]) -> int:
     mode_skips = {
         ("pipeline", name): "cannot pipeline HTTP/1.1 requests" for name, tool in tools.items() if not tool.pipelines
     }
+    for mode in MODES:
+        for name, tool in tools.items():
+            if tool.modes is not None and mode not in tool.modes:
+                mode_skips[(mode, name)] = f"a floor reference for {', '.join(tool.modes)} only"
     script_dir = Path(tempfile.mkdtemp(prefix="benchctl-peers-scripts-"))
     for tool in tools.values():
         if isinstance(tool, Wrk):
