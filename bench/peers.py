@@ -628,13 +628,14 @@ class H2load(Tool):
 
 
 class Floor(Tool):
-    """A floor reference (bench/floor/): the least a keep-alive client does per request, in C,
-    compiled here on first use. Not a load generator: it measures nothing but its count."""
+    """A floor reference (bench/floor/): the least a client does per request, with keep-alive
+    or a new connection per request, in C, compiled here on first use. Not a load generator: it
+    measures nothing but its count, and runs for --seconds in close mode too."""
 
     name = "floor-epoll"
     source = "epoll.c"
     libs: tuple[str, ...] = ()
-    modes = ("keep-alive",)
+    modes = ("keep-alive", "close")
 
     @classmethod
     def build(cls) -> str:
@@ -654,7 +655,8 @@ class Floor(Tool):
         return str(out)
 
     def command(self, mode, url, cfg, round_no):
-        return [self.path, *self.target(url), str(CONCURRENCY[mode]), str(cfg.seconds)]
+        close = ["close"] if mode == "close" else []
+        return [self.path, *self.target(url), str(CONCURRENCY[mode]), str(cfg.seconds), *close]
 
     def smoke_command(self, url):
         return [self.path, *self.target(url), "2", "1"]

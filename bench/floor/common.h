@@ -4,9 +4,11 @@
  * histogram, no checks beyond the status line. It is the reference benchctl's per-request
  * cost is measured against (bench/peers.py --tools ...,floor-epoll,floor-uring).
  *
- * Usage: CLIENT HOST PORT PATH CONNECTIONS SECONDS
- * Prints one line: "requests N seconds S failed F". Only for 127.0.0.1 or ::1 by the caller's
- * choice; it runs for SECONDS and stops. */
+ * Usage: CLIENT HOST PORT PATH CONNECTIONS SECONDS [close]
+ * With "close", a new connection per request: an HTTP/1.0 request, the response read to the
+ * server's close (as ab without -k), then the client's close. Prints one line: "requests N
+ * seconds S failed F". Only for 127.0.0.1 or ::1 by the caller's choice; it runs for SECONDS
+ * and stops. */
 #ifndef FLOOR_COMMON_H
 #define FLOOR_COMMON_H
 
@@ -31,14 +33,15 @@ struct args {
     const char *path;
     int conns;
     double seconds;
+    int close;
 };
 
 static struct args parse_args(int argc, char **argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: %s HOST PORT PATH CONNECTIONS SECONDS\n", argv[0]);
+    if (argc != 6 && !(argc == 7 && strcmp(argv[6], "close") == 0)) {
+        fprintf(stderr, "usage: %s HOST PORT PATH CONNECTIONS SECONDS [close]\n", argv[0]);
         exit(2);
     }
-    struct args a = {argv[1], atoi(argv[2]), argv[3], atoi(argv[4]), atof(argv[5])};
+    struct args a = {argv[1], atoi(argv[2]), argv[3], atoi(argv[4]), atof(argv[5]), argc == 7};
     if (a.port <= 0 || a.port > 65535 || a.conns <= 0 || a.conns > 4096 || a.seconds <= 0 || a.seconds > 600) {
         fprintf(stderr, "%s: bad arguments (port 1-65535, 1-4096 connections, 0-600 s)\n", argv[0]);
         exit(2);
@@ -53,11 +56,12 @@ static double now_s(void) {
 }
 
 static int request(const struct args *a, char *out, size_t cap) {
-    return snprintf(out, cap, "GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n", a->path, a->host, a->port);
+    return snprintf(out, cap, "GET %s HTTP/1.%d\r\nHost: %s:%d\r\n\r\n", a->path, a->close ? 0 : 1, a->host,
+                    a->port);
 }
 
-/* A connected TCP socket to HOST:PORT (IPv4 or IPv6 literal), blocking; exits on failure. */
-static int connect_to(const struct args *a) {
+/* HOST:PORT as a socket address (IPv4 or IPv6 literal); exits when it is not one. */
+static socklen_t address(const struct args *a, struct sockaddr_storage *out) {
     struct sockaddr_storage ss;
     socklen_t len;
     memset(&ss, 0, sizeof ss);
@@ -75,6 +79,14 @@ static int connect_to(const struct args *a) {
         fprintf(stderr, "floor: %s is not an address\n", a->host);
         exit(2);
     }
+    *out = ss;
+    return len;
+}
+
+/* A connected TCP socket to HOST:PORT, blocking; exits on failure. */
+static int connect_to(const struct args *a) {
+    struct sockaddr_storage ss;
+    socklen_t len = address(a, &ss);
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0) {
         perror("floor: connect");
