@@ -113,14 +113,7 @@ fn tune(cpus: &system::Cpus, dry_run: bool) -> Result<ExitCode, Failure> {
     }
     let path = tune::undo_path();
     let mut kept = Tuned::load(&path).map_err(|e| Failure::usage(anyhow!("{e}")))?;
-    tune::apply(&changes, &tune::HostApply).map_err(|e| {
-        let hint = if e.needs_root() {
-            "; system tune changes kernel settings: run it as root"
-        } else {
-            ""
-        };
-        anyhow!("{e}{hint}")
-    })?;
+    make(&changes)?;
     kept.add(&changes);
     kept.save(&path).map_err(|e| {
         anyhow!(
@@ -155,16 +148,21 @@ fn undo() -> Result<ExitCode, Failure> {
     for c in &changes {
         stdout(&format!("{}\n", c.describe()))?;
     }
-    tune::apply(&changes, &tune::HostApply).map_err(|e| {
-        let hint = if e.needs_root() {
-            "; run it as root"
-        } else {
-            ""
-        };
-        anyhow!("{e}{hint}")
-    })?;
+    make(&changes)?;
     std::fs::remove_file(&path)
         .map_err(|e| anyhow!("undone, but {} could not be removed: {e}", path.display()))?;
     stdout("undone\n")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Makes `changes` on this machine (the ones made before a failure are put back).
+fn make(changes: &[tune::Change]) -> Result<(), Failure> {
+    tune::apply(changes, &tune::HostApply).map_err(|e| {
+        let hint = if e.needs_root() {
+            "; system tune changes kernel settings: run it as root"
+        } else {
+            ""
+        };
+        Failure::from(anyhow!("{e}{hint}"))
+    })
 }

@@ -1,7 +1,7 @@
 //! Other processes on the chosen CPUs: every thread's CPU time read twice from /proc, a moment
 //! apart, and charged to the CPU it last ran on.
 
-use super::Probe;
+use crate::probe::Probe;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

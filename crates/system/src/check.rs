@@ -1,6 +1,7 @@
 //! Each aspect of a machine judged from what a [`Probe`] reads.
 
-use super::{parse_cpu_list, Busy, Cpus, Probe};
+use crate::busy::Busy;
+use crate::probe::{parse_cpu_list, Cpus, Probe};
 use model::system::{Aspect, Finding, Level, SystemCheck};
 
 /// The conntrack table size `system tune` sets when it is smaller.

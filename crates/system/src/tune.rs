@@ -1,8 +1,8 @@
 //! What `benchctl system tune` changes, and its exact undo: each change says what it found,
 //! so undoing it puts back that value, not a default.
 
-use super::check::{loopback_exempt, CONNTRACK_MAX, PORT_RANGE};
-use super::{Cpus, Probe};
+use crate::check::{loopback_exempt, CONNTRACK_MAX, PORT_RANGE};
+use crate::probe::{Cpus, Probe};
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::{Path, PathBuf};
