@@ -8,6 +8,7 @@
 //! engine to speak of a load.
 
 pub mod authority;
+pub mod cpuset;
 pub mod failure;
 pub mod histogram;
 pub mod job;

@@ -1,7 +1,8 @@
 //! Each aspect of a machine judged from what a [`Probe`] reads.
 
 use crate::busy::Busy;
-use crate::probe::{parse_cpu_list, Cpus, Probe};
+use crate::probe::{Cpus, Probe};
+use model::cpuset::parse_cpuset;
 use model::system::{Aspect, Finding, Level, SystemCheck};
 
 /// The conntrack table size `system tune` sets when it is smaller.
@@ -173,7 +174,7 @@ fn smt_siblings(p: &dyn Probe, cpus: &Cpus) -> Finding {
             .read(&format!(
                 "/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list"
             ))
-            .and_then(|t| parse_cpu_list(&t))
+            .and_then(|t| parse_cpuset(&t).ok())
             .unwrap_or_default();
         for s in siblings
             .into_iter()

@@ -16,7 +16,7 @@ pub mod tune;
 pub use busy::{busy_processes, sample_processes, Busy, ProcSample};
 pub use check::check;
 pub use model::system::{Aspect, Finding, Level, SystemCheck};
-pub use probe::{parse_cpu_list, Cpus, Host, Probe};
+pub use probe::{Cpus, Host, Probe};
 
 /// This machine checked for a run on `cpus`, the processes on them sampled over `sample`
 /// (blocks that long).
