@@ -4,7 +4,7 @@
 use crate::check::{loopback_exempt, CONNTRACK_MAX, PORT_RANGE};
 use crate::probe::{Cpus, Probe};
 use serde::{Deserialize, Serialize};
-use std::io;
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -88,18 +88,53 @@ impl Change {
     }
 }
 
+/// The kernel settings `system tune` writes (besides each CPU's governor, [`governor_path`]).
+const CONNTRACK_MAX_PATH: &str = "/proc/sys/net/netfilter/nf_conntrack_max";
+const PORT_RANGE_PATH: &str = "/proc/sys/net/ipv4/ip_local_port_range";
+const TW_REUSE_PATH: &str = "/proc/sys/net/ipv4/tcp_tw_reuse";
+
+fn governor_path(cpu: usize) -> String {
+    format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")
+}
+
+/// Whether `c` (or its undo) is a change `system tune` makes: one of its settings given a short
+/// plain value, or one of its loopback rules. An undo record is run as root, so anything else
+/// in it is refused rather than carried out.
+fn tune_makes(c: &Change) -> bool {
+    match c {
+        Change::Write { path, from, to } => {
+            let governor = path
+                .strip_prefix("/sys/devices/system/cpu/cpu")
+                .and_then(|rest| rest.strip_suffix("/cpufreq/scaling_governor"))
+                .is_some_and(|n| n.parse::<usize>().is_ok_and(|n| governor_path(n) == *path));
+            let plain =
+                |v: &str| v.len() <= 64 && v.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
+            (governor
+                || [CONNTRACK_MAX_PATH, PORT_RANGE_PATH, TW_REUSE_PATH].contains(&path.as_str()))
+                && plain(from)
+                && plain(to)
+        }
+        Change::Rule { v6, chain, rule, .. } => loopback_rules(*v6).iter().any(|r| {
+            matches!(r, Change::Rule { chain: c, rule: words, .. } if c == chain && words == rule)
+        }),
+    }
+}
+
+/// A setting as the kernel shows it, its words joined by single spaces ("32768\t60999\n" is
+/// "32768 60999").
+fn setting(p: &dyn Probe, path: &str) -> Option<String> {
+    p.read(path)
+        .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
 /// What `system tune` would change on the machine `p` for a run on `cpus`: loopback exempt
 /// from connection tracking (IPv4, and IPv6 where its raw table can be read) and a table of
 /// [`CONNTRACK_MAX`] entries, the widest local port range, TIME_WAIT reuse where it is off,
 /// and the `performance` governor on the chosen CPUs where cpufreq is exposed.
 pub fn plan(p: &dyn Probe, cpus: &Cpus) -> Vec<Change> {
     let mut changes = Vec::new();
-    let read = |path: &str| {
-        p.read(path)
-            .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
-    };
     let mut write = |path: &str, want: &str, keep: &dyn Fn(&str) -> bool| {
-        if let Some(now) = read(path).filter(|now| !keep(now)) {
+        if let Some(now) = setting(p, path).filter(|now| !keep(now)) {
             changes.push(Change::Write {
                 path: path.to_string(),
                 from: now,
@@ -107,23 +142,23 @@ pub fn plan(p: &dyn Probe, cpus: &Cpus) -> Vec<Change> {
             });
         }
     };
-    let max_path = "/proc/sys/net/netfilter/nf_conntrack_max";
-    let tracking = p.read(max_path).is_some();
+    let tracking = p.read(CONNTRACK_MAX_PATH).is_some();
     let at_least = |n: u64| move |now: &str| now.parse::<u64>().is_ok_and(|v| v >= n);
     write(
-        max_path,
+        CONNTRACK_MAX_PATH,
         &CONNTRACK_MAX.to_string(),
         &at_least(CONNTRACK_MAX),
     );
     let range = format!("{} {}", PORT_RANGE.0, PORT_RANGE.1);
-    write("/proc/sys/net/ipv4/ip_local_port_range", &range, &|now| {
+    write(PORT_RANGE_PATH, &range, &|now| {
         let b: Vec<u32> = now.split(' ').filter_map(|w| w.parse().ok()).collect();
         b.len() == 2 && b[0] <= PORT_RANGE.0 && b[1] >= PORT_RANGE.1
     });
-    write("/proc/sys/net/ipv4/tcp_tw_reuse", "1", &|now| now != "0");
+    write(TW_REUSE_PATH, "1", &|now| now != "0");
     for c in cpus.all() {
-        let path = format!("/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor");
-        write(&path, "performance", &|now| now == "performance");
+        write(&governor_path(c), "performance", &|now| {
+            now == "performance"
+        });
     }
     if tracking {
         for v6 in [false, true] {
@@ -250,6 +285,13 @@ impl Tuned {
                         t.version
                     )));
                 }
+                if let Some(c) = t.changes.iter().find(|c| !tune_makes(c)) {
+                    return Err(io::Error::other(format!(
+                        "{} holds a change system tune never makes ({}); it is not carried out",
+                        path.display(),
+                        c.describe()
+                    )));
+                }
                 Ok(t)
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Tuned {
@@ -279,9 +321,7 @@ impl Tuned {
         self.undo()
             .into_iter()
             .filter(|u| match u {
-                Change::Write { path, from, .. } => p.read(path).is_some_and(|now| {
-                    now.split_whitespace().collect::<Vec<_>>().join(" ") == *from
-                }),
+                Change::Write { path, from, .. } => setting(p, path).as_ref() == Some(from),
                 Change::Rule {
                     v6, chain, rule, ..
                 } => {
@@ -293,14 +333,20 @@ impl Tuned {
             .collect()
     }
 
-    /// Writes the record to `path` (its folder made if missing), whole or not at all.
+    /// Writes the record to `path` (its folder made if missing), whole or not at all. The
+    /// temporary file is created afresh under a random name in that folder (never through
+    /// a name someone planted there) and renamed over `path`.
     pub fn save(&self, path: &Path) -> io::Result<()> {
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
         let text = serde_json::to_string_pretty(self).map_err(io::Error::other)?;
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, text + "\n")?;
-        std::fs::rename(&tmp, path)
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".tune-undo-")
+            .tempfile_in(dir)?;
+        tmp.write_all(text.as_bytes())?;
+        tmp.write_all(b"\n")?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map(drop).map_err(|e| e.error)
     }
 }
 

@@ -160,3 +160,51 @@ fn only_what_is_still_in_effect_is_undone() {
     rebooted.raw = Some(String::new());
     assert_eq!(tuned.undo_in_effect(&rebooted), []);
 }
+
+#[test]
+fn an_undo_record_with_a_change_tune_never_makes_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tune-undo.json");
+    let mut t = Tuned::default();
+    t.add(&plan(&untuned(), &cpus()));
+    t.save(&path).unwrap();
+    assert!(Tuned::load(&path).is_ok());
+    for (bad, what) in [
+        (
+            r#"{"kind": "write", "path": "/etc/shadow", "from": "x", "to": "y"}"#,
+            "/etc/shadow",
+        ),
+        (
+            r#"{"kind": "write", "path": "/sys/devices/system/cpu/cpu0/../../../../etc/passwd/cpufreq/scaling_governor", "from": "a", "to": "b"}"#,
+            "etc/passwd",
+        ),
+        (
+            r#"{"kind": "write", "path": "/proc/sys/net/ipv4/tcp_tw_reuse", "from": "2", "to": "1\n0"}"#,
+            "tcp_tw_reuse",
+        ),
+        (
+            r#"{"kind": "rule", "v6": false, "chain": "INPUT", "rule": ["-j", "DROP"], "insert": true}"#,
+            "INPUT -j DROP",
+        ),
+    ] {
+        let text = format!(r#"{{"version": 1, "changes": [{bad}]}}"#);
+        std::fs::write(&path, text).unwrap();
+        let e = Tuned::load(&path).unwrap_err().to_string();
+        assert!(e.contains("never makes") && e.contains(what), "{e}");
+    }
+}
+
+#[test]
+fn saving_never_writes_through_a_planted_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    // The names an earlier version wrote through, planted as links to the victim.
+    let path = dir.path().join("tune-undo.json");
+    std::os::unix::fs::symlink(&victim, dir.path().join("tune-undo.json.tmp")).unwrap();
+    let mut t = Tuned::default();
+    t.add(&plan(&untuned(), &cpus()));
+    t.save(&path).unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert_eq!(Tuned::load(&path).unwrap(), t);
+}
