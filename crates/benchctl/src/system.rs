@@ -69,8 +69,8 @@ impl CpuArgs {
         };
         // The scenario's server kinds are found as `run` finds them (`docker/` beside it).
         let kinds = runner::kinds_for(path, None).map_err(Failure::usage)?;
-        let plan = scenario::load_file_with(path, &kinds)
-            .map_err(|e| Failure::usage(anyhow!("{e}")))?;
+        let plan =
+            scenario::load_file_with(path, &kinds).map_err(|e| Failure::usage(anyhow!("{e}")))?;
         Ok(system::Cpus {
             client: plan.cpus.loadgen,
             server: plan.cpus.servers,
