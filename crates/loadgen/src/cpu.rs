@@ -7,14 +7,15 @@ use std::time::Duration;
 
 /// CPUs the kernel has online.
 pub fn online_cpus() -> usize {
-    // rustix has no sysconf; glibc's reads the kernel's list of online CPUs.
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    if n < 1 {
-        1
-    } else {
-        n as usize
-    }
+    // The kernel's own list, as glibc's sysconf reads it; where it cannot be read, the CPUs
+    // this process may use.
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|list| model::cpuset::parse_cpuset(list.trim()).ok())
+        .map(|cpus| cpus.len())
+        .filter(|&n| n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1)
 }
 
 /// CPUs this process may run on (its affinity mask).
@@ -38,13 +39,11 @@ pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
 
 /// User plus system CPU time used so far by the whole process.
 pub fn process_cpu_time() -> Duration {
-    // rustix has no getrusage.
-    // SAFETY: getrusage writes into the zeroed struct we own.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-        ru
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    // The process's CPU clock counts what getrusage's user and system times add up to, for
+    // every thread, to the nanosecond.
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(
+        t.tv_sec.max(0) as u64,
+        t.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
 }
