@@ -165,34 +165,20 @@ fn recv_stamped(fd: BorrowedFd<'_>, base: *mut u8, len: usize, flags: libc::c_in
         // and `control`, which outlive the call. It then describes a control buffer valid for
         // writes of its length, and either a data buffer valid for writes of `len` bytes (the
         // caller's) or, with MSG_TRUNC on a TCP socket, none that is written to; `fd` is
-        // borrowed, so open. After a successful recvmsg the control length covers only
-        // well-formed headers inside the control buffer, and CMSG_* walk exactly those.
-        let (n, stamp) = unsafe {
+        // borrowed, so open.
+        let (n, controllen) = unsafe {
             let mut msg: libc::msghdr = std::mem::zeroed();
             msg.msg_iov = &mut iov;
             msg.msg_iovlen = 1;
             msg.msg_control = control.0.as_mut_ptr().cast();
             msg.msg_controllen = control.0.len() as _;
             let n = libc::recvmsg(fd.as_raw_fd(), &mut msg, flags);
-            let mut stamp = None;
-            // The SCM_TIMESTAMPNS stamp among the control messages filled in, if any.
-            let mut c = if n > 0 {
-                libc::CMSG_FIRSTHDR(&msg)
-            } else {
-                std::ptr::null_mut()
-            };
-            while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                    // The data of an SCM_TIMESTAMPNS message is a timespec, maybe unaligned.
-                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                    stamp = u64::try_from(ts.tv_sec)
-                        .ok()
-                        .map(|s| Stamp(s * 1_000_000_000 + ts.tv_nsec as u64));
-                    break;
-                }
-                c = libc::CMSG_NXTHDR(&msg, c);
-            }
-            (n, stamp)
+            (n, msg.msg_controllen)
+        };
+        let stamp = if n > 0 {
+            stamp_in(&control.0[..controllen.min(control.0.len())])
+        } else {
+            None
         };
         match classify(n) {
             Some(Recv::Data { len, .. }) => return Recv::Data { len, stamp },
@@ -200,6 +186,33 @@ fn recv_stamped(fd: BorrowedFd<'_>, base: *mut u8, len: usize, flags: libc::c_in
             None => continue,
         }
     }
+}
+
+/// The receive stamp among the control messages `control` holds (as a `recvmsg` filled them
+/// in: each a 16-byte header, length, level and type, then its data, the next one 8-aligned),
+/// if there is one.
+pub fn stamp_in(control: &[u8]) -> Option<Stamp> {
+    const HEADER: usize = 16;
+    let mut at = 0;
+    while at + HEADER <= control.len() {
+        let word = |from: usize, n: usize| -> Option<u64> {
+            let b = control.get(at + from..at + from + n)?;
+            let mut w = [0u8; 8];
+            w[..n].copy_from_slice(b);
+            Some(u64::from_ne_bytes(w))
+        };
+        let len = usize::try_from(word(0, 8)?).ok()?;
+        let (level, kind) = (word(8, 4)? as i32, word(12, 4)? as i32);
+        if len < HEADER || at + len > control.len() {
+            return None;
+        }
+        if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPNS && len >= HEADER + 16 {
+            let (sec, nsec) = (word(HEADER, 8)?, word(HEADER + 8, 8)?);
+            return Some(Stamp(sec.checked_mul(1_000_000_000)?.checked_add(nsec)?));
+        }
+        at += len.next_multiple_of(8);
+    }
+    None
 }
 
 /// Whether [`discard`] drops bytes on this kernel as tcp(7) says, exactly as many as asked
@@ -437,5 +450,44 @@ mod tests {
         drop(server);
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(discard(fd, 100, true), Recv::Eof);
+    }
+
+    /// A control message as the kernel lays it out on 64-bit Linux: length, level, type,
+    /// data, padded to 8 bytes.
+    fn cmsg(level: i32, kind: i32, data: &[u8]) -> Vec<u8> {
+        let mut m = Vec::new();
+        m.extend_from_slice(&((16 + data.len()) as u64).to_ne_bytes());
+        m.extend_from_slice(&level.to_ne_bytes());
+        m.extend_from_slice(&kind.to_ne_bytes());
+        m.extend_from_slice(data);
+        m.resize(m.len().next_multiple_of(8), 0);
+        m
+    }
+
+    fn timespec(sec: u64, nsec: u64) -> Vec<u8> {
+        [sec.to_ne_bytes(), nsec.to_ne_bytes()].concat()
+    }
+
+    #[test]
+    fn the_stamp_is_found_among_the_control_messages() {
+        let stamp = cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &timespec(7, 250));
+        assert_eq!(stamp_in(&stamp), Some(Stamp(7_000_000_250)));
+        // After another message, with room to spare (zeros: no further message).
+        let mut two = cmsg(libc::IPPROTO_IP, 8, &[1, 2, 3]);
+        two.extend_from_slice(&stamp);
+        two.resize(96, 0);
+        assert_eq!(stamp_in(&two), Some(Stamp(7_000_000_250)));
+    }
+
+    #[test]
+    fn no_stamp_in_empty_other_or_cut_control_data() {
+        assert_eq!(stamp_in(&[]), None);
+        assert_eq!(stamp_in(&[0; 64]), None);
+        assert_eq!(stamp_in(&cmsg(libc::IPPROTO_IP, 8, &[1])), None);
+        let stamp = cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &timespec(7, 250));
+        assert_eq!(stamp_in(&stamp[..20]), None, "cut inside its data");
+        let mut lying = stamp.clone();
+        lying[..8].copy_from_slice(&1000u64.to_ne_bytes());
+        assert_eq!(stamp_in(&lying), None, "a length past the end");
     }
 }
