@@ -73,7 +73,18 @@ DEFAULT_OUT_DIR = REPO / "bench" / "results"
 NGINX = "/usr/sbin/nginx"
 BODY = b"Hello, World!"  # 13 bytes, as in the posts being reproduced
 
-TOOLS = ("benchctl", "benchctl-woken", "wrk", "ab", "oha", "h2load", "floor-epoll", "floor-uring")
+TOOLS = (
+    "benchctl",
+    "benchctl-woken",
+    "benchctl-epoll",
+    "benchctl-uring",
+    "wrk",
+    "ab",
+    "oha",
+    "h2load",
+    "floor-epoll",
+    "floor-uring",
+)
 # What runs when --tools is not given (h2load only with --h2).
 DEFAULT_TOOLS = ("benchctl", "benchctl-woken", "wrk", "ab", "oha", "floor-epoll", "floor-uring")
 # The floor references' C sources (bench/floor/) and where they are compiled to.
@@ -455,6 +466,29 @@ class BenchctlWoken(Benchctl):
         return cmd[:-1] + ["--user-timestamps"] + cmd[-1:]
 
 
+class BenchctlEngine(Benchctl):
+    """benchctl on one engine (--engine), where `benchctl` takes whichever its automatic
+    choice picks; HTTP/2 always runs on epoll."""
+
+    engine = "epoll"
+
+    def command(self, mode, url, cfg, round_no):
+        cmd = super().command(mode, url, cfg, round_no)
+        if mode == "h2":
+            return cmd
+        return cmd[:-1] + ["--engine", self.engine] + cmd[-1:]
+
+
+class BenchctlEpoll(BenchctlEngine):
+    name = "benchctl-epoll"
+    engine = "epoll"
+
+
+class BenchctlUring(BenchctlEngine):
+    name = "benchctl-uring"
+    engine = "uring"
+
+
 class Wrk(Tool):
     name = "wrk"
     pipelines = True
@@ -691,6 +725,8 @@ class FloorUring(Floor):
 TOOL_CLASSES = {
     "benchctl": Benchctl,
     "benchctl-woken": BenchctlWoken,
+    "benchctl-epoll": BenchctlEpoll,
+    "benchctl-uring": BenchctlUring,
     "wrk": Wrk,
     "ab": Ab,
     "oha": Oha,

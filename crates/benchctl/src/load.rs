@@ -31,7 +31,7 @@ pub struct LoadArgs {
             "requests", "concurrency", "keep_alive", "time_limit", "timeout", "head",
             "method", "post_file", "put_file", "http11", "h2", "streams", "duration",
             "warmup", "min_duration", "threads", "cpus", "rate", "coalesce",
-            "user_timestamps", "start_at",
+            "user_timestamps", "start_at", "engine",
         ]
     )]
     job: Option<String>,
@@ -177,6 +177,12 @@ pub struct LoadArgs {
     /// response, as ab and wrk are; a duration (e.g. 50us) sleeps that long whenever idle.
     #[arg(long, value_name = "auto|off|DURATION", default_value = "auto")]
     coalesce: String,
+    /// What drives the connections: `uring` submits and reaps them through io_uring in
+    /// batches (plain HTTP/1.x), `epoll` makes a system call per send and per receive; `auto`
+    /// takes io_uring where it can run and epoll elsewhere, and says so when the host forbids
+    /// io_uring.
+    #[arg(long, value_name = "auto|epoll|uring", default_value = "auto")]
+    engine: loadgen::Engine,
     /// Time responses when the generator reads them, as ab does, instead of by the kernel's
     /// receive stamps (which leave the generator's own delays out). --coalesce auto then
     /// never naps, since a nap would count as server time.
@@ -276,6 +282,7 @@ fn load_spec(a: &LoadArgs) -> Result<LoadSpec, Failure> {
         },
         rate: a.rate,
         rx_stamps: !a.user_timestamps,
+        engine: a.engine,
         coalesce: parse_coalesce(&a.coalesce).map_err(|e| usage(format!("--coalesce: {e}")))?,
         min_duration: match &a.min_duration {
             Some(d) => Some(secs("--min-duration", d)?),

@@ -112,6 +112,23 @@ impl Napper {
         }
     }
 
+    /// The longest a worker that waits for a batch of completions (the io_uring engine) may
+    /// wait for it: a nap's bound, a fiftieth of the recent request cycle within
+    /// [`MIN_NAP`]..=[`MAX_NAP`], once the estimates are warm. Unlike [`Self::nap`] it does not
+    /// ask whether a response is due meanwhile: such a wait ends as soon as the batch is in,
+    /// so it costs time only when fewer come. `None`: wait for one completion.
+    pub fn batch_cap(&self) -> Option<Duration> {
+        match self.mode {
+            Coalesce::Off => None,
+            Coalesce::Nap(d) => Some(d),
+            Coalesce::Auto => {
+                let d =
+                    Duration::from_nanos(self.cycle_ns / u64::from(CYCLE_FRACTION)).min(MAX_NAP);
+                (self.seen >= WARM && d >= MIN_NAP).then_some(d)
+            }
+        }
+    }
+
     /// What a worker does before a poll that may wait up to `timeout`: `None`, block in the
     /// poller for it; otherwise look without waiting (a zero timeout), after sleeping a nap
     /// first when the last look found nothing (`caught_up`; then `Some(true)`). A worker that
@@ -141,6 +158,34 @@ mod tests {
             p.observe(cycle, t);
             t += gap;
         }
+    }
+
+    #[test]
+    fn a_batch_is_waited_for_a_fiftieth_of_the_cycle_whatever_the_gap() {
+        let mut auto = Napper::new(Coalesce::Auto);
+        assert_eq!(auto.batch_cap(), None, "not before the estimates are warm");
+        // 2 ms cycles, responses 1 ms apart: no nap would collect one, a batch wait may.
+        feed(
+            &mut auto,
+            WARM + 10,
+            Duration::from_millis(2),
+            Duration::from_millis(1),
+        );
+        assert_eq!(auto.nap(), None);
+        assert_eq!(auto.batch_cap(), Some(Duration::from_micros(40)));
+        // Long cycles: at most MAX_NAP; short ones: under MIN_NAP, none.
+        let mut slow = Napper::new(Coalesce::Auto);
+        feed(&mut slow, WARM, Duration::from_secs(1), Duration::ZERO);
+        assert_eq!(slow.batch_cap(), Some(MAX_NAP));
+        let mut fast = Napper::new(Coalesce::Auto);
+        feed(&mut fast, WARM, Duration::from_micros(100), Duration::ZERO);
+        assert_eq!(fast.batch_cap(), None);
+        assert_eq!(Napper::new(Coalesce::Off).batch_cap(), None);
+        let fixed = Coalesce::Nap(Duration::from_micros(70));
+        assert_eq!(
+            Napper::new(fixed).batch_cap(),
+            Some(Duration::from_micros(70))
+        );
     }
 
     #[test]

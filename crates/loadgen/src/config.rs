@@ -8,7 +8,7 @@ use thiserror::Error;
 
 use model::authority::Authority;
 
-pub use model::load::{Coalesce, HttpVersion, LoadSpec, Method};
+pub use model::load::{Coalesce, Engine, HttpVersion, LoadSpec, Method};
 
 /// A problem with the options of a load run.
 #[derive(Debug, Error, PartialEq, Eq)]

@@ -31,6 +31,17 @@ pub fn connect(addr: SocketAddr, opts: &SocketOptions) -> io::Result<TcpStream> 
     if opts.is_default() {
         return TcpStream::connect(addr);
     }
+    let fd = open(addr, opts)?;
+    match rustix::net::connect(&fd, &addr) {
+        Ok(()) | Err(Errno::INPROGRESS) => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(TcpStream::from_std(std::net::TcpStream::from(fd)))
+}
+
+/// A non-blocking socket for a connection to `addr`, with the options applied, not yet
+/// connected.
+pub fn open(addr: SocketAddr, opts: &SocketOptions) -> io::Result<OwnedFd> {
     let fd = socket_for(addr)?;
     if let Some(size) = opts.buffer {
         // The kernel takes an int.
@@ -41,11 +52,7 @@ pub fn connect(addr: SocketAddr, opts: &SocketOptions) -> io::Result<TcpStream> 
     if let Some(ip) = opts.bind {
         rustix::net::bind(&fd, &SocketAddr::new(ip, 0))?;
     }
-    match rustix::net::connect(&fd, &addr) {
-        Ok(()) | Err(Errno::INPROGRESS) => {}
-        Err(e) => return Err(e.into()),
-    }
-    Ok(TcpStream::from_std(std::net::TcpStream::from(fd)))
+    Ok(fd)
 }
 
 /// Checks, once before the run, that connections to `addr` can be opened with `opts`: a `-B`

@@ -27,7 +27,7 @@ impl LoadConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Coalesce, HttpVersion, LoadSpec, Method};
+    use crate::config::{Coalesce, Engine, HttpVersion, LoadSpec, Method};
     use std::time::Duration;
 
     /// A load with every field away from its default.
@@ -46,6 +46,7 @@ mod tests {
             coalesce: Coalesce::Nap(Duration::from_micros(40)),
             min_duration: Some(Duration::from_secs(3)),
             streams: 16,
+            engine: Engine::Epoll,
         }
     }
 

@@ -28,7 +28,9 @@ pub mod tls;
 /// The measurement's types are the shared vocabulary's; they keep their paths here.
 pub use model::{failure, histogram, json, stats, timeline};
 
-pub use config::{Coalesce, ConfigError, HttpVersion, LoadConfig, LoadSpec, Method, Proxy, Target};
+pub use config::{
+    Coalesce, ConfigError, Engine, HttpVersion, LoadConfig, LoadSpec, Method, Proxy, Target,
+};
 pub use engine::{run, run_observed, run_until, LoadError, StopFlag};
 pub use job::Job;
 pub use stats::{

@@ -509,6 +509,13 @@ impl LoadReport {
         let mut settings = first.settings.clone();
         settings.concurrency = parts.iter().map(|p| p.settings.concurrency).sum();
         settings.threads = parts.iter().map(|p| p.settings.threads).sum();
+        if parts
+            .iter()
+            .any(|p| p.settings.engine != first.settings.engine)
+        {
+            // Generators on hosts that differ in what they allow.
+            settings.engine = "mixed".to_string();
+        }
         settings.rate = parts.iter().map(|p| p.settings.rate).sum::<Option<f64>>();
         let mut notes: Vec<Note> = Vec::new();
         for n in parts.iter().flat_map(|p| &p.notes) {

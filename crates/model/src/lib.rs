@@ -22,7 +22,7 @@ pub mod timeline;
 
 pub use job::Job;
 pub use json::LoadReport;
-pub use load::{Coalesce, HttpVersion, LoadSpec, Method};
+pub use load::{Coalesce, Engine, HttpVersion, LoadSpec, Method};
 pub use stats::{
     FailureKind, Failures, Measurement, Note, Sample, ServerInfo, StopReason, Timer, Timers,
     TlsSession,

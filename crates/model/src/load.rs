@@ -79,6 +79,47 @@ impl std::fmt::Display for Coalesce {
     }
 }
 
+/// Which of the generator's engines drives the connections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// The generator picks: see the load generator's engine choice.
+    #[default]
+    Auto,
+    /// Readiness through epoll, one system call per send and per receive.
+    Epoll,
+    /// Completions through io_uring, submitted and reaped in batches.
+    Uring,
+}
+
+impl Engine {
+    pub fn is_auto(&self) -> bool {
+        *self == Engine::Auto
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Engine::Auto => "auto",
+            Engine::Epoll => "epoll",
+            Engine::Uring => "uring",
+        })
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Engine::Auto),
+            "epoll" => Ok(Engine::Epoll),
+            "uring" | "io_uring" => Ok(Engine::Uring),
+            _ => Err(format!("unknown engine {s:?}: auto, epoll or uring")),
+        }
+    }
+}
+
 /// The load itself, independent of where it is sent and which CPUs make it: what a scenario's
 /// `[load]` describes and what `benchctl load`'s flags describe, in one type.
 /// Durations are written as people write them (`250ms`, `1m 30s`), exactly.
@@ -121,6 +162,9 @@ pub struct LoadSpec {
     /// HTTP/2 only: streams open at once on each connection (h2load's `-m`); 1 otherwise.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub streams: u32,
+    /// The engine that drives the connections (absent: auto).
+    #[serde(default, skip_serializing_if = "Engine::is_auto")]
+    pub engine: Engine,
 }
 
 fn is_one(n: &u32) -> bool {
@@ -148,6 +192,7 @@ impl Default for LoadSpec {
             coalesce: Coalesce::Auto,
             min_duration: None,
             streams: 1,
+            engine: Engine::Auto,
         }
     }
 }

@@ -237,6 +237,9 @@ pub enum Note {
     /// (the load generator's connection-tracking check): it drops new connections then, so connect failures and
     /// timeouts are this host's, not the server's.
     ConntrackFull { count: u64, max: u64 },
+    /// The io_uring engine would have run the load but this host does not allow it (`reason`):
+    /// the epoll engine ran it instead.
+    EngineFallback { reason: String },
     /// Connections could not be opened because this process or the system ran out of file
     /// descriptors (EMFILE, ENFILE): the generator's limit, not the server's.
     OutOfFileDescriptors { connections: u64, limit: u64 },
@@ -516,6 +519,15 @@ pub struct RunSettings {
     /// (the counts and timings are of all of them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetitions: Option<u64>,
+    /// The engine that ran the load: "epoll" or "io_uring", or "mixed" when generators on
+    /// several hosts ran different ones (records made before there was a choice lack the
+    /// field: theirs was epoll).
+    #[serde(default = "engine_epoll")]
+    pub engine: String,
+}
+
+fn engine_epoll() -> String {
+    "epoll".to_string()
 }
 
 fn coalesce_off() -> String {

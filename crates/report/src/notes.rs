@@ -19,6 +19,9 @@ pub fn describe(note: &Note) -> String {
              minutes after it closes; raise net.netfilter.nf_conntrack_max, use keep-alive \
              (-k), or leave time between loads"
         ),
+        Note::EngineFallback { reason } => {
+            format!("{reason}: the epoll engine ran this load instead of io_uring")
+        }
         Note::OutOfFileDescriptors { connections, limit } => format!(
             "{connections} connections could not be opened because the load generator ran out \
              of file descriptors (its open-files limit is {limit}): a limit of the generator, not \

@@ -115,6 +115,8 @@ pub(crate) struct RawLoad {
     pub user_timestamps: Option<bool>,
     /// How the generator waits once caught up: `"auto"` (default), `"off"` or a nap (`"50us"`).
     pub coalesce: Option<Spanned<String>>,
+    /// What drives the connections: `"auto"` (default), `"epoll"` or `"uring"`.
+    pub engine: Option<Spanned<String>>,
     /// HTTP/2 only: requests in flight at once on each connection (h2load's `-m`); default 1.
     pub streams: Option<Spanned<i64>>,
     /// `[load]` only: the `[[host]]`s whose engines run the load generator, each its share of
@@ -240,6 +242,7 @@ pub(crate) mod keys {
         "method",
         "user_timestamps",
         "coalesce",
+        "engine",
         "streams",
         "generators",
     ];

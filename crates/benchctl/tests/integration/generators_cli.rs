@@ -317,7 +317,7 @@ fn by_request_count(b: &Bench) -> PathBuf {
         "count",
         &b.hosts,
         &["cli1", "cli2"],
-        "requests = 2001\nconcurrency = 4",
+        "requests = 2001\nconcurrency = 4\nengine = \"uring\"",
     );
     let mut run = Run::start(b.dir.path(), &s, &b.kinds, "count");
     let (code, err) = run.finish(Duration::from_secs(600));
@@ -356,6 +356,29 @@ fn by_request_count(b: &Bench) -> PathBuf {
     let h = l.load.histogram(loadgen::Timer::Total).unwrap();
     assert_eq!(h.len(), parts, "the merged histogram's count");
     assert_eq!(l.load.settings.concurrency, 4);
+    // The generators' containers run under Docker's default seccomp profile, which (since
+    // Docker 25) denies io_uring: each generator ran the load on epoll, and the merged load
+    // says so once.
+    let fallbacks: Vec<&String> = l
+        .load
+        .notes
+        .iter()
+        .filter_map(|n| match n {
+            loadgen::Note::EngineFallback { reason } => Some(reason),
+            _ => None,
+        })
+        .collect();
+    match l.load.settings.engine.as_str() {
+        "epoll" => {
+            assert_eq!(fallbacks.len(), 1, "{:?}", l.load.notes);
+            assert!(
+                fallbacks[0].contains("not permitted here"),
+                "{}",
+                fallbacks[0]
+            );
+        }
+        engine => assert!(engine == "io_uring" && fallbacks.is_empty(), "{engine}"),
+    }
     for g in &l.generators {
         assert!(g.error.is_none(), "{g:?}");
         assert!(

@@ -192,6 +192,10 @@ fn bad_input_is_a_one_line_error_with_status_2() {
         ),
         (&["load", "--coalesce", "50", &url], "has no unit"),
         (
+            &["load", "--engine", "kqueue", &url],
+            "unknown engine \"kqueue\": auto, epoll or uring",
+        ),
+        (
             &["load", "--coalesce", "2s", &url],
             "longer than a second: a nap that long would stall",
         ),
@@ -382,6 +386,10 @@ fn json_output_parses_with_counters_percentiles_and_histogram() {
     // kept apart.
     assert_eq!(v["settings"]["rx_stamps"], true, "{v}");
     assert_eq!(v["settings"]["coalesce"], "auto");
+    let engine = v["settings"]["engine"]
+        .as_str()
+        .expect("the engine that ran");
+    assert!(engine == "io_uring" || engine == "epoll", "{engine}");
     assert_eq!(v["stamped"], 20);
     assert_eq!(v["read_delay"]["moments"]["count"], 20);
     assert!(v["naps"].is_u64());

@@ -3,7 +3,7 @@
 //! driven by its socket's readiness events and its timers.
 
 use super::worker::{
-    self, token, Core, Placement, Protocol, Request, Response, CONNECT_RETRY_PAUSE, TURN_BYTES,
+    self, token, Core, Placement, Protocol, Request, Schedule, CONNECT_RETRY_PAUSE, TURN_BYTES,
 };
 use crate::http::{Feed, ResponseParser};
 use crate::sock::{self, Recv};
@@ -79,9 +79,7 @@ struct H1 {
     /// Body bytes nobody looks at are dropped in the kernel (see [`super::shared::Shared`]'s
     /// `discard`).
     discard: bool,
-    /// Next slot of this worker's constant-rate schedule, and the interval between slots.
-    next_slot: u64,
-    slot_interval: Option<Duration>,
+    schedule: Schedule,
     /// Slots in `Queued`, in the order their requests completed.
     queued: Vec<usize>,
 }
@@ -112,11 +110,7 @@ pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
             })
             .collect(),
         discard: core.sh.discard,
-        next_slot: 0,
-        slot_interval: cfg
-            .load
-            .rate
-            .map(|r| Duration::from_secs_f64(at.threads as f64 / r)),
+        schedule: Schedule::new(cfg.load.rate, at.threads),
         queued: Vec::new(),
         core,
     };
@@ -198,12 +192,8 @@ impl Protocol for H1 {
                 // Its connection was waiting for it: how late it left is the generator's own
                 // lateness.
                 let c = &self.conns[idx];
-                if c.req.measured && c.state != State::Finished {
-                    if let Some(h) = self.core.rec.send_lag.as_mut() {
-                        let lag = now.saturating_duration_since(t);
-                        h.saturating_record(lag.as_micros() as u64);
-                    }
-                }
+                let measured = c.req.measured && c.state != State::Finished;
+                self.core.note_send_lag(measured, t, now);
             }
             None => self.next_request(idx, now),
         }
@@ -240,16 +230,12 @@ impl H1 {
     /// response, each with how long it had waited since its intended send time (constant-rate
     /// runs only).
     fn count_unfinished(&mut self) {
-        let (Some(end), Some(h)) = (self.core.end, self.core.rec.unfinished.as_mut()) else {
-            return;
-        };
-        for c in &self.conns {
-            if !matches!(c.state, State::Writing | State::Reading) || !c.req.measured {
-                continue;
-            }
-            let since = c.req.intended.unwrap_or(c.req.start);
-            h.saturating_record(end.saturating_duration_since(since).as_micros() as u64);
-        }
+        let waiting = self
+            .conns
+            .iter()
+            .filter(|c| matches!(c.state, State::Writing | State::Reading))
+            .map(|c| &c.req);
+        self.core.count_unfinished(waiting);
     }
 
     /// Starts the slot's next request, or parks it until its constant-rate send time.
@@ -257,37 +243,23 @@ impl H1 {
         if self.core.sh.stop.load(Relaxed) {
             return self.finish(idx);
         }
-        let intended = match self.slot_interval {
-            Some(iv) => {
-                let t = self.core.start + iv.mul_f64(self.next_slot as f64);
-                self.next_slot += 1;
-                if t > now {
-                    self.conns[idx].state = State::Waiting(Some(t));
-                    self.core.timers.push(Reverse((t, idx)));
-                    return;
-                }
-                Some(t)
+        match self.schedule.next(self.core.start, now) {
+            Ok(intended) => self.begin(idx, now, intended),
+            Err(t) => {
+                self.conns[idx].state = State::Waiting(Some(t));
+                self.core.timers.push(Reverse((t, idx)));
             }
-            None => None,
-        };
-        self.begin(idx, now, intended);
+        }
     }
 
     fn begin(&mut self, idx: usize, now: Instant, intended: Option<Instant>) {
-        let measured = now >= self.core.measure_start;
-        if measured && (self.core.end.is_some_and(|e| now >= e) || !self.core.sh.take_ticket()) {
+        let Some((batch, req)) = self.core.open_request(now, intended) else {
             return self.finish(idx);
-        }
-        let batch = crate::pipeline::batch(self.core.sh.cfg.pipeline, measured, || {
-            self.core.sh.take_ticket()
-        });
-        if measured {
-            self.core.rec.started += u64::from(batch);
-        }
+        };
         let c = &mut self.conns[idx];
         c.batch = batch;
         c.answered = 0;
-        c.req = Request::new(now, intended, measured, self.core.sh.server.get().is_none());
+        c.req = req;
         self.send(idx, now);
     }
 
@@ -567,32 +539,8 @@ impl H1 {
     fn complete(&mut self, idx: usize, done: Instant, server_closed: bool) {
         let c = &mut self.conns[idx];
         c.deadline = None;
-        let req = c.req;
-        let sh = &*self.core.sh;
-        if req.want_server {
-            let _ = sh.server.set(c.parser.server.take().unwrap_or_default());
-            sh.note_tls(c.tls.as_deref());
-        }
-        let ok = (200..300).contains(&c.parser.head.status);
-        let body = c.parser.body_len;
-        let length_failure = self.core.length_failure(ok, body);
-        if self.core.counts(req.measured, done) {
-            let r = Response {
-                ok,
-                wire_len: c.parser.wire_len,
-                body_len: body,
-                dropped: c.parser.skipped,
-                sent_len: sh.request.len() as u64,
-                keep_alive: c.parser.head.keep_alive && sh.cfg.load.keep_alive,
-                length_failure,
-                written: req.written,
-            };
-            self.core.record(&req, done, &r);
-        }
         self.core
-            .napper
-            .observe(done.saturating_duration_since(req.start), req.read_at);
-        let c = &mut self.conns[idx];
+            .respond(&c.req, &mut c.parser, c.tls.as_deref(), done);
         c.answered += 1;
         if c.answered < c.batch {
             // More responses of a pipelined batch are due on this connection.
@@ -656,16 +604,12 @@ impl H1 {
         let c = &mut self.conns[idx];
         c.stream = None;
         c.deadline = None;
-        let measured = c.req.measured;
         // Every request of the batch still unanswered fails with it (one without pipelining).
-        let unanswered = c.batch.saturating_sub(c.answered).max(1);
-        let now = Instant::now();
-        for _ in 0..unanswered {
-            self.core.count_failure(measured, kind, now);
-        }
+        let unanswered = c.batch.saturating_sub(c.answered);
+        self.core.fail_requests(c.req.measured, unanswered, kind);
         if matches!(kind, FailureKind::Connect | FailureKind::Generator) {
             // A target that refuses connections must not turn the slot into a spin.
-            let t = now + CONNECT_RETRY_PAUSE;
+            let t = Instant::now() + CONNECT_RETRY_PAUSE;
             self.conns[idx].state = State::Waiting(None);
             self.core.timers.push(Reverse((t, idx)));
         } else {

@@ -10,6 +10,7 @@ use super::shared::Shared;
 use crate::coalesce::Napper;
 use crate::config::Coalesce;
 use crate::cpu;
+use crate::http::ResponseParser;
 use crate::stats::{FailureKind, Recorder, Sample};
 use crate::timeline::Timeline;
 use crate::timer::Alarm;
@@ -116,6 +117,41 @@ pub(super) struct Response {
     pub(super) written: Instant,
 }
 
+/// A worker's share of a constant-rate schedule: its requests' send times, `interval` apart.
+pub(super) struct Schedule {
+    next: u64,
+    interval: Option<Duration>,
+}
+
+impl Schedule {
+    /// The schedule of one of `threads` workers sharing `rate` requests/s (none: no rate).
+    pub(super) fn new(rate: Option<f64>, threads: usize) -> Schedule {
+        Schedule {
+            next: 0,
+            interval: rate.map(|r| Duration::from_secs_f64(threads as f64 / r)),
+        }
+    }
+
+    /// When the next request, ready at `now`, is due: `Ok` to send it now, with its send time
+    /// (`None` without a rate), `Err` with the send time it must wait for.
+    pub(super) fn next(
+        &mut self,
+        start: Instant,
+        now: Instant,
+    ) -> Result<Option<Instant>, Instant> {
+        let Some(iv) = self.interval else {
+            return Ok(None);
+        };
+        let t = start + iv.mul_f64(self.next as f64);
+        self.next += 1;
+        if t > now {
+            Err(t)
+        } else {
+            Ok(Some(t))
+        }
+    }
+}
+
 /// Completions counted locally and published to the progress display in batches.
 #[derive(Default)]
 pub(super) struct Tally {
@@ -176,6 +212,8 @@ pub(super) struct Placement {
     pub(super) threads: usize,
     pub(super) cpu: Option<usize>,
     pub(super) coalesce: Coalesce,
+    /// The io_uring engine runs it.
+    pub(super) uring: bool,
 }
 
 impl Core {
@@ -316,6 +354,97 @@ impl Core {
         self.tally.count(&self.sh, done);
     }
 
+    /// Opens a slot's next request at `now` (sent at `intended` by a constant-rate schedule):
+    /// takes its tickets and returns how many requests it writes at once (more than one only
+    /// when pipelining) with the request; `None` when the slot has nothing more to do.
+    pub(super) fn open_request(
+        &mut self,
+        now: Instant,
+        intended: Option<Instant>,
+    ) -> Option<(u32, Request)> {
+        let measured = now >= self.measure_start;
+        if measured && (self.end.is_some_and(|e| now >= e) || !self.sh.take_ticket()) {
+            return None;
+        }
+        let batch =
+            crate::pipeline::batch(self.sh.cfg.pipeline, measured, || self.sh.take_ticket());
+        if measured {
+            self.rec.started += u64::from(batch);
+        }
+        let want_server = self.sh.server.get().is_none();
+        Some((batch, Request::new(now, intended, measured, want_server)))
+    }
+
+    /// A slot's complete HTTP/1 response to `req`, which `parser` read, ended at `done`:
+    /// recorded if it counts, and seen by the napper.
+    pub(super) fn respond(
+        &mut self,
+        req: &Request,
+        parser: &mut ResponseParser,
+        tls: Option<&crate::tls::TlsConn>,
+        done: Instant,
+    ) {
+        let sh = &*self.sh;
+        if req.want_server {
+            let _ = sh.server.set(parser.server.take().unwrap_or_default());
+            sh.note_tls(tls);
+        }
+        let ok = (200..300).contains(&parser.head.status);
+        let body = parser.body_len;
+        let length_failure = self.length_failure(ok, body);
+        if self.counts(req.measured, done) {
+            let r = Response {
+                ok,
+                wire_len: parser.wire_len,
+                body_len: body,
+                dropped: parser.skipped,
+                sent_len: self.sh.request.len() as u64,
+                keep_alive: parser.head.keep_alive && self.sh.cfg.load.keep_alive,
+                length_failure,
+                written: req.written,
+            };
+            self.record(req, done, &r);
+        }
+        self.napper
+            .observe(done.saturating_duration_since(req.start), req.read_at);
+    }
+
+    /// A slot's request (and the `unanswered` others of its pipelined batch) failed by `kind`.
+    pub(super) fn fail_requests(&mut self, measured: bool, unanswered: u32, kind: FailureKind) {
+        let now = Instant::now();
+        for _ in 0..unanswered.max(1) {
+            self.count_failure(measured, kind, now);
+        }
+    }
+
+    /// A request due at `intended` by the constant-rate schedule left at `now`: how late is the
+    /// generator's own lateness.
+    pub(super) fn note_send_lag(&mut self, measured: bool, intended: Instant, now: Instant) {
+        if let Some(h) = self.rec.send_lag.as_mut().filter(|_| measured) {
+            let lag = now.saturating_duration_since(intended);
+            h.saturating_record(lag.as_micros() as u64);
+        }
+    }
+
+    /// When the measurement window has closed, the measured requests still waiting for their
+    /// response, each with how long it had waited since its intended send time (constant-rate
+    /// runs only).
+    pub(super) fn count_unfinished<'a>(&mut self, waiting: impl Iterator<Item = &'a Request>) {
+        let (Some(end), Some(h)) = (self.end, self.rec.unfinished.as_mut()) else {
+            return;
+        };
+        for req in waiting.filter(|r| r.measured) {
+            let since = req.intended.unwrap_or(req.start);
+            h.saturating_record(end.saturating_duration_since(since).as_micros() as u64);
+        }
+    }
+
+    /// The worker's end: its recorder, and when its last counted request ended.
+    pub(super) fn finish(mut self) -> (Recorder, Option<Instant>) {
+        self.tally.publish(&self.sh);
+        (self.rec, self.tally.last_done)
+    }
+
     /// Counts a request that began `measured` and failed at `now` by `kind`, if it counts.
     #[inline]
     pub(super) fn count_failure(&mut self, measured: bool, kind: FailureKind, now: Instant) {
@@ -369,7 +498,7 @@ impl Core {
     }
 
     /// Whether the loop goes on: slots left, no stop, the window still open.
-    fn running(&self, now: Instant) -> bool {
+    pub(super) fn running(&self, now: Instant) -> bool {
         self.active > 0 && !self.sh.stop.load(Relaxed) && self.end.is_none_or(|e| now < e)
     }
 }
@@ -411,9 +540,7 @@ pub(super) fn drive<P: Protocol>(mut p: P) -> (Recorder, Option<Instant>) {
     tighten_timer_slack(&p.core().napper);
     run(&mut p);
     p.ended();
-    let mut core = p.into_core();
-    core.tally.publish(&core.sh);
-    (core.rec, core.tally.last_done)
+    p.into_core().finish()
 }
 
 /// Naps are tens of microseconds; the default 50 µs timer slack would double them. Sets this

@@ -7,6 +7,7 @@
 
 mod support;
 
+mod engines;
 mod http2;
 mod large_bodies;
 mod merge;

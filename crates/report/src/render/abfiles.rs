@@ -313,6 +313,7 @@ mod tests {
                 head: false,
                 rx_stamps: true,
                 coalesce: "off".into(),
+                engine: "epoll".into(),
                 repetitions: None,
             },
             elapsed: Duration::from_millis(500),

@@ -86,6 +86,7 @@ fn measurement(s: Setup) -> Measurement {
             head: false,
             rx_stamps: false,
             coalesce: "off".into(),
+            engine: "epoll".into(),
             repetitions: None,
         },
         elapsed: Duration::from_micros(s.elapsed_us),

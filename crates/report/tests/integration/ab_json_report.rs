@@ -51,6 +51,7 @@ fn measurement(keep_samples: bool, corrected: bool) -> Measurement {
             head: false,
             rx_stamps: false,
             coalesce: "off".into(),
+            engine: "epoll".into(),
             repetitions: None,
         },
         elapsed: Duration::from_millis(2500),

@@ -29,6 +29,7 @@ pub(super) struct LoadLevel {
     pub(super) head: Option<bool>,
     pub(super) user_timestamps: Option<bool>,
     pub(super) coalesce: Option<Coalesce>,
+    pub(super) engine: Option<model::Engine>,
     /// HTTP/2 streams per connection.
     pub(super) streams: Option<u32>,
     pub(super) poisoned: bool,
@@ -228,6 +229,15 @@ impl LoadLevel {
                 }
             }
         }
+        if let Some(e) = &raw.engine {
+            match e.get_ref().parse() {
+                Ok(v) => self.engine = Some(v),
+                Err(msg) => {
+                    d.error(e.span(), format!("bad engine: {msg}"));
+                    self.poisoned = true;
+                }
+            }
+        }
         if let Some(m) = &raw.method {
             match m.get_ref().as_str() {
                 "GET" => self.head = Some(false),
@@ -333,6 +343,7 @@ pub(super) fn resolve_load(
         rate: own.rate.or(defaults.rate),
         rx_stamps: !user_timestamps,
         coalesce: own.coalesce.or(defaults.coalesce).unwrap_or(Coalesce::Auto),
+        engine: own.engine.or(defaults.engine).unwrap_or_default(),
         min_duration: min_duration.filter(|_| has_requests).map(|(t, _)| t),
         streams: own.streams.or(defaults.streams).unwrap_or(1),
     }

@@ -144,6 +144,25 @@ fn a_bad_coalesce_is_positioned() {
 }
 
 #[test]
+fn the_engine_is_read_and_a_bad_one_positioned() {
+    let src = MINIMAL.replace("requests = 10", "requests = 10\nengine = \"uring\"");
+    let plan = parse_str(&src, Path::new("minimal.toml")).unwrap();
+    assert_eq!(plan.documents[0].load.engine, model::Engine::Uring);
+    let plan = parse_str(MINIMAL, Path::new("minimal.toml")).unwrap();
+    assert_eq!(plan.documents[0].load.engine, model::Engine::Auto);
+    let src = MINIMAL.replace("requests = 10", "requests = 10\nengine = \"kqueue\"");
+    let err = parse_str(&src, Path::new("minimal.toml")).unwrap_err();
+    let d = &err.diagnostics()[0];
+    assert_eq!((d.line, d.column), (5, 10));
+    assert!(
+        d.message
+            .starts_with("bad engine: unknown engine \"kqueue\": auto, epoll or uring"),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
 fn the_hash_is_sha256_of_the_source_bytes() {
     let plan = parse_str(MINIMAL, Path::new("minimal.toml")).unwrap();
     assert_eq!(plan.scenario_hash, scenario::sha256_hex(MINIMAL.as_bytes()));

@@ -25,11 +25,19 @@ fn ten_thousand_keep_alive_connections_under_64_mb() {
         nofile >= 10_100,
         "the open-file limit is {nofile}; 10,000 connections need more"
     );
+    for engine in ["epoll", "uring"] {
+        ten_thousand_keep_alive_connections(engine);
+    }
+}
+
+fn ten_thousand_keep_alive_connections(engine: &str) {
     let s = TestServer::start();
     let f = benchctl(
         &[
             "load",
             "--json",
+            "--engine",
+            engine,
             "-c",
             "10000",
             "-k",
@@ -43,7 +51,7 @@ fn ten_thousand_keep_alive_connections_under_64_mb() {
     assert!(f.peak_rss_kib > 0, "VmHWM was never read");
     let ru_mb = f.ru_maxrss_kib as f64 / 1024.0;
     println!(
-        "-c 10000 -k -n 40000: peak RSS {mb:.1} MB (ru_maxrss {ru_mb:.1} MB), {:?}, server accepted {} connections, at most {} open at once",
+        "--engine {engine} -c 10000 -k -n 40000: peak RSS {mb:.1} MB (ru_maxrss {ru_mb:.1} MB), {:?}, server accepted {} connections, at most {} open at once",
         f.took,
         s.accepted(),
         s.peak_open()
@@ -63,7 +71,10 @@ fn ten_thousand_keep_alive_connections_under_64_mb() {
         "only {} connections open at once",
         s.peak_open()
     );
-    assert!(mb < 64.0, "peak RSS {mb:.1} MB with 10,000 connections");
+    assert!(
+        mb < 64.0,
+        "--engine {engine}: peak RSS {mb:.1} MB with 10,000 connections"
+    );
 }
 
 fn big_document(n: &str, limit: Duration) {

@@ -145,11 +145,31 @@ pub fn config(url: &str, n: u64, c: u32) -> loadgen::LoadConfig {
     cfg
 }
 
+/// The engine a test's load runs on when it does not name one: `LOADGEN_TEST_ENGINE`
+/// (`epoll` or `uring`), so that the whole suite can run on each (`./x test` runs it on both);
+/// unset, the generator's own choice. io_uring only where it drives the load: plain HTTP/1.x.
+pub fn test_engine(cfg: &loadgen::LoadConfig) -> loadgen::Engine {
+    let engine = match std::env::var("LOADGEN_TEST_ENGINE") {
+        Ok(e) => e
+            .parse()
+            .expect("LOADGEN_TEST_ENGINE is auto, epoll or uring"),
+        Err(_) => loadgen::Engine::Auto,
+    };
+    let plain_h1 = cfg.load.version != loadgen::HttpVersion::Http2 && !cfg.target.https;
+    if engine == loadgen::Engine::Uring && !plain_h1 {
+        return loadgen::Engine::Auto;
+    }
+    engine
+}
+
 /// Runs the load on a thread of its own and fails the test if it does not return in `limit`.
 pub fn run_within(
     limit: Duration,
-    cfg: loadgen::LoadConfig,
+    mut cfg: loadgen::LoadConfig,
 ) -> Result<loadgen::Measurement, loadgen::LoadError> {
+    if cfg.load.engine == loadgen::Engine::Auto {
+        cfg.load.engine = test_engine(&cfg);
+    }
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(loadgen::run(cfg));

@@ -1,0 +1,775 @@
+//! The io_uring engine: HTTP/1.x over plain TCP, the same slots, timings and records as the
+//! epoll engine's ([`super::h1`]), with the system calls batched.
+//!
+//! - One ring per worker, a single issuer whose completions' work the kernel runs only when the
+//!   worker waits (`DEFER_TASKRUN`): the server's writes do not wake the worker, and the worker
+//!   waits for several completions at once, up to a time cap taken from the load (the nap of
+//!   [`crate::coalesce`]), or for one when that policy says to block.
+//! - Each connection has one multishot `recvmsg` armed, into a ring of buffers the worker
+//!   registered: the kernel fills a buffer whenever data arrives and keeps the receive stamp
+//!   with it, so the time a response waited in the ring is the generator's, not the server's,
+//!   as with epoll.
+//! - A request is one `send` that posts no completion when it succeeds; a new connection is a
+//!   `connect` linked to that `send`, also silent on success. With keep-alive a request costs
+//!   no system call of its own: one `io_uring_enter` submits a batch of sends and waits for
+//!   the next batch of responses. A new connection adds `socket` and, for receive stamps,
+//!   `setsockopt`; its close is submitted with the rest.
+//!
+//! Timings: a request is written when the batch holding its `send` is handed to the kernel;
+//! with a new connection, it is also connected then (on loopback the handshake is done by the
+//! time the `send` that follows it runs, and a failed connect posts its error).
+
+use super::worker::{Core, Placement, Schedule, CONNECT_RETRY_PAUSE};
+use crate::http::Feed;
+use crate::sock;
+use crate::stats::{FailureKind, Recorder};
+use conn::{
+    split, user_data, Conn, DropHdr, Peer, State, OP_CANCEL, OP_CONNECT, OP_DROP, OP_RECV, OP_SEND,
+};
+use io_uring::{opcode, squeue, types};
+use ring::{Cqe, Ring};
+use std::cmp::Reverse;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, IntoRawFd};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+mod conn;
+mod ring;
+
+/// Size of each receive buffer; the first [`ring::PAYLOAD_AT`] bytes hold the receive stamp.
+const BUF_SIZE: usize = 16 * 1024;
+/// Most completions a worker waits for at once.
+const MAX_BATCH: usize = 32;
+/// How long the closed-mode drain of the server's FIN may take, as with epoll.
+const DRAIN_LIMIT: Duration = Duration::from_secs(1);
+/// Most new connections a worker opens per submission.
+const OPENS_PER_ROUND: usize = 128;
+/// Most bytes a connection keeps that came before their request was sent.
+const EARLY_MAX: usize = 1024 * 1024;
+/// Longest a worker waits before it looks at the shared stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(20);
+
+/// Body bytes still due from which a response's body is dropped in the kernel rather than
+/// copied into the receive buffers.
+const DROP_FROM: u64 = 4 * BUF_SIZE as u64;
+
+/// Whether the workers may use io_uring here; `Err` says why not. Tried once per process.
+pub(super) fn available() -> Result<(), String> {
+    static PROBED: OnceLock<Result<(), String>> = OnceLock::new();
+    PROBED.get_or_init(ring::probe).clone()
+}
+
+/// A worker's slots and what they stage for the next submission; the ring is apart, so that
+/// a completion's buffer can be read while the slots move on.
+struct Slots {
+    core: Core,
+    conns: Vec<Conn>,
+    peer: Box<Peer>,
+    /// The header every multishot `recvmsg` is given.
+    msghdr: Box<libc::msghdr>,
+    staged: Vec<squeue::Entry>,
+    schedule: Schedule,
+    /// Slots in `Queued`, in the order their requests completed.
+    queued: Vec<usize>,
+    /// Slots whose request goes out with the next submission.
+    unsent: Vec<usize>,
+    /// Slots whose multishot receive ended for want of buffers: armed again after the batch.
+    rearm: Vec<usize>,
+    /// Body bytes nobody looks at are dropped in the kernel (see the epoll engine's).
+    discard: bool,
+    /// A fixed nap: every wait lasts it, collecting what came meanwhile.
+    fixed_nap: bool,
+}
+
+struct Worker {
+    /// First: torn down before the memory its operations point into.
+    ring: Ring,
+    s: Slots,
+    cqes: Vec<Cqe>,
+}
+
+/// Runs a worker's share of the connections over io_uring.
+pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
+    // 4 MiB at most: 10,000 connections share them (a multishot receive that finds none
+    // left ends, and is armed again once the batch has handed its buffers back).
+    let buffers = (at.conns * 2).clamp(64, 256) as u16;
+    let ring = match Ring::new(at.conns, buffers, BUF_SIZE) {
+        Ok(r) => r,
+        Err(e) => {
+            core.sh
+                .note_first_error(|| format!("cannot set up io_uring: {e}"));
+            core.sh.trigger_stop();
+            return core.finish();
+        }
+    };
+    let head_only = core.sh.cfg.load.method.head_only();
+    let start = core.start;
+    let mut w = Worker {
+        ring,
+        s: Slots {
+            conns: (0..at.conns).map(|_| Conn::new(head_only, start)).collect(),
+            peer: Peer::new(core.sh.addr),
+            msghdr: ring::msghdr(),
+            staged: Vec::new(),
+            schedule: Schedule::new(core.sh.cfg.load.rate, at.threads),
+            queued: Vec::new(),
+            unsent: Vec::new(),
+            rearm: Vec::new(),
+            discard: core.sh.discard,
+            fixed_nap: matches!(at.coalesce, crate::config::Coalesce::Nap(_)),
+            core,
+        },
+        cqes: Vec::new(),
+    };
+    w.run();
+    let s = &mut w.s;
+    let waiting = s
+        .conns
+        .iter()
+        .filter(|c| c.state == State::Reading)
+        .map(|c| &c.req);
+    s.core.count_unfinished(waiting);
+    // What is staged (closes of finished connections among it) still goes to the kernel.
+    let _ = w.ring.submit_and_wait(&mut w.s.staged, 0, None);
+    let Worker { ring, s, .. } = w;
+    drop(ring);
+    s.core.finish()
+}
+
+impl Worker {
+    fn run(&mut self) {
+        for i in 0..self.s.conns.len() {
+            self.s.queue(i);
+        }
+        self.s.start_queued();
+        let tick = (self.s.core.timeout / 10).clamp(Duration::from_millis(1), STOP_CHECK);
+        let mut next_watch = Instant::now() + tick;
+        loop {
+            let now = Instant::now();
+            if !self.s.core.running(now) {
+                break;
+            }
+            let (want, timeout) = self.s.wait(now, next_watch);
+            // The batch's requests leave with this submission: written (and, on a new
+            // connection, connected) now.
+            self.s.written(now);
+            if let Err(e) = self.ring.submit_and_wait(&mut self.s.staged, want, timeout) {
+                self.s
+                    .core
+                    .sh
+                    .note_first_error(|| format!("io_uring_enter failed: {e}"));
+                self.s.core.sh.trigger_stop();
+                break;
+            }
+            self.ring.reap(&mut self.cqes);
+            if !self.cqes.is_empty() {
+                let now = Instant::now();
+                let real = sock::realtime_now();
+                for cqe in self.cqes.drain(..) {
+                    let got = cqe.buffer().and_then(|b| self.ring.received(b, cqe.res));
+                    self.s.completion(cqe, got, now, real);
+                    if let Some(b) = cqe.buffer() {
+                        self.ring.recycle(b);
+                    }
+                }
+                self.ring.publish();
+            }
+            for idx in std::mem::take(&mut self.s.rearm) {
+                self.s.arm(idx);
+            }
+            self.s.start_queued();
+            self.s.fire_timers();
+            let now = Instant::now();
+            if now >= next_watch {
+                self.s.expire(now);
+                next_watch = now + tick;
+            }
+        }
+    }
+}
+
+impl Slots {
+    /// How many completions the next wait is for, and how long it may take: a batch within
+    /// the napper's cap once it says waiting pays, else one, until the next thing due.
+    fn wait(&mut self, now: Instant, next_watch: Instant) -> (usize, Option<Duration>) {
+        if !self.queued.is_empty() || !self.rearm.is_empty() {
+            return (0, None);
+        }
+        let mut wake = (now + STOP_CHECK).min(next_watch);
+        if let Some(Reverse((t, _))) = self.core.timers.peek() {
+            wake = wake.min(*t);
+        }
+        if let Some(e) = self.core.end {
+            wake = wake.min(e);
+        }
+        let until = wake.saturating_duration_since(now);
+        let reading = self
+            .conns
+            .iter()
+            .filter(|c| matches!(c.state, State::Reading | State::Draining))
+            .count();
+        match self.core.napper.batch_cap() {
+            // A nap: the wait ends when it is over, whatever came.
+            Some(nap) if self.fixed_nap => {
+                self.core.rec.naps += 1;
+                (self.conns.len() * 2 + 1, Some(nap.min(until)))
+            }
+            Some(cap) if reading > 1 => {
+                self.core.rec.naps += 1;
+                ((reading / 4).clamp(1, MAX_BATCH), Some(cap.min(until)))
+            }
+            _ => (1, Some(until)),
+        }
+    }
+
+    /// The requests staged since the last submission go out now.
+    fn written(&mut self, now: Instant) {
+        for idx in self.unsent.drain(..) {
+            let c = &mut self.conns[idx];
+            if c.unsent {
+                c.unsent = false;
+                c.req.written = now;
+                if !c.req.reused {
+                    c.req.connect = now.saturating_duration_since(c.req.start);
+                }
+            }
+        }
+    }
+
+    /// Starts the queued slots' next requests, opening at most [`OPENS_PER_ROUND`] new
+    /// connections: the rest wait for the next round. One submission holding thousands of
+    /// connects would fill the server's accept queue before it could take one (the epoll
+    /// engine's connects, a system call each, leave it that time).
+    fn start_queued(&mut self) {
+        let mut opens = 0;
+        let queued = std::mem::take(&mut self.queued);
+        for (n, &idx) in queued.iter().enumerate() {
+            let c = &self.conns[idx];
+            if c.state != State::Queued {
+                continue;
+            }
+            if c.fd.is_none() {
+                if opens == OPENS_PER_ROUND {
+                    self.queued.extend_from_slice(&queued[n..]);
+                    return;
+                }
+                opens += 1;
+            }
+            self.next_request(idx, Instant::now());
+        }
+    }
+
+    fn fire_timers(&mut self) {
+        let now = Instant::now();
+        while let Some(&Reverse((t, idx))) = self.core.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.core.timers.pop();
+            let State::Waiting(intended) = self.conns[idx].state else {
+                continue;
+            };
+            match intended {
+                Some(t) => {
+                    self.begin(idx, now, Some(t));
+                    let c = &self.conns[idx];
+                    let measured = c.req.measured && c.state != State::Finished;
+                    self.core.note_send_lag(measured, t, now);
+                }
+                None => self.next_request(idx, now),
+            }
+        }
+    }
+
+    /// Ends the requests whose deadline has passed.
+    fn expire(&mut self, now: Instant) {
+        for idx in 0..self.conns.len() {
+            let c = &mut self.conns[idx];
+            if c.deadline.is_none_or(|d| now < d) {
+                continue;
+            }
+            c.deadline = None;
+            match c.state {
+                State::Draining => {
+                    self.drop_socket(idx);
+                    self.queue(idx);
+                }
+                State::Reading => self.fail(idx, FailureKind::Timeout),
+                State::Waiting(_) | State::Queued | State::Finished => {}
+            }
+        }
+    }
+
+    fn next_request(&mut self, idx: usize, now: Instant) {
+        if self.core.sh.stop.load(Relaxed) {
+            return self.finish(idx);
+        }
+        match self.schedule.next(self.core.start, now) {
+            Ok(intended) => self.begin(idx, now, intended),
+            Err(t) => {
+                self.conns[idx].state = State::Waiting(Some(t));
+                self.core.timers.push(Reverse((t, idx)));
+            }
+        }
+    }
+
+    fn begin(&mut self, idx: usize, now: Instant, intended: Option<Instant>) {
+        let Some((batch, req)) = self.core.open_request(now, intended) else {
+            return self.finish(idx);
+        };
+        let c = &mut self.conns[idx];
+        c.batch = batch;
+        c.answered = 0;
+        c.req = req;
+        self.send(idx, now);
+    }
+
+    /// Stages the slot's request, and a new connection first when it has none.
+    fn send(&mut self, idx: usize, now: Instant) {
+        let c = &mut self.conns[idx];
+        c.req.start = now;
+        c.req.reused = c.fd.is_some();
+        c.deadline = Some(now + self.core.timeout);
+        c.parser.reset(c.req.want_server);
+        c.state = State::Reading;
+        if c.fd.is_none() && !self.open(idx) {
+            return;
+        }
+        let c = &mut self.conns[idx];
+        let Some(fd) = c.fd.as_ref() else {
+            return;
+        };
+        let sh = &self.core.sh;
+        let request: &[u8] = if c.batch > 1 {
+            &sh.pipelined[..c.batch as usize * sh.request.len()]
+        } else {
+            &sh.request
+        };
+        let send = opcode::Send::new(
+            types::Fd(fd.as_raw_fd()),
+            request.as_ptr(),
+            request.len() as u32,
+        )
+        .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+        .build()
+        .flags(squeue::Flags::SKIP_SUCCESS)
+        .user_data(user_data(OP_SEND, idx, c.generation));
+        self.staged.push(send);
+        c.unsent = true;
+        self.unsent.push(idx);
+        self.arm(idx);
+        let early = std::mem::take(&mut self.conns[idx].early);
+        if !early.is_empty() {
+            // They came before the request was sent: the response started with it.
+            self.data(idx, &early, None, now, sock::realtime_now());
+        }
+    }
+
+    /// Opens a socket for the slot and stages its connect, linked to the send staged next.
+    fn open(&mut self, idx: usize) -> bool {
+        let sh = &self.core.sh;
+        let fd = match crate::connect::open(sh.addr, &sh.cfg.socket) {
+            Ok(fd) => fd,
+            Err(e) => {
+                let kind = sh.note_connect_error(&e);
+                self.fail(idx, kind);
+                return false;
+            }
+        };
+        if sh.stamps.is_some() {
+            let _ = sock::enable_rx_stamps(fd.as_fd());
+        }
+        let c = &mut self.conns[idx];
+        c.generation = c.generation.wrapping_add(1);
+        c.armed = false;
+        c.connected = false;
+        let (addr, len) = self.peer.as_ptr();
+        let connect = opcode::Connect::new(types::Fd(fd.as_raw_fd()), addr, len)
+            .build()
+            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+            .user_data(user_data(OP_CONNECT, idx, c.generation));
+        c.fd = Some(fd);
+        self.staged.push(connect);
+        true
+    }
+
+    /// Arms the slot's multishot receive.
+    fn arm(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        let Some(fd) = c.fd.as_ref() else {
+            return;
+        };
+        if c.armed || c.dropping {
+            return;
+        }
+        c.armed = true;
+        let recv = ring::recv_multishot(fd.as_raw_fd(), &self.msghdr).user_data(user_data(
+            OP_RECV,
+            idx,
+            c.generation,
+        ));
+        self.staged.push(recv);
+    }
+
+    /// One completion; `got` is what its buffer holds, if it filled one.
+    fn completion(
+        &mut self,
+        cqe: Cqe,
+        got: Option<ring::Received<'_>>,
+        now: Instant,
+        real: sock::Stamp,
+    ) {
+        let (op, idx, generation) = split(cqe.data);
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        if c.fd.is_none() || c.generation & 0xff_ffff != generation {
+            // A late word about a socket the slot has done with.
+            return;
+        }
+        match op {
+            OP_RECV => {
+                let last = !cqe.more();
+                if last {
+                    c.armed = false;
+                }
+                match got {
+                    Some(r) if !r.payload.is_empty() => {
+                        let stamp = sock::stamp_in(r.control);
+                        self.data(idx, r.payload, stamp, now, real);
+                        if last {
+                            self.receive_ended(idx, generation);
+                        }
+                    }
+                    _ if cqe.res == -libc::ECANCELED || cqe.res == -libc::ENOBUFS => {
+                        self.receive_ended(idx, generation)
+                    }
+                    _ if cqe.res < 0 && !c.connected && !c.req.reused => {
+                        // The socket never connected: its receive reports the connect's error.
+                        let e = io::Error::from_raw_os_error(-cqe.res);
+                        let kind = self.core.sh.note_connect_error(&e);
+                        self.fail(idx, kind);
+                    }
+                    _ if cqe.res < 0 => self.ended(idx, false),
+                    _ => self.ended(idx, true),
+                }
+            }
+            OP_DROP => {
+                c.dropping = false;
+                match usize::try_from(cqe.res) {
+                    Ok(0) => self.ended(idx, true),
+                    Ok(n) => {
+                        let stamp = c.drop_hdr.as_ref().and_then(|h| sock::stamp_in(&h.control));
+                        self.dropped(idx, n as u64, stamp, now, real);
+                        self.receive_ended(idx, generation);
+                    }
+                    Err(_) => self.ended(idx, false),
+                }
+            }
+            OP_CANCEL => {}
+            OP_CONNECT => {
+                let e = io::Error::from_raw_os_error(-cqe.res);
+                let kind = self.core.sh.note_connect_error(&e);
+                self.fail(idx, kind);
+            }
+            OP_SEND if cqe.res == -libc::ECANCELED => {
+                // Its connect failed, and says so itself.
+            }
+            OP_SEND if cqe.res < 0 && !c.connected && !c.req.reused => {
+                // A connect that failed shows at the first send.
+                let e = io::Error::from_raw_os_error(-cqe.res);
+                let kind = self.core.sh.note_connect_error(&e);
+                self.fail(idx, kind);
+            }
+            OP_SEND => {
+                let c = &self.conns[idx];
+                if c.req.reused && !c.parser.started() && c.answered == 0 {
+                    self.stale(idx)
+                } else {
+                    self.fail(idx, FailureKind::Write)
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The slot's receive on its socket number `generation` is no longer in flight: what comes
+    /// next is read by a new multishot receive, or dropped by a `MSG_TRUNC` one while the
+    /// body's rest is long enough to be worth it.
+    fn receive_ended(&mut self, idx: usize, generation: u32) {
+        let c = &mut self.conns[idx];
+        c.cancelling = false;
+        if c.fd.is_none() || c.generation & 0xff_ffff != generation || c.armed || c.dropping {
+            return;
+        }
+        let skip = match c.parser.skippable() {
+            n if self.discard && c.state == State::Reading && n >= DROP_FROM => n,
+            _ => 0,
+        };
+        if skip == 0 {
+            return self.rearm.push(idx);
+        }
+        let Some(fd) = c.fd.as_ref() else {
+            return;
+        };
+        let len = skip.min(super::worker::TURN_BYTES as u64) as usize;
+        let msg = c.drop_hdr.get_or_insert_with(DropHdr::new).prepare(len);
+        let drop = opcode::RecvMsg::new(types::Fd(fd.as_raw_fd()), msg)
+            .flags(libc::MSG_TRUNC as u32)
+            .build()
+            .user_data(user_data(OP_DROP, idx, c.generation));
+        c.dropping = true;
+        self.staged.push(drop);
+    }
+
+    /// `n` body bytes of the slot's response were dropped in the kernel (the last of them
+    /// stamped `stamp`), seen at `now`.
+    fn dropped(
+        &mut self,
+        idx: usize,
+        n: u64,
+        stamp: Option<sock::Stamp>,
+        now: Instant,
+        real: sock::Stamp,
+    ) {
+        let c = &mut self.conns[idx];
+        if c.state != State::Reading {
+            return;
+        }
+        let t = match stamp {
+            Some(st) => sock::arrival(st, now, real, c.req.start),
+            None => now,
+        };
+        c.req.last_data = t;
+        c.req.read_at = now;
+        c.req.stamped = stamp.is_some();
+        match c.parser.skip(n) {
+            Ok(Feed::Done) => self.complete(idx, t, false),
+            Ok(Feed::More) => {}
+            Err(_) => self.fail(idx, FailureKind::Exception),
+        }
+    }
+
+    /// Once a response's body has this much left, stops the slot's multishot receive so
+    /// that the rest is dropped in the kernel.
+    fn maybe_drop_body(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if !self.discard || !c.armed || c.cancelling || c.parser.skippable() < DROP_FROM {
+            return;
+        }
+        c.cancelling = true;
+        let cancel = opcode::AsyncCancel::new(user_data(OP_RECV, idx, c.generation))
+            .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(user_data(OP_CANCEL, idx, c.generation));
+        self.staged.push(cancel);
+    }
+
+    /// Bytes arrived on the slot's socket (stamped `stamp`) and were seen at `now`.
+    fn data(
+        &mut self,
+        idx: usize,
+        bytes: &[u8],
+        stamp: Option<sock::Stamp>,
+        now: Instant,
+        real: sock::Stamp,
+    ) {
+        let c = &mut self.conns[idx];
+        if !c.connected {
+            c.connected = true;
+            self.core.sh.note_connected();
+        }
+        match c.state {
+            State::Reading => {}
+            // What follows the response on a connection the server closes is not read.
+            State::Draining | State::Finished => return,
+            // A server answering ahead (see below), within reason.
+            State::Queued | State::Waiting(_) if self.discard && c.early.len() < EARLY_MAX => {
+                return c.early.extend_from_slice(bytes)
+            }
+            // Bytes nobody asked for: the connection can carry no further request.
+            State::Queued | State::Waiting(_) => return self.drop_socket(idx),
+        }
+        let t = match stamp {
+            Some(st) => sock::arrival(st, now, real, c.req.start),
+            None => now,
+        };
+        let mut from = 0;
+        loop {
+            let c = &mut self.conns[idx];
+            if c.req.first_byte.is_none() {
+                c.req.first_byte = Some(t);
+            }
+            c.req.last_data = t;
+            c.req.read_at = now;
+            c.req.stamped = stamp.is_some();
+            match c.parser.feed_prefix(&bytes[from..]) {
+                Ok((Feed::Done, used)) if c.answered + 1 < c.batch => {
+                    // A pipelined response with more of its batch due.
+                    self.complete(idx, t, false);
+                    if self.conns[idx].state != State::Reading || from + used == bytes.len() {
+                        return;
+                    }
+                    from += used;
+                }
+                // Bytes after the last response due: a server answering ahead, where the epoll
+                // engine would have left them in the socket (dropping the body's rest to its
+                // last byte); not HTTP otherwise.
+                Ok((Feed::Done, used)) if from + used < bytes.len() => {
+                    if !self.discard {
+                        return self.fail(idx, FailureKind::Exception);
+                    }
+                    let rest = from + used;
+                    self.complete(idx, t, false);
+                    let c = &mut self.conns[idx];
+                    if c.state == State::Queued && c.fd.is_some() {
+                        c.early.extend_from_slice(&bytes[rest..]);
+                    }
+                    return;
+                }
+                Ok((Feed::Done, _)) => return self.complete(idx, t, false),
+                Ok((Feed::More, _)) => return self.maybe_drop_body(idx),
+                Err(_) => return self.fail(idx, FailureKind::Exception),
+            }
+        }
+    }
+
+    /// The slot's receive ended: the server closed the connection (`eof`) or it failed.
+    fn ended(&mut self, idx: usize, eof: bool) {
+        let c = &mut self.conns[idx];
+        match c.state {
+            State::Reading => {
+                if eof && c.parser.eof() == Feed::Done {
+                    // A close-delimited body: the FIN carries no stamp.
+                    let done = if c.req.stamped {
+                        c.req.last_data
+                    } else {
+                        c.req.read_at = Instant::now();
+                        c.req.read_at
+                    };
+                    self.close_socket(idx);
+                    return self.complete(idx, done, true);
+                }
+                let c = &self.conns[idx];
+                if c.req.reused && !c.parser.started() && c.answered == 0 {
+                    self.stale(idx)
+                } else {
+                    self.fail(idx, FailureKind::Receive)
+                }
+            }
+            State::Draining => {
+                self.close_socket(idx);
+                self.conns[idx].deadline = None;
+                self.queue(idx);
+            }
+            // The server dropped an idle connection: the next request opens another.
+            _ => self.close_socket(idx),
+        }
+    }
+
+    /// A reused connection turned out closed before any byte of the response: retried once on
+    /// a fresh connection, not counted (as ab does).
+    fn stale(&mut self, idx: usize) {
+        self.drop_socket(idx);
+        let c = &mut self.conns[idx];
+        if c.req.retried {
+            return self.fail(idx, FailureKind::Receive);
+        }
+        c.req.retried = true;
+        self.send(idx, Instant::now());
+    }
+
+    /// Records a complete response and moves the slot on; `server_closed`: the server has
+    /// closed its side.
+    fn complete(&mut self, idx: usize, done: Instant, server_closed: bool) {
+        let c = &mut self.conns[idx];
+        c.deadline = None;
+        self.core.respond(&c.req, &mut c.parser, None, done);
+        c.answered += 1;
+        if c.answered < c.batch {
+            if crate::pipeline::next_response(c.parser.head.keep_alive, server_closed) {
+                c.parser.reset(false);
+                c.req.first_byte = None;
+                c.deadline = Some(done + self.core.timeout);
+                return;
+            }
+            return self.fail(idx, FailureKind::Receive);
+        }
+        if self.core.sh.cfg.load.keep_alive && c.parser.head.keep_alive {
+            return self.queue(idx);
+        }
+        if c.fd.is_some() && !server_closed {
+            // The server's FIN comes to the armed receive.
+            c.state = State::Draining;
+            c.deadline = Some(done + DRAIN_LIMIT.min(self.core.timeout));
+            return;
+        }
+        self.drop_socket(idx);
+        self.queue(idx);
+    }
+
+    fn fail(&mut self, idx: usize, kind: FailureKind) {
+        self.drop_socket(idx);
+        let c = &mut self.conns[idx];
+        c.deadline = None;
+        let unanswered = c.batch.saturating_sub(c.answered);
+        self.core.fail_requests(c.req.measured, unanswered, kind);
+        if matches!(kind, FailureKind::Connect | FailureKind::Generator) {
+            // A target that refuses connections must not turn the slot into a spin.
+            let t = Instant::now() + CONNECT_RETRY_PAUSE;
+            self.conns[idx].state = State::Waiting(None);
+            self.core.timers.push(Reverse((t, idx)));
+        } else {
+            self.queue(idx);
+        }
+    }
+
+    /// Closes the slot's socket once nothing is in flight on it: with the next submission.
+    fn close_socket(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if c.armed || c.dropping {
+            return self.drop_socket(idx);
+        }
+        if let Some(fd) = c.fd.take() {
+            let close = opcode::Close::new(types::Fd(fd.into_raw_fd()))
+                .build()
+                .flags(squeue::Flags::SKIP_SUCCESS);
+            self.staged.push(close);
+        }
+    }
+
+    /// Abandons the slot's socket: its armed receive, if any, is ended by shutting the socket
+    /// down (its completion then names an old socket and is ignored), then it is closed.
+    fn drop_socket(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if let Some(fd) = c.fd.take() {
+            if c.armed {
+                let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Both);
+            }
+            c.armed = false;
+            c.unsent = false;
+            c.cancelling = false;
+            c.dropping = false;
+            c.early.clear();
+        }
+    }
+
+    fn queue(&mut self, idx: usize) {
+        self.conns[idx].state = State::Queued;
+        self.queued.push(idx);
+    }
+
+    /// The slot is done. Its socket, if kept alive, stays open until the worker ends (what
+    /// still arrives on it is ignored): closing 10,000 of them one by one would be the
+    /// generator's own work inside the measured time.
+    fn finish(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if c.state != State::Finished {
+            c.state = State::Finished;
+            c.deadline = None;
+            self.core.active -= 1;
+        }
+    }
+}

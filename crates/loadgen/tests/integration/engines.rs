@@ -1,0 +1,111 @@
+//! The two engines: which one runs a load, what each refuses, and the same counts from both.
+
+use crate::support::{self, run_within, TestServer};
+use loadgen::{Engine, HttpVersion, LoadError, Measurement};
+use std::time::Duration;
+
+const HANG: Duration = Duration::from_secs(30);
+
+fn run_on(engine: Engine, mut cfg: loadgen::LoadConfig) -> Measurement {
+    cfg.load.engine = engine;
+    let m = run_within(HANG, cfg).expect("the load run succeeds");
+    assert_eq!(m.failed(), 0, "{engine}: {:?}", m.rec.failures);
+    m
+}
+
+/// Each engine says it ran, and both count the same requests, bytes and connections, with
+/// keep-alive, with a new connection per request and pipelined.
+#[test]
+fn both_engines_count_alike_and_the_record_says_which_ran() {
+    if !uring_here() {
+        return;
+    }
+    let s = TestServer::start();
+    for (keep_alive, pipeline) in [(true, 1), (false, 1), (true, 8)] {
+        let mut seen = Vec::new();
+        for engine in [Engine::Epoll, Engine::Uring] {
+            let before = s.accepted();
+            let mut cfg = support::config(&s.url("/cl"), 400, 8);
+            cfg.load.keep_alive = keep_alive;
+            cfg.load.version = HttpVersion::Http11;
+            cfg.pipeline = pipeline;
+            let m = run_on(engine, cfg);
+            let expect = if engine == Engine::Uring {
+                "io_uring"
+            } else {
+                "epoll"
+            };
+            assert_eq!(m.settings.engine, expect);
+            assert!(!m
+                .notes
+                .iter()
+                .any(|n| matches!(n, loadgen::Note::EngineFallback { .. })));
+            assert_eq!(m.rec.stamped(), 400, "{engine}: every response stamped");
+            seen.push((
+                m.complete(),
+                m.rec.total_bytes,
+                m.rec.keep_alive_requests,
+                s.accepted() - before,
+            ));
+        }
+        assert_eq!(
+            seen[0], seen[1],
+            "keep-alive {keep_alive}, pipeline {pipeline}"
+        );
+    }
+}
+
+/// io_uring drives plain HTTP/1.x only: asked for over TLS or HTTP/2 it is a clear error
+/// before any connection, and `auto` takes epoll there.
+#[test]
+fn uring_refuses_what_it_does_not_drive_and_auto_takes_epoll_there() {
+    let s = TestServer::start();
+    let mut cfg = support::config(&s.url("/cl"), 4, 1);
+    cfg.load.version = HttpVersion::Http2;
+    cfg.load.engine = Engine::Uring;
+    match run_within(HANG, cfg) {
+        Err(LoadError::Config(e)) => assert!(
+            e.to_string().contains(
+                "--engine uring drives plain HTTP/1.x only; HTTP/2 runs on the epoll engine"
+            ),
+            "{e}"
+        ),
+        other => panic!("expected a config error, got {other:?}"),
+    }
+    let tls = crate::support::tls::TlsServer::start(crate::support::tls::Cert::Good);
+    let mut cfg = support::config(&tls.url("/"), 4, 1);
+    cfg.load.engine = Engine::Uring;
+    match run_within(HANG, cfg) {
+        Err(LoadError::Config(e)) => {
+            assert!(e.to_string().contains("TLS runs on the epoll"), "{e}")
+        }
+        other => panic!("expected a config error, got {other:?}"),
+    }
+    assert_eq!(tls.accepted(), 0, "refused before any connection");
+    let mut cfg = support::config(&tls.url("/"), 4, 1);
+    cfg.load.engine = Engine::Auto;
+    let m = run_within(HANG, cfg).expect("auto runs TLS");
+    assert_eq!(m.settings.engine, "epoll");
+}
+
+/// Whether this host lets the test process use io_uring: a load asked to run on it says,
+/// and where it may not, it runs on epoll with a note that says why.
+fn uring_here() -> bool {
+    let s = TestServer::start();
+    let mut cfg = support::config(&s.url("/cl"), 1, 1);
+    cfg.load.engine = Engine::Uring;
+    let m = run_within(HANG, cfg).expect("the load runs on one engine or the other");
+    let fallback = m.notes.iter().find_map(|n| match n {
+        loadgen::Note::EngineFallback { reason } => Some(reason.clone()),
+        _ => None,
+    });
+    match (m.settings.engine.as_str(), fallback) {
+        ("io_uring", None) => true,
+        ("epoll", Some(why)) => {
+            assert!(why.starts_with("io_uring is"), "{why}");
+            eprintln!("no io_uring here: {why}");
+            false
+        }
+        other => panic!("an engine and its note disagree: {other:?}"),
+    }
+}
