@@ -356,9 +356,10 @@ fn by_request_count(b: &Bench) -> PathBuf {
     let h = l.load.histogram(loadgen::Timer::Total).unwrap();
     assert_eq!(h.len(), parts, "the merged histogram's count");
     assert_eq!(l.load.settings.concurrency, 4);
-    // The generators' containers run under Docker's default seccomp profile, which (since
-    // Docker 25) denies io_uring: each generator ran the load on epoll, and the merged load
-    // says so once.
+    // The generators' containers run under the engine's default seccomp profile, which denies
+    // io_uring in some Docker releases: there each generator ran the load on epoll and the
+    // merged load says so once; elsewhere they ran io_uring (load_cli::seccomp forces the
+    // first case).
     let fallbacks: Vec<&String> = l
         .load
         .notes

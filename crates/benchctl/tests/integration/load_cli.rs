@@ -15,6 +15,7 @@ mod files;
 mod job;
 mod limits;
 mod requests;
+mod seccomp;
 
 /// What a finished child left behind.
 struct Finished {

@@ -245,8 +245,8 @@ pub(super) fn recv_multishot(fd: i32, header: &libc::msghdr) -> squeue::Entry {
 pub(super) fn probe() -> Result<(), String> {
     let ring = Ring::new(1, 1, 4096).map_err(|e| {
         let why = match e.raw_os_error() {
-            Some(libc::EPERM) => "not permitted here (a seccomp profile, as Docker's default \
-                                  one since Docker 25, or the kernel.io_uring_disabled setting)"
+            Some(libc::EPERM) => "not permitted here (a seccomp profile, as some Docker \
+                                  releases' default one, or the kernel.io_uring_disabled setting)"
                 .to_string(),
             Some(libc::ENOSYS) => "not in this kernel".to_string(),
             Some(libc::EINVAL) => "too old in this kernel (6.1 or later is needed)".to_string(),
