@@ -54,6 +54,7 @@ use worker::{Core, Placement};
 mod h1;
 mod h2;
 mod shared;
+mod slot;
 mod uring;
 mod worker;
 

@@ -2,43 +2,20 @@
 //! batch, [`crate::pipeline`]) at a time per connection slot, each slot a small state machine
 //! driven by its socket's readiness events and its timers.
 
-use super::worker::{
-    self, token, Core, Placement, Protocol, Request, Schedule, CONNECT_RETRY_PAUSE, TURN_BYTES,
-};
-use crate::http::{Feed, ResponseParser};
+use super::slot::{H1Slots, Slot, State};
+use super::worker::{self, token, Core, Placement, Protocol, Schedule, TURN_BYTES};
+use crate::http::Feed;
 use crate::sock::{self, Recv};
 use crate::stats::{FailureKind, Recorder};
 use mio::event::Event;
 use mio::net::TcpStream;
 use mio::Interest;
-use std::cmp::Reverse;
 use std::io::{self, Write as _};
 use std::os::fd::AsFd;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 /// How long a closed-mode connection waits for the server's FIN after a complete response.
 const DRAIN_LIMIT: Duration = Duration::from_secs(1);
-
-/// What a connection slot is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// Waiting for a timer: its constant-rate send time (`Some`), or a pause after a failed
-    /// connect (`None`).
-    Waiting(Option<Instant>),
-    /// Writing the request: the socket is still connecting, or its buffer is full.
-    Writing,
-    /// The request is written; reading the response.
-    Reading,
-    /// The response is complete and the connection will not be reused: waiting for the
-    /// server's FIN (or, over TLS, its close_notify), so that the server, not the generator,
-    /// holds the TIME_WAIT state (as with ab).
-    Draining,
-    /// Done with its request; starts the next one once the current batch of events is handled.
-    Queued,
-    /// No tickets left (or the run is over): this slot is done.
-    Finished,
-}
 
 /// One connection slot: at most one socket at a time, issuing requests one after another.
 struct Conn {
@@ -56,20 +33,13 @@ struct Conn {
     stamped: bool,
     /// Bytes of the request written so far.
     sent: usize,
-    /// Requests written together in the current batch (1 unless pipelining), and how many of
-    /// their responses have been recorded (see [`crate::pipeline`]).
-    batch: u32,
-    answered: u32,
     /// This request's write had to wait for writability (events for readability may have
     /// come and gone meanwhile).
     blocked: bool,
     /// The last response ended where a read ended without the socket being seen empty: bytes
     /// after it may already be waiting, and their readiness event is spent.
     unread: bool,
-    state: State,
-    deadline: Option<Instant>,
-    parser: ResponseParser,
-    req: Request,
+    slot: Slot,
 }
 
 /// An HTTP/1 worker: its slots, and the requests they wait to send.
@@ -99,14 +69,9 @@ pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
                 connected: false,
                 stamped: false,
                 sent: 0,
-                batch: 1,
-                answered: 0,
                 blocked: false,
                 unread: false,
-                state: State::Waiting(None),
-                deadline: None,
-                parser: ResponseParser::new(head_only),
-                req: Request::new(start, None, false, false),
+                slot: Slot::new(head_only, start),
             })
             .collect(),
         discard: core.sh.discard,
@@ -145,7 +110,7 @@ impl Protocol for H1 {
     fn ready(&mut self, idx: usize, ev: &Event) {
         let c = &self.conns[idx];
         let closed = ev.is_read_closed() || ev.is_error();
-        match c.state {
+        match c.slot.state {
             // A TLS handshake waits for the server's flights while writing.
             State::Writing
                 if ev.is_writable() || closed || (ev.is_readable() && c.tls.is_some()) =>
@@ -159,7 +124,7 @@ impl Protocol for H1 {
     }
 
     fn resume(&mut self, idx: usize, closed: bool) {
-        match self.conns[idx].state {
+        match self.conns[idx].slot.state {
             State::Reading => self.read(idx, closed),
             State::Draining => self.drain(idx),
             _ => {}
@@ -176,28 +141,14 @@ impl Protocol for H1 {
     /// not its latency.
     fn after_reads(&mut self) {
         for idx in std::mem::take(&mut self.queued) {
-            if self.conns[idx].state == State::Queued {
+            if self.conns[idx].slot.state == State::Queued {
                 self.next_request(idx, Instant::now());
             }
         }
     }
 
     fn timer(&mut self, idx: usize, now: Instant) -> bool {
-        let State::Waiting(intended) = self.conns[idx].state else {
-            return false;
-        };
-        match intended {
-            Some(t) => {
-                self.begin(idx, now, Some(t));
-                // Its connection was waiting for it: how late it left is the generator's own
-                // lateness.
-                let c = &self.conns[idx];
-                let measured = c.req.measured && c.state != State::Finished;
-                self.core.note_send_lag(measured, t, now);
-            }
-            None => self.next_request(idx, now),
-        }
-        true
+        H1Slots::timer(self, idx, now)
     }
 
     /// Ends the requests whose deadline has passed (checked every tenth of the timeout, at
@@ -205,11 +156,11 @@ impl Protocol for H1 {
     fn expire(&mut self, now: Instant) {
         for idx in 0..self.conns.len() {
             let c = &mut self.conns[idx];
-            if c.deadline.is_none_or(|d| now < d) {
+            if c.slot.deadline.is_none_or(|d| now < d) {
                 continue;
             }
-            c.deadline = None;
-            match c.state {
+            c.slot.deadline = None;
+            match c.slot.state {
                 State::Draining => {
                     c.stream = None;
                     self.queue(idx);
@@ -225,54 +176,51 @@ impl Protocol for H1 {
     }
 }
 
+impl H1Slots for H1 {
+    fn core_mut(&mut self) -> &mut Core {
+        &mut self.core
+    }
+
+    fn slot(&mut self, idx: usize) -> &mut Slot {
+        &mut self.conns[idx].slot
+    }
+
+    fn slot_count(&self) -> usize {
+        self.conns.len()
+    }
+
+    fn schedule(&mut self) -> &mut Schedule {
+        &mut self.schedule
+    }
+
+    fn queued(&mut self) -> &mut Vec<usize> {
+        &mut self.queued
+    }
+
+    fn send(&mut self, idx: usize, now: Instant) {
+        H1::send(self, idx, now)
+    }
+
+    fn drop_socket(&mut self, idx: usize) {
+        self.conns[idx].stream = None;
+    }
+
+    fn retire(&mut self, idx: usize) {
+        self.conns[idx].stream = None;
+    }
+}
+
 impl H1 {
-    /// When the measurement window has closed, the measured requests still waiting for their
-    /// response, each with how long it had waited since its intended send time (constant-rate
-    /// runs only).
-    fn count_unfinished(&mut self) {
-        let waiting = self
-            .conns
-            .iter()
-            .filter(|c| matches!(c.state, State::Writing | State::Reading))
-            .map(|c| &c.req);
-        self.core.count_unfinished(waiting);
-    }
-
-    /// Starts the slot's next request, or parks it until its constant-rate send time.
-    fn next_request(&mut self, idx: usize, now: Instant) {
-        if self.core.sh.stop.load(Relaxed) {
-            return self.finish(idx);
-        }
-        match self.schedule.next(self.core.start, now) {
-            Ok(intended) => self.begin(idx, now, intended),
-            Err(t) => {
-                self.conns[idx].state = State::Waiting(Some(t));
-                self.core.timers.push(Reverse((t, idx)));
-            }
-        }
-    }
-
-    fn begin(&mut self, idx: usize, now: Instant, intended: Option<Instant>) {
-        let Some((batch, req)) = self.core.open_request(now, intended) else {
-            return self.finish(idx);
-        };
-        let c = &mut self.conns[idx];
-        c.batch = batch;
-        c.answered = 0;
-        c.req = req;
-        self.send(idx, now);
-    }
-
     /// Sends the slot's current request, connecting first when it has no open connection.
     fn send(&mut self, idx: usize, now: Instant) {
         let c = &mut self.conns[idx];
-        c.req.start = now;
-        c.req.reused = c.stream.is_some();
-        c.deadline = Some(now + self.core.timeout);
+        c.slot.req.start = now;
+        c.slot.req.reused = c.stream.is_some();
+        c.slot.deadline = Some(now + self.core.timeout);
         c.sent = 0;
         c.blocked = false;
-        c.parser.reset(c.req.want_server);
-        c.state = State::Writing;
+        c.slot.parser.reset(c.slot.req.want_server);
+        c.slot.state = State::Writing;
         if c.stream.is_none() {
             // Connect without TCP_NODELAY: each request leaves in one write, and everything
             // sent before it was acknowledged by the response it got, so Nagle never holds a
@@ -307,8 +255,8 @@ impl H1 {
     /// shows it established.
     fn write(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        let request: &[u8] = if c.batch > 1 {
-            &self.core.sh.pipelined[..c.batch as usize * self.core.sh.request.len()]
+        let request: &[u8] = if c.slot.batch > 1 {
+            &self.core.sh.pipelined[..c.slot.batch as usize * self.core.sh.request.len()]
         } else {
             &self.core.sh.request
         };
@@ -316,7 +264,7 @@ impl H1 {
             return;
         };
         let mut at = if c.connected {
-            c.req.written
+            c.slot.req.written
         } else {
             Instant::now()
         };
@@ -331,7 +279,7 @@ impl H1 {
                 Ok(n) => {
                     if !c.connected {
                         c.connected = true;
-                        c.req.connect = at.saturating_duration_since(c.req.start);
+                        c.slot.req.connect = at.saturating_duration_since(c.slot.req.start);
                         self.core.sh.note_connected();
                     }
                     c.sent += n;
@@ -360,7 +308,7 @@ impl H1 {
                         let kind = self.core.sh.note_connect_error(&e);
                         return self.fail(idx, kind);
                     }
-                    if c.req.reused && c.sent == 0 {
+                    if c.slot.req.reused && c.sent == 0 {
                         return self.stale(idx);
                     }
                     return self.fail(idx, FailureKind::Write);
@@ -368,8 +316,8 @@ impl H1 {
             }
             at = Instant::now();
         }
-        c.req.written = at;
-        c.state = State::Reading;
+        c.slot.req.written = at;
+        c.slot.state = State::Reading;
         if c.registered.is_none() {
             let r =
                 self.core
@@ -406,7 +354,7 @@ impl H1 {
             };
             // Over TLS every byte is decrypted: nothing can be dropped in the kernel.
             let skip = if self.discard && c.tls.is_none() {
-                c.parser.skippable().min(budget as u64) as usize
+                c.slot.parser.skippable().min(budget as u64) as usize
             } else {
                 0
             };
@@ -421,16 +369,17 @@ impl H1 {
             };
             match got {
                 Recv::Eof => {
-                    return match c.parser.eof() {
+                    return match c.slot.parser.eof() {
                         Feed::Done => {
                             // A close-delimited body: the server has closed already. The FIN
                             // carries no stamp; a stamped body ended when its last byte came.
                             c.stream = None;
-                            let now = Instant::now();
-                            let done = if c.req.stamped { c.req.last_data } else { now };
-                            if !c.req.stamped {
-                                c.req.read_at = now;
+                            let req = &mut c.slot.req;
+                            if !req.stamped {
+                                let now = Instant::now();
+                                (req.last_data, req.read_at) = (now, now);
                             }
+                            let done = req.last_data;
                             self.complete(idx, done, true)
                         }
                         Feed::More => self.closed(idx),
@@ -439,7 +388,7 @@ impl H1 {
                 Recv::Data { len: n, stamp } => {
                     let now = Instant::now();
                     let t = match stamp {
-                        Some(st) => sock::arrival(st, now, sock::realtime_now(), c.req.start),
+                        Some(st) => sock::arrival(st, now, sock::realtime_now(), c.slot.req.start),
                         None => now,
                     };
                     // A short read took everything there was: the socket is empty.
@@ -452,25 +401,26 @@ impl H1 {
                     let mut from = 0;
                     loop {
                         let c = &mut self.conns[idx];
-                        if c.req.first_byte.is_none() {
-                            c.req.first_byte = Some(t);
+                        if c.slot.req.first_byte.is_none() {
+                            c.slot.req.first_byte = Some(t);
                         }
-                        c.req.last_data = t;
-                        c.req.read_at = now;
-                        c.req.stamped = stamp.is_some();
+                        c.slot.req.last_data = t;
+                        c.slot.req.read_at = now;
+                        c.slot.req.stamped = stamp.is_some();
                         let fed = if skip > 0 {
-                            c.parser.skip(n as u64).map(|f| (f, n))
+                            c.slot.parser.skip(n as u64).map(|f| (f, n))
                         } else {
-                            c.parser
+                            c.slot
+                                .parser
                                 .feed_prefix(&self.core.buf[from..n])
                                 .map(|(f, used)| (f, from + used))
                         };
                         match fed {
                             // A pipelined response with more of its batch due: the next one
                             // starts where it ended, in this read or a later one.
-                            Ok((Feed::Done, end)) if c.answered + 1 < c.batch => {
+                            Ok((Feed::Done, end)) if c.slot.answered + 1 < c.slot.batch => {
                                 self.complete(idx, t, false);
-                                if self.conns[idx].state != State::Reading {
+                                if self.conns[idx].slot.state != State::Reading {
                                     return;
                                 }
                                 if end < n {
@@ -513,55 +463,34 @@ impl H1 {
 
     /// The connection ended (EOF or error) before the response did.
     fn closed(&mut self, idx: usize) {
-        let c = &self.conns[idx];
-        if c.req.reused && !c.parser.started() && c.answered == 0 {
+        if self.conns[idx].slot.stale() {
             self.stale(idx)
         } else {
             self.fail(idx, FailureKind::Receive)
         }
     }
 
-    /// A reused keep-alive connection turned out to be closed before any byte of the response:
-    /// the server legitimately dropped an idle connection. Retried once on a fresh connection,
-    /// not counted (as ab does).
-    fn stale(&mut self, idx: usize) {
-        let c = &mut self.conns[idx];
-        c.stream = None;
-        if c.req.retried {
-            return self.fail(idx, FailureKind::Receive);
-        }
-        c.req.retried = true;
-        self.send(idx, Instant::now());
-    }
-
     /// Records a complete response and moves the slot on. `server_closed`: the server has
     /// closed its side and nothing is left to read.
     fn complete(&mut self, idx: usize, done: Instant, server_closed: bool) {
         let c = &mut self.conns[idx];
-        c.deadline = None;
+        c.slot.deadline = None;
         self.core
-            .respond(&c.req, &mut c.parser, c.tls.as_deref(), done);
-        c.answered += 1;
-        if c.answered < c.batch {
-            // More responses of a pipelined batch are due on this connection.
-            if crate::pipeline::next_response(c.parser.head.keep_alive, server_closed) {
-                c.parser.reset(false);
-                c.req.first_byte = None;
-                c.deadline = Some(done + self.core.timeout);
-                return;
-            }
-            // The server ends the connection with requests of the batch unanswered.
-            return self.fail(idx, FailureKind::Receive);
+            .respond(&c.slot.req, &mut c.slot.parser, c.tls.as_deref(), done);
+        if self.after_response(idx, done, server_closed) {
+            return;
         }
-        if self.core.sh.cfg.load.keep_alive && c.parser.head.keep_alive {
-            return self.queue(idx);
-        }
-        if c.parser.head_done() && !c.parser.until_close() && c.stream.is_some() && !server_closed {
+        let c = &mut self.conns[idx];
+        if c.slot.parser.head_done()
+            && !c.slot.parser.until_close()
+            && c.stream.is_some()
+            && !server_closed
+        {
             // Wait for the server's FIN, unless the poller reported it with the response
             // (nginx's usual answer: data and FIN in one wake-up), which saves the read of
             // the end of the stream.
-            c.state = State::Draining;
-            c.deadline = Some(done + DRAIN_LIMIT.min(self.core.timeout));
+            c.slot.state = State::Draining;
+            c.slot.deadline = Some(done + DRAIN_LIMIT.min(self.core.timeout));
             return;
         }
         c.stream = None;
@@ -595,40 +524,7 @@ impl H1 {
             }
         }
         c.stream = None;
-        c.deadline = None;
+        c.slot.deadline = None;
         self.queue(idx);
-    }
-
-    /// A request failed: counts it by kind and moves the slot on.
-    fn fail(&mut self, idx: usize, kind: FailureKind) {
-        let c = &mut self.conns[idx];
-        c.stream = None;
-        c.deadline = None;
-        // Every request of the batch still unanswered fails with it (one without pipelining).
-        let unanswered = c.batch.saturating_sub(c.answered);
-        self.core.fail_requests(c.req.measured, unanswered, kind);
-        if matches!(kind, FailureKind::Connect | FailureKind::Generator) {
-            // A target that refuses connections must not turn the slot into a spin.
-            let t = Instant::now() + CONNECT_RETRY_PAUSE;
-            self.conns[idx].state = State::Waiting(None);
-            self.core.timers.push(Reverse((t, idx)));
-        } else {
-            self.queue(idx);
-        }
-    }
-
-    fn queue(&mut self, idx: usize) {
-        self.conns[idx].state = State::Queued;
-        self.queued.push(idx);
-    }
-
-    fn finish(&mut self, idx: usize) {
-        let c = &mut self.conns[idx];
-        if c.state != State::Finished {
-            c.state = State::Finished;
-            c.stream = None;
-            c.deadline = None;
-            self.core.active -= 1;
-        }
     }
 }

@@ -19,19 +19,19 @@
 //! with a new connection, it is also connected then (on loopback the handshake is done by the
 //! time the `send` that follows it runs, and a failed connect posts its error).
 
-use super::worker::{Core, Placement, Schedule, CONNECT_RETRY_PAUSE};
+use super::slot::{H1Slots, Slot, State};
+use super::worker::{Core, Placement, Schedule};
 use crate::http::Feed;
 use crate::sock;
 use crate::stats::{FailureKind, Recorder};
 use conn::{
-    split, user_data, Conn, DropHdr, Peer, State, OP_CANCEL, OP_CONNECT, OP_DROP, OP_RECV, OP_SEND,
+    split, user_data, Conn, DropHdr, Peer, OP_CANCEL, OP_CONNECT, OP_DROP, OP_RECV, OP_SEND,
 };
 use io_uring::{opcode, squeue, types};
 use ring::{Cqe, Ring};
 use std::cmp::Reverse;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, IntoRawFd};
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -124,13 +124,7 @@ pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
         cqes: Vec::new(),
     };
     w.run();
-    let s = &mut w.s;
-    let waiting = s
-        .conns
-        .iter()
-        .filter(|c| c.state == State::Reading)
-        .map(|c| &c.req);
-    s.core.count_unfinished(waiting);
+    w.s.count_unfinished();
     // What is staged (closes of finished connections among it) still goes to the kernel.
     let _ = w.ring.submit_and_wait(&mut w.s.staged, 0, None);
     let Worker { ring, s, .. } = w;
@@ -208,7 +202,7 @@ impl Slots {
         let reading = self
             .conns
             .iter()
-            .filter(|c| matches!(c.state, State::Reading | State::Draining))
+            .filter(|c| matches!(c.slot.state, State::Reading | State::Draining))
             .count();
         match self.core.napper.batch_cap() {
             // A nap: the wait ends when it is over, whatever came.
@@ -230,9 +224,9 @@ impl Slots {
             let c = &mut self.conns[idx];
             if c.unsent {
                 c.unsent = false;
-                c.req.written = now;
-                if !c.req.reused {
-                    c.req.connect = now.saturating_duration_since(c.req.start);
+                c.slot.req.written = now;
+                if !c.slot.req.reused {
+                    c.slot.req.connect = now.saturating_duration_since(c.slot.req.start);
                 }
             }
         }
@@ -247,7 +241,7 @@ impl Slots {
         let queued = std::mem::take(&mut self.queued);
         for (n, &idx) in queued.iter().enumerate() {
             let c = &self.conns[idx];
-            if c.state != State::Queued {
+            if c.slot.state != State::Queued {
                 continue;
             }
             if c.fd.is_none() {
@@ -268,18 +262,7 @@ impl Slots {
                 break;
             }
             self.core.timers.pop();
-            let State::Waiting(intended) = self.conns[idx].state else {
-                continue;
-            };
-            match intended {
-                Some(t) => {
-                    self.begin(idx, now, Some(t));
-                    let c = &self.conns[idx];
-                    let measured = c.req.measured && c.state != State::Finished;
-                    self.core.note_send_lag(measured, t, now);
-                }
-                None => self.next_request(idx, now),
-            }
+            self.timer(idx, now);
         }
     }
 
@@ -287,53 +270,29 @@ impl Slots {
     fn expire(&mut self, now: Instant) {
         for idx in 0..self.conns.len() {
             let c = &mut self.conns[idx];
-            if c.deadline.is_none_or(|d| now < d) {
+            if c.slot.deadline.is_none_or(|d| now < d) {
                 continue;
             }
-            c.deadline = None;
-            match c.state {
+            c.slot.deadline = None;
+            match c.slot.state {
                 State::Draining => {
-                    self.drop_socket(idx);
+                    self.abandon(idx);
                     self.queue(idx);
                 }
-                State::Reading => self.fail(idx, FailureKind::Timeout),
+                State::Writing | State::Reading => self.fail(idx, FailureKind::Timeout),
                 State::Waiting(_) | State::Queued | State::Finished => {}
             }
         }
     }
 
-    fn next_request(&mut self, idx: usize, now: Instant) {
-        if self.core.sh.stop.load(Relaxed) {
-            return self.finish(idx);
-        }
-        match self.schedule.next(self.core.start, now) {
-            Ok(intended) => self.begin(idx, now, intended),
-            Err(t) => {
-                self.conns[idx].state = State::Waiting(Some(t));
-                self.core.timers.push(Reverse((t, idx)));
-            }
-        }
-    }
-
-    fn begin(&mut self, idx: usize, now: Instant, intended: Option<Instant>) {
-        let Some((batch, req)) = self.core.open_request(now, intended) else {
-            return self.finish(idx);
-        };
-        let c = &mut self.conns[idx];
-        c.batch = batch;
-        c.answered = 0;
-        c.req = req;
-        self.send(idx, now);
-    }
-
     /// Stages the slot's request, and a new connection first when it has none.
     fn send(&mut self, idx: usize, now: Instant) {
         let c = &mut self.conns[idx];
-        c.req.start = now;
-        c.req.reused = c.fd.is_some();
-        c.deadline = Some(now + self.core.timeout);
-        c.parser.reset(c.req.want_server);
-        c.state = State::Reading;
+        c.slot.req.start = now;
+        c.slot.req.reused = c.fd.is_some();
+        c.slot.deadline = Some(now + self.core.timeout);
+        c.slot.parser.reset(c.slot.req.want_server);
+        c.slot.state = State::Reading;
         if c.fd.is_none() && !self.open(idx) {
             return;
         }
@@ -342,8 +301,8 @@ impl Slots {
             return;
         };
         let sh = &self.core.sh;
-        let request: &[u8] = if c.batch > 1 {
-            &sh.pipelined[..c.batch as usize * sh.request.len()]
+        let request: &[u8] = if c.slot.batch > 1 {
+            &sh.pipelined[..c.slot.batch as usize * sh.request.len()]
         } else {
             &sh.request
         };
@@ -446,7 +405,7 @@ impl Slots {
                     _ if cqe.res == -libc::ECANCELED || cqe.res == -libc::ENOBUFS => {
                         self.receive_ended(idx, generation)
                     }
-                    _ if cqe.res < 0 && !c.connected && !c.req.reused => {
+                    _ if cqe.res < 0 && !c.connected && !c.slot.req.reused => {
                         // The socket never connected: its receive reports the connect's error.
                         let e = io::Error::from_raw_os_error(-cqe.res);
                         let kind = self.core.sh.note_connect_error(&e);
@@ -477,15 +436,14 @@ impl Slots {
             OP_SEND if cqe.res == -libc::ECANCELED => {
                 // Its connect failed, and says so itself.
             }
-            OP_SEND if cqe.res < 0 && !c.connected && !c.req.reused => {
+            OP_SEND if cqe.res < 0 && !c.connected && !c.slot.req.reused => {
                 // A connect that failed shows at the first send.
                 let e = io::Error::from_raw_os_error(-cqe.res);
                 let kind = self.core.sh.note_connect_error(&e);
                 self.fail(idx, kind);
             }
             OP_SEND => {
-                let c = &self.conns[idx];
-                if c.req.reused && !c.parser.started() && c.answered == 0 {
+                if self.conns[idx].slot.stale() {
                     self.stale(idx)
                 } else {
                     self.fail(idx, FailureKind::Write)
@@ -504,8 +462,8 @@ impl Slots {
         if c.fd.is_none() || c.generation & 0xff_ffff != generation || c.armed || c.dropping {
             return;
         }
-        let skip = match c.parser.skippable() {
-            n if self.discard && c.state == State::Reading && n >= DROP_FROM => n,
+        let skip = match c.slot.parser.skippable() {
+            n if self.discard && c.slot.state == State::Reading && n >= DROP_FROM => n,
             _ => 0,
         };
         if skip == 0 {
@@ -535,17 +493,17 @@ impl Slots {
         real: sock::Stamp,
     ) {
         let c = &mut self.conns[idx];
-        if c.state != State::Reading {
+        if c.slot.state != State::Reading {
             return;
         }
         let t = match stamp {
-            Some(st) => sock::arrival(st, now, real, c.req.start),
+            Some(st) => sock::arrival(st, now, real, c.slot.req.start),
             None => now,
         };
-        c.req.last_data = t;
-        c.req.read_at = now;
-        c.req.stamped = stamp.is_some();
-        match c.parser.skip(n) {
+        c.slot.req.last_data = t;
+        c.slot.req.read_at = now;
+        c.slot.req.stamped = stamp.is_some();
+        match c.slot.parser.skip(n) {
             Ok(Feed::Done) => self.complete(idx, t, false),
             Ok(Feed::More) => {}
             Err(_) => self.fail(idx, FailureKind::Exception),
@@ -556,7 +514,7 @@ impl Slots {
     /// that the rest is dropped in the kernel.
     fn maybe_drop_body(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        if !self.discard || !c.armed || c.cancelling || c.parser.skippable() < DROP_FROM {
+        if !self.discard || !c.armed || c.cancelling || c.slot.parser.skippable() < DROP_FROM {
             return;
         }
         c.cancelling = true;
@@ -581,8 +539,9 @@ impl Slots {
             c.connected = true;
             self.core.sh.note_connected();
         }
-        match c.state {
-            State::Reading => {}
+        match c.slot.state {
+            // (io_uring's requests are never left half written.)
+            State::Reading | State::Writing => {}
             // What follows the response on a connection the server closes is not read.
             State::Draining | State::Finished => return,
             // A server answering ahead (see below), within reason.
@@ -590,26 +549,26 @@ impl Slots {
                 return c.early.extend_from_slice(bytes)
             }
             // Bytes nobody asked for: the connection can carry no further request.
-            State::Queued | State::Waiting(_) => return self.drop_socket(idx),
+            State::Queued | State::Waiting(_) => return self.abandon(idx),
         }
         let t = match stamp {
-            Some(st) => sock::arrival(st, now, real, c.req.start),
+            Some(st) => sock::arrival(st, now, real, c.slot.req.start),
             None => now,
         };
         let mut from = 0;
         loop {
             let c = &mut self.conns[idx];
-            if c.req.first_byte.is_none() {
-                c.req.first_byte = Some(t);
+            if c.slot.req.first_byte.is_none() {
+                c.slot.req.first_byte = Some(t);
             }
-            c.req.last_data = t;
-            c.req.read_at = now;
-            c.req.stamped = stamp.is_some();
-            match c.parser.feed_prefix(&bytes[from..]) {
-                Ok((Feed::Done, used)) if c.answered + 1 < c.batch => {
+            c.slot.req.last_data = t;
+            c.slot.req.read_at = now;
+            c.slot.req.stamped = stamp.is_some();
+            match c.slot.parser.feed_prefix(&bytes[from..]) {
+                Ok((Feed::Done, used)) if c.slot.answered + 1 < c.slot.batch => {
                     // A pipelined response with more of its batch due.
                     self.complete(idx, t, false);
-                    if self.conns[idx].state != State::Reading || from + used == bytes.len() {
+                    if self.conns[idx].slot.state != State::Reading || from + used == bytes.len() {
                         return;
                     }
                     from += used;
@@ -624,7 +583,7 @@ impl Slots {
                     let rest = from + used;
                     self.complete(idx, t, false);
                     let c = &mut self.conns[idx];
-                    if c.state == State::Queued && c.fd.is_some() {
+                    if c.slot.state == State::Queued && c.fd.is_some() {
                         c.early.extend_from_slice(&bytes[rest..]);
                     }
                     return;
@@ -639,21 +598,20 @@ impl Slots {
     /// The slot's receive ended: the server closed the connection (`eof`) or it failed.
     fn ended(&mut self, idx: usize, eof: bool) {
         let c = &mut self.conns[idx];
-        match c.state {
+        match c.slot.state {
             State::Reading => {
-                if eof && c.parser.eof() == Feed::Done {
+                if eof && c.slot.parser.eof() == Feed::Done {
                     // A close-delimited body: the FIN carries no stamp.
-                    let done = if c.req.stamped {
-                        c.req.last_data
+                    let done = if c.slot.req.stamped {
+                        c.slot.req.last_data
                     } else {
-                        c.req.read_at = Instant::now();
-                        c.req.read_at
+                        c.slot.req.read_at = Instant::now();
+                        c.slot.req.read_at
                     };
                     self.close_socket(idx);
                     return self.complete(idx, done, true);
                 }
-                let c = &self.conns[idx];
-                if c.req.reused && !c.parser.started() && c.answered == 0 {
+                if self.conns[idx].slot.stale() {
                     self.stale(idx)
                 } else {
                     self.fail(idx, FailureKind::Receive)
@@ -661,7 +619,7 @@ impl Slots {
             }
             State::Draining => {
                 self.close_socket(idx);
-                self.conns[idx].deadline = None;
+                self.conns[idx].slot.deadline = None;
                 self.queue(idx);
             }
             // The server dropped an idle connection: the next request opens another.
@@ -669,68 +627,32 @@ impl Slots {
         }
     }
 
-    /// A reused connection turned out closed before any byte of the response: retried once on
-    /// a fresh connection, not counted (as ab does).
-    fn stale(&mut self, idx: usize) {
-        self.drop_socket(idx);
-        let c = &mut self.conns[idx];
-        if c.req.retried {
-            return self.fail(idx, FailureKind::Receive);
-        }
-        c.req.retried = true;
-        self.send(idx, Instant::now());
-    }
-
     /// Records a complete response and moves the slot on; `server_closed`: the server has
     /// closed its side.
     fn complete(&mut self, idx: usize, done: Instant, server_closed: bool) {
         let c = &mut self.conns[idx];
-        c.deadline = None;
-        self.core.respond(&c.req, &mut c.parser, None, done);
-        c.answered += 1;
-        if c.answered < c.batch {
-            if crate::pipeline::next_response(c.parser.head.keep_alive, server_closed) {
-                c.parser.reset(false);
-                c.req.first_byte = None;
-                c.deadline = Some(done + self.core.timeout);
-                return;
-            }
-            return self.fail(idx, FailureKind::Receive);
-        }
-        if self.core.sh.cfg.load.keep_alive && c.parser.head.keep_alive {
-            return self.queue(idx);
-        }
-        if c.fd.is_some() && !server_closed {
-            // The server's FIN comes to the armed receive.
-            c.state = State::Draining;
-            c.deadline = Some(done + DRAIN_LIMIT.min(self.core.timeout));
+        c.slot.deadline = None;
+        self.core
+            .respond(&c.slot.req, &mut c.slot.parser, None, done);
+        if self.after_response(idx, done, server_closed) {
             return;
         }
-        self.drop_socket(idx);
-        self.queue(idx);
-    }
-
-    fn fail(&mut self, idx: usize, kind: FailureKind) {
-        self.drop_socket(idx);
         let c = &mut self.conns[idx];
-        c.deadline = None;
-        let unanswered = c.batch.saturating_sub(c.answered);
-        self.core.fail_requests(c.req.measured, unanswered, kind);
-        if matches!(kind, FailureKind::Connect | FailureKind::Generator) {
-            // A target that refuses connections must not turn the slot into a spin.
-            let t = Instant::now() + CONNECT_RETRY_PAUSE;
-            self.conns[idx].state = State::Waiting(None);
-            self.core.timers.push(Reverse((t, idx)));
-        } else {
-            self.queue(idx);
+        if c.fd.is_some() && !server_closed {
+            // The server's FIN comes to the armed receive.
+            c.slot.state = State::Draining;
+            c.slot.deadline = Some(done + DRAIN_LIMIT.min(self.core.timeout));
+            return;
         }
+        self.abandon(idx);
+        self.queue(idx);
     }
 
     /// Closes the slot's socket once nothing is in flight on it: with the next submission.
     fn close_socket(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
         if c.armed || c.dropping {
-            return self.drop_socket(idx);
+            return self.abandon(idx);
         }
         if let Some(fd) = c.fd.take() {
             let close = opcode::Close::new(types::Fd(fd.into_raw_fd()))
@@ -742,7 +664,7 @@ impl Slots {
 
     /// Abandons the slot's socket: its armed receive, if any, is ended by shutting the socket
     /// down (its completion then names an old socket and is ignored), then it is closed.
-    fn drop_socket(&mut self, idx: usize) {
+    fn abandon(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
         if let Some(fd) = c.fd.take() {
             if c.armed {
@@ -755,21 +677,39 @@ impl Slots {
             c.early.clear();
         }
     }
+}
 
-    fn queue(&mut self, idx: usize) {
-        self.conns[idx].state = State::Queued;
-        self.queued.push(idx);
+impl H1Slots for Slots {
+    fn core_mut(&mut self) -> &mut Core {
+        &mut self.core
     }
 
-    /// The slot is done. Its socket, if kept alive, stays open until the worker ends (what
-    /// still arrives on it is ignored): closing 10,000 of them one by one would be the
-    /// generator's own work inside the measured time.
-    fn finish(&mut self, idx: usize) {
-        let c = &mut self.conns[idx];
-        if c.state != State::Finished {
-            c.state = State::Finished;
-            c.deadline = None;
-            self.core.active -= 1;
-        }
+    fn slot(&mut self, idx: usize) -> &mut Slot {
+        &mut self.conns[idx].slot
     }
+
+    fn slot_count(&self) -> usize {
+        self.conns.len()
+    }
+
+    fn schedule(&mut self) -> &mut Schedule {
+        &mut self.schedule
+    }
+
+    fn queued(&mut self) -> &mut Vec<usize> {
+        &mut self.queued
+    }
+
+    fn send(&mut self, idx: usize, now: Instant) {
+        Slots::send(self, idx, now)
+    }
+
+    fn drop_socket(&mut self, idx: usize) {
+        self.abandon(idx)
+    }
+
+    /// Its socket, if kept alive, stays open until the worker ends (what still arrives on it
+    /// is ignored): closing 10,000 of them one by one would be the generator's own work
+    /// inside the measured time.
+    fn retire(&mut self, _idx: usize) {}
 }

@@ -1,8 +1,7 @@
 //! An io_uring worker's connection slots as data: what each is doing, what it owns, and how a
 //! completion names the slot and socket it is for.
 
-use super::super::worker::Request;
-use crate::http::ResponseParser;
+use super::super::slot::Slot;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::time::Instant;
@@ -28,21 +27,6 @@ pub(super) fn split(data: u64) -> (u64, usize, u32) {
     )
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum State {
-    /// Waiting for a timer: its constant-rate send time, or a pause after a failed connect.
-    Waiting(Option<Instant>),
-    /// The request is submitted (with its connect, on a new connection); reading the response.
-    Reading,
-    /// The response is complete and the connection will not be reused: waiting for the
-    /// server's FIN, so that the server holds the TIME_WAIT state, as with epoll.
-    Draining,
-    /// Done with its request; starts the next one once the current batch is handled.
-    Queued,
-    /// No tickets left, or the run is over.
-    Finished,
-}
-
 pub(super) struct Conn {
     pub(super) fd: Option<OwnedFd>,
     /// Bumped with every new socket.
@@ -62,12 +46,7 @@ pub(super) struct Conn {
     /// Bytes that came after the last response due, before the next request was sent (a
     /// server answering ahead): the start of the next response.
     pub(super) early: Vec<u8>,
-    pub(super) batch: u32,
-    pub(super) answered: u32,
-    pub(super) state: State,
-    pub(super) deadline: Option<Instant>,
-    pub(super) parser: ResponseParser,
-    pub(super) req: Request,
+    pub(super) slot: Slot,
 }
 
 /// What a `recvmsg` that drops body bytes is given: its header, one vector with no buffer
@@ -168,12 +147,7 @@ impl Conn {
             dropping: false,
             drop_hdr: None,
             early: Vec::new(),
-            batch: 1,
-            answered: 0,
-            state: State::Waiting(None),
-            deadline: None,
-            parser: ResponseParser::new(head_only),
-            req: Request::new(start, None, false, false),
+            slot: Slot::new(head_only, start),
         }
     }
 }
