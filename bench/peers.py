@@ -142,10 +142,12 @@ class Fatal(Exception):
 class Nginx:
     """The Debian nginx binary with a throw-away prefix; never the system service."""
 
-    def __init__(self, cpu: int | None, tls: bool = False, h2: bool = False):
+    def __init__(self, cpu: int | None, tls: bool = False, h2: bool = False, workers: int = 1):
         self.cpu = cpu
         self.tls = tls
         self.h2 = h2
+        # More than one worker holds more than 4,096 connections (bench/memory.py).
+        self.workers = workers
         self.dir = Path(tempfile.mkdtemp(prefix="benchctl-peers-nginx-"))
         self.proc: subprocess.Popen | None = None
         self.port = 0
@@ -206,7 +208,8 @@ class Nginx:
         ssl_session_cache off;
         ssl_session_tickets off"""
         return f"""# written by bench/peers.py for one benchmark run
-worker_processes 1;
+worker_processes {self.workers};
+worker_rlimit_nofile {4200 * self.workers};
 daemon off;
 pid {d}/nginx.pid;
 error_log {d}/error.log warn;

@@ -46,6 +46,8 @@ const MAX_BATCH: usize = 32;
 const DRAIN_LIMIT: Duration = Duration::from_secs(1);
 /// Most new connections a worker opens per submission.
 const OPENS_PER_ROUND: usize = 128;
+/// Most requests a worker starts per submission.
+const STARTS_PER_ROUND: usize = 1024;
 /// Most bytes a connection keeps that came before their request was sent.
 const EARLY_MAX: usize = 1024 * 1024;
 /// Longest a worker waits before it looks at the shared stop flag.
@@ -92,9 +94,9 @@ struct Worker {
 
 /// Runs a worker's share of the connections over io_uring.
 pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
-    // 4 MiB at most: 10,000 connections share them (a multishot receive that finds none
+    // 2 MiB at most: 10,000 connections share them (a multishot receive that finds none
     // left ends, and is armed again once the batch has handed its buffers back).
-    let buffers = (at.conns * 2).clamp(64, 256) as u16;
+    let buffers = (at.conns * 2).clamp(64, 128) as u16;
     let ring = match Ring::new(at.conns, buffers, BUF_SIZE) {
         Ok(r) => r,
         Err(e) => {
@@ -232,25 +234,26 @@ impl Slots {
         }
     }
 
-    /// Starts the queued slots' next requests, opening at most [`OPENS_PER_ROUND`] new
-    /// connections: the rest wait for the next round. One submission holding thousands of
-    /// connects would fill the server's accept queue before it could take one (the epoll
-    /// engine's connects, a system call each, leave it that time).
+    /// Starts the queued slots' next requests, at most [`STARTS_PER_ROUND`] of them and at
+    /// most [`OPENS_PER_ROUND`] on new connections: the rest wait for the next round, which
+    /// comes at once. One submission holding thousands of connects would fill the server's
+    /// accept queue before it could take one (the epoll engine's connects, a system call
+    /// each, leave it that time), and what is staged for one submission stays small.
     fn start_queued(&mut self) {
-        let mut opens = 0;
+        let (mut opens, mut starts) = (0, 0);
         let queued = std::mem::take(&mut self.queued);
         for (n, &idx) in queued.iter().enumerate() {
             let c = &self.conns[idx];
             if c.slot.state != State::Queued {
                 continue;
             }
-            if c.fd.is_none() {
-                if opens == OPENS_PER_ROUND {
-                    self.queued.extend_from_slice(&queued[n..]);
-                    return;
-                }
-                opens += 1;
+            let open = c.fd.is_none();
+            if starts == STARTS_PER_ROUND || (open && opens == OPENS_PER_ROUND) {
+                self.queued.extend_from_slice(&queued[n..]);
+                return;
             }
+            starts += 1;
+            opens += usize::from(open);
             self.next_request(idx, Instant::now());
         }
     }

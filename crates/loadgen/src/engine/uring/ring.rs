@@ -66,7 +66,7 @@ impl Ring {
     /// A ring for a worker with `conns` connections: a single issuer whose completions' task
     /// work runs only when it waits, with `buffers` receive buffers of `buf_size` bytes.
     pub(super) fn new(conns: usize, buffers: u16, buf_size: usize) -> io::Result<Ring> {
-        let entries = (2 * conns + 64).next_power_of_two().min(4096) as u32;
+        let entries = (2 * conns + 64).next_power_of_two().min(1024) as u32;
         let uring = IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
