@@ -20,7 +20,7 @@
 //! time the `send` that follows it runs, and a failed connect posts its error).
 
 use super::slot::{H1Slots, Slot, State};
-use super::worker::{Core, Placement, Schedule};
+use super::worker::{self, Core, Placement, Schedule};
 use crate::http::Feed;
 use crate::sock;
 use crate::stats::{FailureKind, Recorder};
@@ -106,6 +106,7 @@ pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
             return core.finish();
         }
     };
+    worker::tighten_timer_slack(&core.napper);
     let head_only = core.sh.cfg.load.method.head_only();
     let start = core.start;
     let mut w = Worker {
@@ -140,14 +141,17 @@ impl Worker {
             self.s.queue(i);
         }
         self.s.start_queued();
-        let tick = (self.s.core.timeout / 10).clamp(Duration::from_millis(1), STOP_CHECK);
+        let tick =
+            (self.s.core.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
         let mut next_watch = Instant::now() + tick;
+        // The last look found nothing: the worker has caught up with the server.
+        let mut caught_up = false;
         loop {
             let now = Instant::now();
             if !self.s.core.running(now) {
                 break;
             }
-            let (want, timeout) = self.s.wait(now, next_watch);
+            let (want, timeout) = self.s.wait(now, next_watch, caught_up);
             // The batch's requests leave with this submission: written (and, on a new
             // connection, connected) now.
             self.s.written(now);
@@ -160,6 +164,7 @@ impl Worker {
                 break;
             }
             self.ring.reap(&mut self.cqes);
+            caught_up = self.cqes.is_empty();
             if !self.cqes.is_empty() {
                 let now = Instant::now();
                 let real = sock::realtime_now();
@@ -189,9 +194,17 @@ impl Worker {
 impl Slots {
     /// How many completions the next wait is for, and how long it may take: a batch within
     /// the napper's cap once it says waiting pays, else one, until the next thing due.
-    fn wait(&mut self, now: Instant, next_watch: Instant) -> (usize, Option<Duration>) {
+    /// `caught_up`: the last look found no completion. A look without waiting asks for one
+    /// completion with no time to wait: an enter that asks for none would not run the ring's
+    /// deferred work, and nothing would complete.
+    fn wait(
+        &mut self,
+        now: Instant,
+        next_watch: Instant,
+        caught_up: bool,
+    ) -> (usize, Option<Duration>) {
         if !self.queued.is_empty() || !self.rearm.is_empty() {
-            return (0, None);
+            return (1, Some(Duration::ZERO));
         }
         let mut wake = (now + STOP_CHECK).min(next_watch);
         if let Some(Reverse((t, _))) = self.core.timers.peek() {
@@ -207,10 +220,14 @@ impl Slots {
             .filter(|c| matches!(c.slot.state, State::Reading | State::Draining))
             .count();
         match self.core.napper.batch_cap() {
-            // A nap: the wait ends when it is over, whatever came.
+            // A fixed nap, as the epoll engine takes it: once caught up, sleep it on the
+            // worker's own timer, then look without waiting.
             Some(nap) if self.fixed_nap => {
-                self.core.rec.naps += 1;
-                (self.conns.len() * 2 + 1, Some(nap.min(until)))
+                if caught_up && !until.is_zero() {
+                    self.core.rec.naps += 1;
+                    std::thread::sleep(nap.min(until));
+                }
+                (1, Some(Duration::ZERO))
             }
             Some(cap) if reading > 1 => {
                 self.core.rec.naps += 1;

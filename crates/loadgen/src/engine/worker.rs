@@ -545,7 +545,7 @@ pub(super) fn drive<P: Protocol>(mut p: P) -> (Recorder, Option<Instant>) {
 
 /// Naps are tens of microseconds; the default 50 µs timer slack would double them. Sets this
 /// thread's slack when its worker may nap.
-fn tighten_timer_slack(napper: &Napper) {
+pub(super) fn tighten_timer_slack(napper: &Napper) {
     if napper.enabled() {
         // PR_SET_TIMERSLACK, which affects only this thread.
         let _ = rustix::thread::set_current_timer_slack(Some(NAP_TIMER_SLACK_NS));
