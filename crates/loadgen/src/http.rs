@@ -166,6 +166,48 @@ pub enum Feed {
     Done,
 }
 
+/// The last response head a worker parsed in full and what it said. Servers send the same head
+/// again and again, but for the Date line once a second: a head that repeats the last one byte
+/// for byte says the same, and is taken from here after one comparison instead of a scan of
+/// its lines. One per worker, shared by its connections.
+#[derive(Debug, Default)]
+pub struct HeadCache {
+    bytes: Vec<u8>,
+    head: Head,
+    /// The parser's state right after that head.
+    state: Option<State>,
+    head_only: bool,
+}
+
+impl HeadCache {
+    /// Heads longer than this are parsed every time (a server sending them is rare, and the
+    /// copy would be most of the saving).
+    const MAX: usize = 1024;
+
+    pub fn new() -> HeadCache {
+        HeadCache::default()
+    }
+
+    /// The length of the head `buf` starts with and what it said, when it is the last one.
+    #[inline]
+    fn lookup(&self, buf: &[u8], head_only: bool) -> Option<(usize, Head, State)> {
+        let n = self.bytes.len();
+        let state = self.state?;
+        (self.head_only == head_only && buf.len() >= n && buf[..n] == self.bytes[..])
+            .then_some((n, self.head, state))
+    }
+
+    fn store(&mut self, bytes: &[u8], head: Head, state: State, head_only: bool) {
+        if bytes.len() > Self::MAX {
+            self.state = None;
+            return;
+        }
+        self.bytes.clear();
+        self.bytes.extend_from_slice(bytes);
+        (self.head, self.state, self.head_only) = (head, Some(state), head_only);
+    }
+}
+
 /// Incremental parser for one response at a time; `reset` readies it for the next one on the
 /// same connection.
 #[derive(Debug)]
@@ -239,12 +281,22 @@ impl ResponseParser {
     /// it took: all of them unless the response ended before them, in which case the rest
     /// belong to the next response on the connection (pipelining).
     pub fn feed_prefix(&mut self, data: &[u8]) -> Result<(Feed, usize), ParseError> {
+        self.feed_prefix_with(data, None)
+    }
+
+    /// [`ResponseParser::feed_prefix`], taking a head that repeats the last one `heads` holds
+    /// from it (and keeping there the one parsed otherwise).
+    pub fn feed_prefix_with(
+        &mut self,
+        data: &[u8],
+        heads: Option<&mut HeadCache>,
+    ) -> Result<(Feed, usize), ParseError> {
         let all = data.len();
         let mut head_used = 0;
         let mut rest = data;
         if let State::Head = self.state {
             let used = if self.partial_head.is_empty() {
-                match self.parse_head(data)? {
+                match self.parse_head_with(data, heads)? {
                     Some(n) => n,
                     None => {
                         self.stash(data)?;
@@ -360,6 +412,28 @@ impl ResponseParser {
         }
         self.partial_head.extend_from_slice(data);
         Ok(())
+    }
+
+    /// [`ResponseParser::parse_head`] through `heads`, unless this response's Server header is
+    /// wanted.
+    #[inline]
+    fn parse_head_with(
+        &mut self,
+        buf: &[u8],
+        heads: Option<&mut HeadCache>,
+    ) -> Result<Option<usize>, ParseError> {
+        let Some(heads) = heads.filter(|_| !self.want_server) else {
+            return self.parse_head(buf);
+        };
+        if let Some((n, head, state)) = heads.lookup(buf, self.head_only) {
+            (self.head, self.state) = (head, state);
+            return Ok(Some(n));
+        }
+        let parsed = self.parse_head(buf)?;
+        if let Some(n) = parsed {
+            heads.store(&buf[..n], self.head, self.state, self.head_only);
+        }
+        Ok(parsed)
     }
 
     /// Parses a complete head from `buf` if it holds one; returns the head's length.

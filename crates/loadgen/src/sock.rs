@@ -281,6 +281,34 @@ pub fn realtime_now() -> Stamp {
     Stamp(ts.tv_sec.max(0) as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
+/// The monotonic and realtime clocks read together once, so that a later monotonic reading can
+/// be put on the realtime clock (the receive stamps' clock) without reading that clock again.
+/// Within a worker's round of events the two clocks do not drift apart measurably (an NTP slew
+/// moves the realtime clock by at most 0.5 µs a millisecond); a worker reads a new pair every
+/// round.
+#[derive(Debug, Clone, Copy)]
+pub struct Clocks {
+    mono: Instant,
+    real: Stamp,
+}
+
+impl Clocks {
+    #[inline]
+    pub fn now() -> Clocks {
+        Clocks {
+            mono: Instant::now(),
+            real: realtime_now(),
+        }
+    }
+
+    /// The realtime clock's reading at `t`, a monotonic reading taken after the pair.
+    #[inline]
+    pub fn realtime_at(&self, t: Instant) -> Stamp {
+        let since = t.saturating_duration_since(self.mono).as_nanos() as u64;
+        Stamp(self.real.0.saturating_add(since))
+    }
+}
+
 /// When data stamped `stamp` arrived, on the monotonic clock: `read_at` (monotonic) and
 /// `real_at` (realtime) are readings of the two clocks taken together after the read, and the
 /// result is kept within `[floor, read_at]` (data cannot have been read before it arrived, nor,
@@ -305,6 +333,24 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn a_later_reading_is_put_on_the_realtime_clock_by_the_pair() {
+        let pair = Clocks::now();
+        let later = pair.mono + Duration::from_micros(250);
+        assert_eq!(pair.realtime_at(later).0, pair.real.0 + 250_000);
+        // A reading from before the pair is taken as the pair's own.
+        let earlier = pair
+            .mono
+            .checked_sub(Duration::from_micros(5))
+            .unwrap_or(pair.mono);
+        assert_eq!(pair.realtime_at(earlier), pair.real);
+        // Against both clocks read again: the pair's extrapolation is within a millisecond.
+        std::thread::sleep(Duration::from_millis(5));
+        let (mono, real) = (Instant::now(), realtime_now());
+        let drift = pair.realtime_at(mono).0.abs_diff(real.0);
+        assert!(drift < 1_000_000, "{drift} ns apart after 5 ms");
+    }
 
     #[test]
     fn arrival_is_the_stamp_mapped_onto_the_monotonic_clock() {

@@ -138,11 +138,18 @@ impl Protocol for H1 {
     /// Requests go out after every response of the batch has been read, as a burst (as wrk's
     /// loop also does): the server then finds them together in one wake-up instead of being
     /// woken for each. Each takes its own start time: the connects and writes before it are
-    /// not its latency.
+    /// not its latency. The clock read as one request's write ended is the next one's start,
+    /// so a burst reads the clock once a request.
     fn after_reads(&mut self) {
+        if self.queued.is_empty() {
+            return;
+        }
+        let mut now = Instant::now();
         for idx in std::mem::take(&mut self.queued) {
             if self.conns[idx].slot.state == State::Queued {
-                self.next_request(idx, Instant::now());
+                self.core.wrote_at = None;
+                self.next_request(idx, now);
+                now = self.core.wrote_at.take().unwrap_or_else(Instant::now);
             }
         }
     }
@@ -268,6 +275,7 @@ impl H1 {
         } else {
             Instant::now()
         };
+        let mut wrote = false;
         // Over TLS, the records of what was taken may still be waiting for the socket.
         while c.sent < request.len() || c.tls.as_ref().is_some_and(|t| t.wants_write()) {
             let written = match c.tls.as_mut() {
@@ -283,6 +291,7 @@ impl H1 {
                         self.core.sh.note_connected();
                     }
                     c.sent += n;
+                    wrote = true;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     c.blocked = true;
@@ -318,7 +327,10 @@ impl H1 {
         }
         c.slot.req.written = at;
         c.slot.state = State::Reading;
+        // The clock read as the write ended is still now, unless a system call follows.
+        self.core.wrote_at = wrote.then_some(at);
         if c.registered.is_none() {
+            self.core.wrote_at = None;
             let r =
                 self.core
                     .poll
@@ -346,6 +358,7 @@ impl H1 {
     /// a copy nor room in the buffer: each call takes whatever has arrived, up to
     /// [`TURN_BYTES`]. They are counted and stamped as read bytes are.
     fn read(&mut self, idx: usize, closed: bool) {
+        self.core.wrote_at = None;
         let mut budget = TURN_BYTES;
         loop {
             let c = &mut self.conns[idx];
@@ -387,10 +400,7 @@ impl H1 {
                 }
                 Recv::Data { len: n, stamp } => {
                     let now = Instant::now();
-                    let t = match stamp {
-                        Some(st) => sock::arrival(st, now, sock::realtime_now(), c.slot.req.start),
-                        None => now,
-                    };
+                    let t = self.core.arrival(stamp, now, c.slot.req.start);
                     // A short read took everything there was: the socket is empty.
                     let emptied = n < asked;
                     // Over TLS, the end of the stream may have come with the data: its
@@ -412,7 +422,10 @@ impl H1 {
                         } else {
                             c.slot
                                 .parser
-                                .feed_prefix(&self.core.buf[from..n])
+                                .feed_prefix_with(
+                                    &self.core.buf[from..n],
+                                    Some(&mut self.core.heads),
+                                )
                                 .map(|(f, used)| (f, from + used))
                         };
                         match fed {

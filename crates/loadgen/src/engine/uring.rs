@@ -257,7 +257,13 @@ impl Slots {
     /// accept queue before it could take one (the epoll engine's connects, a system call
     /// each, leave it that time), and what is staged for one submission stays small.
     fn start_queued(&mut self) {
+        if self.queued.is_empty() {
+            return;
+        }
         let (mut opens, mut starts) = (0, 0);
+        // Staging a request makes no system call, so the requests staged together share a
+        // start; only a new connection's socket is made here, and the clock is read after it.
+        let mut now = Instant::now();
         let queued = std::mem::take(&mut self.queued);
         for (n, &idx) in queued.iter().enumerate() {
             let c = &self.conns[idx];
@@ -271,7 +277,10 @@ impl Slots {
             }
             starts += 1;
             opens += usize::from(open);
-            self.next_request(idx, Instant::now());
+            self.next_request(idx, now);
+            if open {
+                now = Instant::now();
+            }
         }
     }
 
@@ -584,7 +593,11 @@ impl Slots {
             c.slot.req.last_data = t;
             c.slot.req.read_at = now;
             c.slot.req.stamped = stamp.is_some();
-            match c.slot.parser.feed_prefix(&bytes[from..]) {
+            match c
+                .slot
+                .parser
+                .feed_prefix_with(&bytes[from..], Some(&mut self.core.heads))
+            {
                 Ok((Feed::Done, used)) if c.slot.answered + 1 < c.slot.batch => {
                     // A pipelined response with more of its batch due.
                     self.complete(idx, t, false);

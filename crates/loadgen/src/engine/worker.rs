@@ -10,7 +10,8 @@ use super::shared::Shared;
 use crate::coalesce::Napper;
 use crate::config::Coalesce;
 use crate::cpu;
-use crate::http::ResponseParser;
+use crate::http::{HeadCache, ResponseParser};
+use crate::sock;
 use crate::stats::{FailureKind, Recorder, Sample};
 use crate::timeline::Timeline;
 use crate::timer::Alarm;
@@ -203,6 +204,14 @@ pub(super) struct Core {
     /// Wakes the worker at a constant-rate send time to the microsecond (`None` without a rate,
     /// or where the host has no timerfd: the poller's millisecond timeout then does).
     alarm: Option<Alarm>,
+    /// Both clocks as this round of events began, read once a round where responses are
+    /// stamped: a read's monotonic reading is put on the stamps' clock from them.
+    pub(super) clocks: sock::Clocks,
+    /// The clock as the last request's write ended, when nothing has been done since: the
+    /// next request of a burst starts then, without reading the clock again.
+    pub(super) wrote_at: Option<Instant>,
+    /// The last response head parsed, for its repeats.
+    pub(super) heads: HeadCache,
 }
 
 /// Where a worker thread runs and how it shares the load.
@@ -282,8 +291,26 @@ impl Core {
             resume: Vec::new(),
             napper: Napper::new(at.coalesce),
             alarm,
+            clocks: sock::Clocks::now(),
+            wrote_at: None,
+            heads: HeadCache::new(),
             sh,
         })
+    }
+
+    /// When a read at `now` got its bytes: by their receive stamp, put on the monotonic clock by
+    /// this round's pair of clock readings, or `now` without one; never before `floor`.
+    #[inline]
+    pub(super) fn arrival(
+        &self,
+        stamp: Option<sock::Stamp>,
+        now: Instant,
+        floor: Instant,
+    ) -> Instant {
+        match stamp {
+            Some(st) => sock::arrival(st, now, self.clocks.realtime_at(now), floor),
+            None => now,
+        }
     }
 
     /// A request that began `measured` and ended (or failed) at `t` counts: it holds a ticket
@@ -572,6 +599,9 @@ fn run<P: Protocol>(p: &mut P) {
         let timeout = core.poll_timeout(now, next_watch, pending, caught_up);
         let polled = core.poll.poll(&mut events, Some(timeout));
         caught_up = events.is_empty();
+        if core.sh.stamps.is_some() {
+            core.clocks = sock::Clocks::now();
+        }
         match polled {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -384,3 +384,99 @@ fn a_body_cookies_credentials_and_a_proxy_go_where_ab_puts_them() {
     assert_eq!(s.matches("Content-Type").count(), 1);
     assert!(s.contains("Content-Type: application/json\r\n"));
 }
+
+/// Everything a parser says after a feed, to compare a parser that took heads from a cache
+/// with one that parsed each.
+fn outcome(p: &ResponseParser, fed: Result<(Feed, usize), ParseError>) -> String {
+    format!(
+        "{fed:?} {:?} {:?} body {} wire {} skippable {} server {:?}",
+        p.state,
+        p.head,
+        p.body_len,
+        p.wire_len,
+        p.skippable(),
+        p.server
+    )
+}
+
+#[test]
+fn a_head_from_the_cache_says_what_parsing_it_says() {
+    let date = |s: u8| {
+        format!("HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Thu, 03 Dec 2026 15:00:0{s} GMT\r\nContent-Length: 5\r\n\r\nhello")
+    };
+    let responses: Vec<Vec<u8>> = vec![
+        date(1).into(),
+        date(1).into(),
+        date(2).into(),
+        date(2).into(),
+        // The same head but for its length, then its framing, then its status.
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".to_vec(),
+        b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nhello".to_vec(),
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".to_vec(),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".to_vec(),
+        b"HTTP/1.1 204 OK\r\nContent-Length: 5\r\n\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end".to_vec(),
+        b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end".to_vec(),
+        // Bare LF line ends, and a malformed head that starts as the last good one did.
+        b"HTTP/1.0 200 OK\nContent-Length: 2\n\nhi".to_vec(),
+        b"HTTP/1.0 200 OK\nContent-Length: 2\n\nhi".to_vec(),
+        b"HTTP/1.0 200 OK\nContent-Length: 2\nbad line\n\nhi".to_vec(),
+        // Two pipelined responses in one read.
+        [date(3).as_bytes(), date(3).as_bytes()].concat(),
+    ];
+    for head_only in [false, true] {
+        let mut heads = HeadCache::new();
+        for (i, r) in responses.iter().enumerate() {
+            // The first of each run wants the Server header: the cache is not used for it.
+            let want_server = i == 0;
+            let (mut cached, mut plain) = (
+                ResponseParser::new(head_only),
+                ResponseParser::new(head_only),
+            );
+            cached.reset(want_server);
+            plain.reset(want_server);
+            let mut from = 0;
+            while from < r.len() {
+                let a = cached.feed_prefix_with(&r[from..], Some(&mut heads));
+                let b = plain.feed_prefix(&r[from..]);
+                assert_eq!(
+                    outcome(&cached, a),
+                    outcome(&plain, b),
+                    "response {i}, head_only {head_only}"
+                );
+                match b {
+                    Ok((Feed::Done, used)) if from + used < r.len() => {
+                        from += used;
+                        cached.reset(false);
+                        plain.reset(false);
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_repeated_head_is_taken_from_the_cache() {
+    let r: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+    let mut heads = HeadCache::new();
+    let mut p = ResponseParser::new(false);
+    p.feed_prefix_with(r, Some(&mut heads)).unwrap();
+    assert_eq!(heads.lookup(r, false).map(|(n, ..)| n), Some(r.len() - 5));
+    // Not for a HEAD request's parser, nor for a head that differs.
+    assert!(heads.lookup(r, true).is_none());
+    assert!(heads
+        .lookup(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nhello!", false)
+        .is_none());
+    // A head too long to keep leaves the cache empty.
+    let long = format!(
+        "HTTP/1.1 200 OK\r\nX-Long: {}\r\nContent-Length: 0\r\n\r\n",
+        "a".repeat(2000)
+    );
+    p.reset(false);
+    p.feed_prefix_with(long.as_bytes(), Some(&mut heads))
+        .unwrap();
+    assert!(heads.lookup(r, false).is_none());
+}
