@@ -65,3 +65,9 @@ bench-memory *ARGS:
     ./x bench-deps
     cargo build --release -p benchctl
     python3 bench/memory.py "$@"
+
+# user-space instructions per request under callgrind: benchctl against wrk and ab, without noise
+bench-instructions *ARGS:
+    ./x bench-deps
+    cargo build --release -p benchctl
+    python3 bench/instructions.py "$@"

@@ -189,7 +189,7 @@ def run_one(tool: str, path: str, url: str, cfg: Config, rnd: int) -> Run:
     cmd = command(tool, path, url, cfg)
     r = Run(tool=tool, round=rnd, ok=False, command=cmd)
     status, out, err, cpu, wall, timed_out = peers.run_child(peers.pin(cfg.client_cpu) + cmd, cfg.timeout())
-    r.cpu_s, r.wall_s = cpu, wall
+    (r.cpu_s, _), r.wall_s = cpu, wall
     if timed_out:
         r.error = f"killed after the {cfg.timeout():.0f}s timeout"
         return r

@@ -41,6 +41,10 @@ Markdown is kept as well under bench/results/history/ with its date and commit.
 
 Usage:  python3 bench/peers.py [--rounds 3] [--seconds 5] [--tools benchctl,wrk,ab,oha] [--tls] [--h2]
         (build first: cargo build --release -p benchctl; `just bench` does both)
+        A change to the generator against the build before it: --tools benchctl,benchctl-base
+        --base OLD/benchctl (both run the same commands, paired as the peers are).
+        Per run, "user µs/req" is the client's user-space CPU per request: the generator's own
+        code, beside the kernel's work it asks for.
 
 Only 127.0.0.1 is ever contacted; every run is bounded in requests or time and has a timeout.
 Python 3 standard library only.
@@ -78,6 +82,7 @@ TOOLS = (
     "benchctl-woken",
     "benchctl-epoll",
     "benchctl-uring",
+    "benchctl-base",
     "wrk",
     "ab",
     "oha",
@@ -327,6 +332,7 @@ class RunResult:
     completed: int | None = None
     failed: int | None = None
     cpu_s: float | None = None  # client user + sys, from the child's rusage
+    user_s: float | None = None  # the user-space part of cpu_s
     wall_s: float | None = None
     reported_cpu_s: float | None = None  # what benchctl says it used, for cross-checking
     port_exhaustion: bool = False
@@ -339,9 +345,16 @@ class RunResult:
             return None
         return self.cpu_s / self.completed * 100_000
 
+    @property
+    def user_us_per_request(self) -> float | None:
+        if self.user_s is None or not self.completed:
+            return None
+        return self.user_s / self.completed * 1e6
 
-def run_child(cmd: list[str], timeout: float) -> tuple[int, str, str, float, float, bool]:
-    """Run cmd to completion; return (status, stdout, stderr, cpu seconds, wall seconds, timed out).
+
+def run_child(cmd: list[str], timeout: float) -> tuple[int, str, str, tuple[float, float], float, bool]:
+    """Run cmd to completion; return (status, stdout, stderr, (cpu seconds, of which user),
+    wall seconds, timed out).
 
     The CPU time is the child's own rusage (os.wait4), so nothing else this script does counts.
     Output goes to files, not pipes, so a chatty child can never block on a full pipe.
@@ -375,7 +388,7 @@ def run_child(cmd: list[str], timeout: float) -> tuple[int, str, str, float, flo
             proc.returncode,
             out.read().decode(errors="replace"),
             err.read().decode(errors="replace"),
-            usage.ru_utime + usage.ru_stime,
+            (usage.ru_utime + usage.ru_stime, usage.ru_utime),
             wall,
             timed_out,
         )
@@ -467,6 +480,13 @@ class BenchctlWoken(Benchctl):
     def command(self, mode, url, cfg, round_no):
         cmd = super().command(mode, url, cfg, round_no)
         return cmd[:-1] + ["--user-timestamps"] + cmd[-1:]
+
+
+class BenchctlBase(Benchctl):
+    """Another build of benchctl (--base PATH, e.g. the last commit's), run exactly as `benchctl`
+    is: what a change did to the generator, paired in the same sitting."""
+
+    name = "benchctl-base"
 
 
 class BenchctlEngine(Benchctl):
@@ -730,6 +750,7 @@ TOOL_CLASSES = {
     "benchctl-woken": BenchctlWoken,
     "benchctl-epoll": BenchctlEpoll,
     "benchctl-uring": BenchctlUring,
+    "benchctl-base": BenchctlBase,
     "wrk": Wrk,
     "ab": Ab,
     "oha": Oha,
@@ -826,7 +847,7 @@ def run_one(tool: Tool, mode: str, url: str, cfg: Config, round_no: int) -> RunR
     r = RunResult(tool=tool.name, mode=mode, round=round_no, ok=False, command=cmd)
     timeout = cfg.timeout_for(tool.name, mode)
     status, out, err, cpu, wall, timed_out = run_child(full, timeout)
-    r.cpu_s, r.wall_s = cpu, wall
+    (r.cpu_s, r.user_s), r.wall_s = cpu, wall
     text = out + err
     if any(p in text for p in PORT_EXHAUSTION_PATTERNS):
         r.port_exhaustion = True
@@ -893,6 +914,7 @@ def summarise(
             good = [r for r in runs if r.ok]
             rates = [r.requests_per_second for r in good]
             cpus = [r.cpu_per_100k for r in good if r.cpu_per_100k is not None]
+            users = [r.user_us_per_request for r in good if r.user_us_per_request is not None]
             busy = [100 * r.cpu_s / r.wall_s for r in good if r.cpu_s is not None and r.wall_s]
             rows.append(
                 {
@@ -904,6 +926,7 @@ def summarise(
                     "rps_min": min(rates) if rates else None,
                     "rps_max": max(rates) if rates else None,
                     "cpu_per_100k_median": median_or_none(cpus),
+                    "user_us_per_request_median": median_or_none(users),
                     "client_busy_pct_median": median_or_none(busy),
                     "failed_requests": sum(r.failed or 0 for r in good),
                     "completed_requests": sum(r.completed or 0 for r in good),
@@ -982,6 +1005,7 @@ HEADERS = [
     "req/s (median)",
     "min-max",
     "CPU-s/100k req",
+    "user µs/req",
     "client CPU busy",
     "req/s vs benchctl",
     "CPU vs benchctl",
@@ -1001,6 +1025,7 @@ def table_rows(rows: list[dict]) -> list[list[str]]:
                 fmt_int(row["rps_median"]),
                 rng,
                 fmt_f(row["cpu_per_100k_median"]),
+                fmt_f(row["user_us_per_request_median"]),
                 f"{row['client_busy_pct_median']:.0f}%" if row["client_busy_pct_median"] is not None else "-",
                 fmt_f(row["rps_ratio"]),
                 fmt_f(row["cpu_ratio"]),
@@ -1066,6 +1091,8 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         "runs once, their order rotated from round to round; figures are medians over rounds",
         "- CPU-s/100k req: the client's user + system CPU time (from its rusage) per 100,000 "
         "completed requests; lower is better",
+        "- user µs/req: the user-space part of that CPU time, µs per completed request: what the "
+        "tool's own code costs beside the kernel's work it asks for",
         "- client CPU busy: that CPU time over the run's wall time. Well below 100% means the client "
         "was waiting on the server: the rate is then the server's ceiling, not the client's, and "
         "CPU-s/100k req is the fairer comparison of the clients",
@@ -1126,6 +1153,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--tools", default=",".join(DEFAULT_TOOLS), help=f"comma-separated subset of {','.join(TOOLS)}")
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
     p.add_argument("--benchctl", default=str(DEFAULT_BENCHCTL), help="benchctl binary (default target/release/benchctl)")
+    p.add_argument(
+        "--base",
+        help="another benchctl binary, run as the tool benchctl-base (e.g. the last commit's build)",
+    )
     p.add_argument("--client-cpu", type=int, default=0, help="CPU for the load generators (default 0)")
     p.add_argument("--server-cpu", type=int, default=1, help="CPU for nginx (default 1)")
     p.add_argument(
@@ -1189,6 +1220,10 @@ def find_tools(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, str
                 skipped[name] = f"could not be compiled: {e}{hint}"
                 log(f"{name}: could not be compiled, skipped: {e}")
                 continue
+        elif name == "benchctl-base":
+            path = args.base or ""
+            if not os.access(path, os.X_OK):
+                raise Fatal("benchctl-base needs --base PATH: another benchctl binary to compare with")
         elif name.startswith("benchctl"):
             path = args.benchctl
             if not os.access(path, os.X_OK):
