@@ -590,7 +590,7 @@ fn show_request(cfg: &LoadConfig) {
 
 pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
     let job = a.job.as_deref().map(read_job).transpose()?;
-    let cfg = config(&a, job.as_ref())?;
+    let mut cfg = config(&a, job.as_ref())?;
     let asked_at = std::time::Instant::now();
     let start_at = match &job {
         Some(job) => job.start_at.map(|t| t.to_string()),
@@ -606,6 +606,11 @@ pub fn main(a: LoadArgs, on_signals: OnSignals) -> Result<ExitCode, Failure> {
     } else {
         Style::bar_or(Style::Lines)
     };
+    match loadgen::preflight(&mut cfg) {
+        Err(LoadError::Config(e)) => return Err(Failure::usage(e)),
+        Err(e) => return Err(e.into()),
+        Ok(_) => {}
+    }
     if style != Style::Quiet {
         eprintln!("Benchmarking {} (be patient)", cfg.target.host);
     }

@@ -120,8 +120,12 @@ impl Target {
         })
     }
 
-    /// Resolves the host once, before the run: names are looked up a single time, like ab.
+    /// Resolves the host once, before the run: names are looked up a single time, like ab
+    /// (a second call gives the address found by the first).
     pub fn resolve(&mut self) -> Result<SocketAddr, ConfigError> {
+        if let Some(addr) = self.addr {
+            return Ok(addr);
+        }
         let addr = (self.host.as_str(), self.port)
             .to_socket_addrs()
             .map_err(|e| ConfigError::Option(format!("cannot resolve {:?}: {e}", self.host)))?
@@ -226,6 +230,9 @@ impl Proxy {
 
     /// Resolves the proxy's host once, before the run.
     pub fn resolve(&mut self) -> Result<SocketAddr, ConfigError> {
+        if let Some(addr) = self.addr {
+            return Ok(addr);
+        }
         let addr = (self.host.as_str(), self.port)
             .to_socket_addrs()
             .map_err(|e| {
@@ -382,7 +389,27 @@ impl LoadConfig {
                 ));
             }
         }
+        self.validate_engine()?;
         self.validate_request()
+    }
+
+    /// What the io_uring engine does not drive: asking for it there is an error, before the
+    /// load starts (where the host does not allow io_uring, the load falls back to epoll).
+    fn validate_engine(&self) -> Result<(), ConfigError> {
+        if self.load.engine != Engine::Uring {
+            return Ok(());
+        }
+        let unsupported = if self.load.version == HttpVersion::Http2 {
+            "HTTP/2"
+        } else if self.target.https {
+            "TLS"
+        } else {
+            return Ok(());
+        };
+        Err(ConfigError::Option(format!(
+            "--engine uring drives plain HTTP/1.x only; {unsupported} runs on the epoll engine \
+             (--engine epoll or auto)"
+        )))
     }
 
     /// What HTTP/2 cannot be combined with.
@@ -607,5 +634,26 @@ mod tests {
         assert!(c.validate().is_err());
         c.load.duration = Some(Duration::from_secs(1));
         assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn io_uring_is_refused_for_what_it_does_not_drive() {
+        let spec = LoadSpec {
+            engine: Engine::Uring,
+            requests: Some(1),
+            ..LoadSpec::default()
+        };
+        let plain = LoadConfig::new(Target::parse("http://127.0.0.1:1/").unwrap(), spec.clone());
+        assert_eq!(plain.validate(), Ok(()));
+        let tls = LoadConfig::new(Target::parse("https://127.0.0.1:1/").unwrap(), spec.clone());
+        let e = tls.validate().unwrap_err().to_string();
+        assert!(e.contains("TLS runs on the epoll engine"), "{e}");
+        let mut h2 = plain.clone();
+        h2.load.version = HttpVersion::Http2;
+        let e = h2.validate().unwrap_err().to_string();
+        assert!(e.contains("HTTP/2 runs on the epoll engine"), "{e}");
+        // Epoll and the automatic choice drive both.
+        h2.load.engine = Engine::Auto;
+        assert_eq!(h2.validate(), Ok(()));
     }
 }

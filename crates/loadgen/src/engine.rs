@@ -110,6 +110,17 @@ pub fn run_until(cfg: LoadConfig, stop: &StopFlag) -> Result<Measurement, LoadEr
     run_observed(cfg, stop, &mut |_| {})
 }
 
+/// Checks `cfg` as a run does before it opens any connection (its options, the address its
+/// connections go to, the local address they leave from), and returns that address. A command
+/// line calls it before it announces the load, so that bad input is refused first.
+pub fn preflight(cfg: &mut LoadConfig) -> Result<SocketAddr, LoadError> {
+    cfg.validate()?;
+    // Connections go to the proxy when there is one (ab's -X), else to the target.
+    let addr = cfg.resolve()?;
+    crate::connect::check(addr, &cfg.socket).map_err(ConfigError::Option)?;
+    Ok(addr)
+}
+
 /// Runs the load until it is done or `stop` is set, telling `progress` the number of requests
 /// completed so far about every 50 ms (from the calling thread, never from a worker).
 pub fn run_observed(
@@ -117,10 +128,7 @@ pub fn run_observed(
     stop: &StopFlag,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Measurement, LoadError> {
-    cfg.validate()?;
-    // Connections go to the proxy when there is one (ab's -X), else to the target.
-    let addr = cfg.resolve()?;
-    crate::connect::check(addr, &cfg.socket).map_err(ConfigError::Option)?;
+    let addr = preflight(&mut cfg)?;
     let threads = cfg.threads.min(cfg.load.concurrency as usize).max(1);
     crate::limits::ensure_open_files(cfg.load.concurrency, threads)?;
     let sh = Arc::new(Shared::new(cfg, addr)?);
@@ -132,7 +140,7 @@ pub fn run_observed(
         Coalesce::Auto if sh.stamps.is_none() || cfg.pipeline > 1 => Coalesce::Off,
         c => c,
     };
-    let (uring, fallback) = choose_engine(&sh)?;
+    let (uring, fallback) = choose_engine(&sh);
     let (handles, done_rx) = spawn_workers(&sh, threads, coalesce, uring)?;
     let measure_start = *sh
         .measure_start
@@ -241,32 +249,15 @@ fn worker_thread(sh: Arc<Shared>, at: &Placement, barrier: &Barrier) -> Finished
 /// but this host does not allow it, why (the run's note: the load runs on epoll, and the
 /// record says so). `auto` takes epoll: measured side by side on loopback, io_uring saved no
 /// client CPU worth its cost in keep-alive loads and cost more with a new connection per
-/// request (see docs/load-generator.md). Asking io_uring for what it does not drive is an
-/// error.
-fn choose_engine(sh: &Shared) -> Result<(bool, Option<String>), LoadError> {
-    let cfg = &sh.cfg;
-    match cfg.load.engine {
-        Engine::Auto | Engine::Epoll => Ok((false, None)),
-        Engine::Uring => {
-            let unsupported = if cfg.load.version == HttpVersion::Http2 {
-                Some("HTTP/2")
-            } else if sh.tls.is_some() {
-                Some("TLS")
-            } else {
-                None
-            };
-            if let Some(what) = unsupported {
-                return Err(ConfigError::Option(format!(
-                    "--engine uring drives plain HTTP/1.x only; {what} runs on the epoll \
-                     engine (--engine epoll or auto)"
-                ))
-                .into());
-            }
-            match uring::available() {
-                Ok(()) => Ok((true, None)),
-                Err(why) => Ok((false, Some(why))),
-            }
-        }
+/// request (see docs/load-generator.md). What io_uring does not drive was refused by
+/// [`LoadConfig::validate`].
+fn choose_engine(sh: &Shared) -> (bool, Option<String>) {
+    match sh.cfg.load.engine {
+        Engine::Auto | Engine::Epoll => (false, None),
+        Engine::Uring => match uring::available() {
+            Ok(()) => (true, None),
+            Err(why) => (false, Some(why)),
+        },
     }
 }
 

@@ -31,7 +31,7 @@ pub use model::{failure, histogram, json, stats, timeline};
 pub use config::{
     Coalesce, ConfigError, Engine, HttpVersion, LoadConfig, LoadSpec, Method, Proxy, Target,
 };
-pub use engine::{run, run_observed, run_until, LoadError, StopFlag};
+pub use engine::{preflight, run, run_observed, run_until, LoadError, StopFlag};
 pub use job::Job;
 pub use stats::{
     FailureKind, Failures, Measurement, Note, Sample, ServerInfo, StopReason, Timer, Timers,

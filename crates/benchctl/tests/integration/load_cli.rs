@@ -139,6 +139,11 @@ fn assert_usage_error(args: &[&str], names: &str) {
         "nothing on stdout for {args:?}\n{}",
         f.describe()
     );
+    assert!(
+        !f.stderr.contains("Benchmarking"),
+        "refused before the load is announced for {args:?}\n{}",
+        f.describe()
+    );
     let errors: Vec<&str> = f.stderr.lines().filter(|l| l.contains("error")).collect();
     assert_eq!(
         errors.len(),

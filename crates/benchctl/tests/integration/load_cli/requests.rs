@@ -80,7 +80,16 @@ fn ab_flags_that_would_break_the_request_are_refused() {
     let post = post.to_str().unwrap();
     let missing = dir.path().join("missing");
     let missing = missing.to_str().unwrap();
+    let https = url.replace("http://", "https://");
     let cases: &[(&[&str], &str)] = &[
+        (
+            &["load", "--engine", "uring", "--h2", &url],
+            "HTTP/2 runs on the epoll engine",
+        ),
+        (
+            &["load", "--engine", "uring", &https],
+            "TLS runs on the epoll engine",
+        ),
         (
             &["load", "-H", "X-A: 1\r\nX-Injected: yes", &url],
             "line break",
