@@ -158,24 +158,8 @@ impl Protocol for H1 {
         H1Slots::timer(self, idx, now)
     }
 
-    /// Ends the requests whose deadline has passed (checked every tenth of the timeout, at
-    /// most every 100 ms, rather than with a timer per request).
     fn expire(&mut self, now: Instant) {
-        for idx in 0..self.conns.len() {
-            let c = &mut self.conns[idx];
-            if c.slot.deadline.is_none_or(|d| now < d) {
-                continue;
-            }
-            c.slot.deadline = None;
-            match c.slot.state {
-                State::Draining => {
-                    c.stream = None;
-                    self.queue(idx);
-                }
-                State::Writing | State::Reading => self.fail(idx, FailureKind::Timeout),
-                State::Waiting(_) | State::Queued | State::Finished => {}
-            }
-        }
+        H1Slots::expire(self, now)
     }
 
     fn ended(&mut self) {

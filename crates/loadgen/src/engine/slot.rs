@@ -198,6 +198,27 @@ pub(super) trait H1Slots {
         }
     }
 
+    /// Ends the requests whose deadline has passed (checked every tenth of the timeout, at
+    /// most every 100 ms, rather than with a timer per request): a drained connection the
+    /// server never closed is given up, a request still unanswered fails.
+    fn expire(&mut self, now: Instant) {
+        for idx in 0..self.slot_count() {
+            let s = self.slot(idx);
+            if s.deadline.is_none_or(|d| now < d) {
+                continue;
+            }
+            s.deadline = None;
+            match s.state {
+                State::Draining => {
+                    self.drop_socket(idx);
+                    self.queue(idx);
+                }
+                State::Writing | State::Reading => self.fail(idx, FailureKind::Timeout),
+                State::Waiting(_) | State::Queued | State::Finished => {}
+            }
+        }
+    }
+
     /// When the measurement window has closed, the measured requests still waiting for their
     /// response (constant-rate runs only).
     fn count_unfinished(&mut self) {

@@ -295,25 +295,6 @@ impl Slots {
         }
     }
 
-    /// Ends the requests whose deadline has passed.
-    fn expire(&mut self, now: Instant) {
-        for idx in 0..self.conns.len() {
-            let c = &mut self.conns[idx];
-            if c.slot.deadline.is_none_or(|d| now < d) {
-                continue;
-            }
-            c.slot.deadline = None;
-            match c.slot.state {
-                State::Draining => {
-                    self.abandon(idx);
-                    self.queue(idx);
-                }
-                State::Writing | State::Reading => self.fail(idx, FailureKind::Timeout),
-                State::Waiting(_) | State::Queued | State::Finished => {}
-            }
-        }
-    }
-
     /// Stages the slot's request, and a new connection first when it has none.
     fn send(&mut self, idx: usize, now: Instant) {
         let c = &mut self.conns[idx];
