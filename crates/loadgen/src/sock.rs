@@ -284,8 +284,8 @@ pub fn realtime_now() -> Stamp {
 /// The monotonic and realtime clocks read together once, so that a later monotonic reading can
 /// be put on the realtime clock (the receive stamps' clock) without reading that clock again.
 /// Within a worker's round of events the two clocks do not drift apart measurably (an NTP slew
-/// moves the realtime clock by at most 0.5 µs a millisecond); a worker reads a new pair every
-/// round.
+/// moves the realtime clock by at most 0.5 µs a millisecond); a worker reads a new pair in
+/// every round that has a stamped read.
 #[derive(Debug, Clone, Copy)]
 pub struct Clocks {
     mono: Instant,

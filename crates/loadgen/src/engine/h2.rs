@@ -445,7 +445,7 @@ impl H2Worker {
             match got {
                 Recv::Data { len, stamp } => {
                     let now = Instant::now();
-                    let arrival = stamp.map(|st| (st, self.core.clocks.realtime_at(now)));
+                    let arrival = stamp.map(|st| (st, self.core.realtime_at(now)));
                     c.heard_at = now;
                     let emptied = len < buf.len();
                     let eof_after = c.tls.as_ref().is_some_and(|t| t.eof_pending());

@@ -204,9 +204,9 @@ pub(super) struct Core {
     /// Wakes the worker at a constant-rate send time to the microsecond (`None` without a rate,
     /// or where the host has no timerfd: the poller's millisecond timeout then does).
     alarm: Option<Alarm>,
-    /// Both clocks as this round of events began, read once a round where responses are
-    /// stamped: a read's monotonic reading is put on the stamps' clock from them.
-    pub(super) clocks: sock::Clocks,
+    /// Both clocks, read together at this round's first stamped read (`None` until then): the
+    /// round's later reads are put on the stamps' clock from them.
+    clocks: Option<sock::Clocks>,
     /// The clock as the last request's write ended, when nothing has been done since: the
     /// next request of a burst starts then, without reading the clock again.
     pub(super) wrote_at: Option<Instant>,
@@ -291,7 +291,7 @@ impl Core {
             resume: Vec::new(),
             napper: Napper::new(at.coalesce),
             alarm,
-            clocks: sock::Clocks::now(),
+            clocks: None,
             wrote_at: None,
             heads: HeadCache::new(),
             sh,
@@ -302,15 +302,24 @@ impl Core {
     /// this round's pair of clock readings, or `now` without one; never before `floor`.
     #[inline]
     pub(super) fn arrival(
-        &self,
+        &mut self,
         stamp: Option<sock::Stamp>,
         now: Instant,
         floor: Instant,
     ) -> Instant {
         match stamp {
-            Some(st) => sock::arrival(st, now, self.clocks.realtime_at(now), floor),
+            Some(st) => sock::arrival(st, now, self.realtime_at(now), floor),
             None => now,
         }
+    }
+
+    /// The realtime clock at `now`, a monotonic reading of this round: from the round's pair
+    /// of readings, taken at its first call.
+    #[inline]
+    pub(super) fn realtime_at(&mut self, now: Instant) -> sock::Stamp {
+        self.clocks
+            .get_or_insert_with(sock::Clocks::now)
+            .realtime_at(now)
     }
 
     /// A request that began `measured` and ended (or failed) at `t` counts: it holds a ticket
@@ -599,9 +608,7 @@ fn run<P: Protocol>(p: &mut P) {
         let timeout = core.poll_timeout(now, next_watch, pending, caught_up);
         let polled = core.poll.poll(&mut events, Some(timeout));
         caught_up = events.is_empty();
-        if core.sh.stamps.is_some() {
-            core.clocks = sock::Clocks::now();
-        }
+        core.clocks = None;
         match polled {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
