@@ -28,7 +28,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use testhosts::TestHosts;
-use testsupport::TEST_BASE;
 
 fn tcp(h: &testhosts::TestHost) -> Endpoint {
     Endpoint::Tcp {
@@ -42,12 +41,7 @@ fn tcp(h: &testhosts::TestHost) -> Endpoint {
 /// Debian's mirrors) by the recipe the runner's host test uses.
 async fn busybox_base() -> String {
     let local = Orchestrator::connect().await.expect("the local engine");
-    if local.image_id(TEST_BASE).await.unwrap().is_none() {
-        local
-            .bootstrap_debian("bookworm", TEST_BASE)
-            .await
-            .unwrap_or_else(|e| panic!("bootstrapping {TEST_BASE}: {e}"));
-    }
+    crate::ensure_test_base(&local).await;
     let ctx = tempfile::tempdir().unwrap();
     std::fs::write(
         ctx.path().join("Dockerfile"),

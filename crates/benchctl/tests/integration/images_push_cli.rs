@@ -15,17 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use testhosts::TestHosts;
-use testsupport::TEST_BASE;
 
 /// busybox's httpd in the tests' base image, built on this machine's engine by the recipe the
 /// other host tests use (so its tag is theirs).
 async fn busybox_base(local: &Orchestrator) -> String {
-    if local.image_id(TEST_BASE).await.unwrap().is_none() {
-        local
-            .bootstrap_debian("bookworm", TEST_BASE)
-            .await
-            .unwrap_or_else(|e| panic!("bootstrapping {TEST_BASE}: {e}"));
-    }
+    crate::ensure_test_base(local).await;
     let ctx = tempfile::tempdir().unwrap();
     std::fs::write(
         ctx.path().join("Dockerfile"),

@@ -20,3 +20,15 @@ mod report_cli;
 mod run_docker;
 mod scenarios_cli;
 mod system_cli;
+
+/// The tests' base image on this machine's engine, bootstrapped from Debian's mirrors when it
+/// is not there yet (the recipe every host test shares, so the tag is theirs).
+async fn ensure_test_base(local: &orchestrator::Orchestrator) {
+    let base = testsupport::TEST_BASE;
+    if local.image_id(base).await.unwrap().is_none() {
+        local
+            .bootstrap_debian("bookworm", base)
+            .await
+            .unwrap_or_else(|e| panic!("bootstrapping {base}: {e}"));
+    }
+}

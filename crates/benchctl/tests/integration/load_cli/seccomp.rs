@@ -62,12 +62,7 @@ fn where_io_uring_is_forbidden_the_load_runs_on_epoll_and_says_so_once() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let local = Orchestrator::connect().await.expect("the local engine");
-        if local.image_id(TEST_BASE).await.unwrap().is_none() {
-            local
-                .bootstrap_debian("bookworm", TEST_BASE)
-                .await
-                .unwrap_or_else(|e| panic!("bootstrapping {TEST_BASE}: {e}"));
-        }
+        crate::ensure_test_base(&local).await;
     });
     let s = TestServer::start();
     let url = s.url("/cl");
