@@ -161,6 +161,9 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
         },
         capacity: a.capacity,
         against,
+        commit: Some(env!("BENCHCTL_COMMIT"))
+            .filter(|c| !c.is_empty())
+            .map(str::to_string),
         ..RunOptions::new()
     };
     let observer = Arc::new(Printer::default());

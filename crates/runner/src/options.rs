@@ -43,6 +43,8 @@ pub struct RunOptions {
     /// check`) with other processes on the run's CPUs watched this long; the record keeps the
     /// check. `None`: not checked.
     pub system_sample: Option<Duration>,
+    /// The commit the running binary was built from, kept in the record; `None` when unknown.
+    pub commit: Option<String>,
 }
 
 impl Default for RunOptions {
@@ -68,6 +70,7 @@ impl RunOptions {
             against: None,
             generator_binary: None,
             system_sample: Some(DEFAULT_SYSTEM_SAMPLE),
+            commit: None,
         }
     }
 }

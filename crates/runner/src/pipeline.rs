@@ -91,6 +91,7 @@ pub(crate) async fn run_on<F: Fleet>(
     let host = host_facts(plan, &opts, engines[0].as_ref(), observer.as_ref()).await;
     let mut record = new_record(
         plan,
+        opts.commit.clone(),
         &run_id,
         started_at,
         host,
@@ -365,6 +366,7 @@ async fn engine_records<E: Engine>(
 /// The record of a run that starts now: what it ran, where, and, for an A/B run, against what.
 fn new_record(
     plan: &Plan,
+    commit: Option<String>,
     run_id: &str,
     started_at: String,
     host: HostFacts,
@@ -374,6 +376,7 @@ fn new_record(
     RunRecord {
         schema_version: report::SCHEMA_VERSION,
         benchctl_version: env!("CARGO_PKG_VERSION").to_string(),
+        benchctl_commit: commit,
         run_id: run_id.to_string(),
         started_at,
         finished_at: None,

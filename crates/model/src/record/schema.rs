@@ -19,7 +19,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 ///
 /// 4 added the host's `system` check (what biases measurements on the machine). Records of
 /// versions 1 to 3 are read as made on a machine that was not checked.
-pub const SCHEMA_VERSION: u32 = 4;
+///
+/// 5 added `benchctl_commit` (the commit the writing binary was built from), which the history
+/// of nightly records shows per night. Older records are read as made by a binary of unknown
+/// commit.
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Everything one `benchctl run` produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,6 +33,11 @@ pub struct RunRecord {
     pub schema_version: u32,
     /// The benchctl that wrote the record (`CARGO_PKG_VERSION` of the binary).
     pub benchctl_version: String,
+    /// The commit the writing binary was built from (`git describe --always --dirty` of its
+    /// source tree: a short hash, `-dirty` when files tracked by git differed from it); absent
+    /// when it was built outside a git checkout, and in records of versions 1 to 4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchctl_commit: Option<String>,
     /// Unique per run; also the label on the run's containers.
     pub run_id: String,
     /// RFC 3339, UTC, whole seconds.

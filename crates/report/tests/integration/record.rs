@@ -9,7 +9,7 @@ use report::{Protocol, ReportError};
 use std::path::{Path, PathBuf};
 
 fn schema() -> serde_json::Value {
-    let path = testsupport::repo_root().join("results/schema/run-record.v4.json");
+    let path = testsupport::repo_root().join("results/schema/run-record.v5.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -113,7 +113,7 @@ fn the_schema_rejects_what_the_reader_rejects() {
     let good = serde_json::to_value(common::fixture(1, None)).unwrap();
     assert!(validator.is_valid(&good));
     for (pointer, bad) in [
-        ("/schema_version", serde_json::json!(5)),
+        ("/schema_version", serde_json::json!(6)),
         ("/status", serde_json::json!({"state": "failed"})),
         ("/scenario/sha256", serde_json::json!("not-a-hash")),
         ("/loads/0/round", serde_json::json!(-1)),
@@ -276,7 +276,7 @@ fn version_0_was_never_written_and_is_refused() {
 #[test]
 fn a_newer_schema_asks_for_a_newer_benchctl() {
     let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
-    v["schema_version"] = serde_json::json!(5);
+    v["schema_version"] = serde_json::json!(6);
     // Newer files may have fields this reader does not know: the version is what to report.
     v["new_field"] = serde_json::json!(true);
     let dir = tempfile::tempdir().unwrap();
@@ -285,13 +285,13 @@ fn a_newer_schema_asks_for_a_newer_benchctl() {
     assert!(matches!(
         err,
         ReportError::NewerVersion {
-            found: 5,
-            supported: 4,
+            found: 6,
+            supported: 5,
             ..
         }
     ));
     let msg = err.to_string();
-    assert!(msg.contains("schema version 5"), "{msg}");
+    assert!(msg.contains("schema version 6"), "{msg}");
     assert!(msg.contains("upgrade benchctl"), "{msg}");
 
     let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();

@@ -100,6 +100,7 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
     RunRecord {
         schema_version: SCHEMA_VERSION,
         benchctl_version: "0.1.0".into(),
+        benchctl_commit: Some("0123456789ab".into()),
         run_id: format!(
             "hello-20240501T120000Z-r{rounds}{}",
             if slow.is_some() { "-slowed" } else { "" }
@@ -489,4 +490,86 @@ pub fn srv1_engine() -> report::record::EngineRecord {
         clock_offset_s: -0.0042,
         clock_uncertainty_s: 0.0011,
     }
+}
+
+/// The recorded run of `scenarios/quick.toml` (nginx and Apache, two documents, three rounds)
+/// kept in the report crate's fixtures.
+pub fn quick_fixture() -> RunRecord {
+    use report::RecordIo as _;
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../report/tests/fixtures/quick-3-runs.json");
+    RunRecord::load(&p).unwrap()
+}
+
+/// Scales how fast a load went by `speed` (0.88: 12% fewer requests/s): its elapsed time, its
+/// latencies and the server's CPU time per request with it.
+pub fn slow_down(l: &mut LoadRecord, speed: f64) {
+    stretch(l, 1.0 / speed);
+    l.load.transfer_rate_kbps *= speed;
+    let t = &mut l.load.timers.total;
+    t.mean_us /= speed;
+    for (_, v) in t.percentiles_us.iter_mut() {
+        *v = (*v as f64 / speed).round() as u64;
+    }
+}
+
+/// `nights` records of `scenarios/quick.toml`, a day apart from 2026-11-01, each from the
+/// recorded run with every server and document's loads sped up or slowed by a night's noise
+/// (within ±`noise`, the same for all rounds of a night), and `server`'s loads from night
+/// `step_at` (0-based) on at `speed` times the speed. Night `ab_night`, when given, is an A/B
+/// run whose baseline side is the night before's loads, each round off by a little noise.
+pub fn nights(
+    count: usize,
+    noise: f64,
+    server: &str,
+    step_at: usize,
+    speed: f64,
+    ab_night: Option<usize>,
+) -> Vec<RunRecord> {
+    let base = quick_fixture();
+    let mut out: Vec<RunRecord> = Vec::new();
+    for night in 0..count {
+        let mut rec = base.clone();
+        rec.schema_version = SCHEMA_VERSION;
+        rec.run_id = format!("quick-202611{:02}T031700-{night}", night + 1);
+        rec.started_at = format!("2026-11-{:02}T03:17:00Z", night + 1);
+        rec.finished_at = Some(format!("2026-11-{:02}T03:19:00Z", night + 1));
+        rec.benchctl_commit = Some(format!("c0ffee{night:06}"));
+        for (i, l) in rec.loads.iter_mut().enumerate() {
+            // Deterministic, spread over ±noise: the same for every round of a night.
+            let key = night * 7 + (i / 3) % 4 * 3 + l.server.len() + l.document.len();
+            let jitter = ((key * 37 % 19) as f64 / 9.0 - 1.0) * noise;
+            let mut speed_of = 1.0 + jitter;
+            if l.server == server && night >= step_at {
+                speed_of *= speed;
+            }
+            slow_down(l, speed_of);
+        }
+        if ab_night == Some(night) && night > 0 {
+            let prev = out[night - 1].clone();
+            let mut loads = prev.loads.clone();
+            for l in loads.iter_mut() {
+                stretch(l, 1.0 + 0.004 * (l.round as f64 - 1.0));
+            }
+            rec.against = Some(AgainstRecord {
+                baseline_run_id: prev.run_id.clone(),
+                baseline_path: "results/baseline/quick.json".into(),
+                threshold: 0.05,
+                alpha: report::paired::ALPHA,
+                min_rounds: 3,
+                max_rounds: 3,
+                looks: report::Looks::Growing,
+                fresh_containers: true,
+                baseline_generator: None,
+                gates: 4,
+                budget_s: 1200.0,
+                slowed: Vec::new(),
+                servers: prev.servers.clone(),
+                loads,
+                stop: Some(AgainstStop::Rounds),
+            });
+        }
+        out.push(rec);
+    }
+    out
 }
