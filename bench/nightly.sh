@@ -15,7 +15,8 @@
 # loads sent by the last good night's benchctl (--baseline-generator, when one was kept) and
 # today's by today's, round by round in ABBA order, until every gated metric is judged or the budget is spent; the paired
 # comparison, with each ratio's interval and minimum detectable effect, goes into
-# results/nightly/<date>/summary.md. results/nightly/latest points at the night's folder.
+# results/nightly/<date>/summary.md. results/nightly/latest points at the night's folder;
+# results/nightly/trend.html and trend.md show every night kept so far (benchctl history).
 # A scenario without a baseline is measured with --runs-alone repetitions and noted in the
 # summary, not a failure. One scenario failing does not stop the others.
 #
@@ -312,6 +313,16 @@ done
     cat "$details"
 } >"$summary"
 say "summary: $summary"
+
+# The trend over every night kept so far: each server and document's figures night by night,
+# the A/B verdicts, each night's commit and the change points (benchctl history).
+for format in markdown html; do
+    ext=${format/markdown/md}
+    if ! "$benchctl" history "$results/nightly" --threshold "$threshold" -f "$format" \
+        -o "$results/nightly/trend.$ext" 2>>"$night/history.log"; then
+        say "benchctl history failed (see $night/history.log); the night's records are kept"
+    fi
+done
 echo "$summary"
 
 if [[ $promote -eq 1 ]]; then

@@ -5,6 +5,7 @@
 mod args;
 mod cmds;
 mod failure;
+mod history;
 mod hosts;
 mod load;
 mod output;
@@ -43,6 +44,9 @@ enum Command {
     Report(cmds::ReportArgs),
     /// Compare a run with a baseline; exit 1 on a regression.
     Compare(cmds::CompareArgs),
+    /// The records under a folder night by night, as one page (Markdown or HTML): each figure's
+    /// trend, the A/B verdicts, the commit of each night and the change points.
+    History(history::HistoryArgs),
     /// The seed posts' published figures beside the records measuring them again (Markdown).
     Reproductions(cmds::ReproductionsArgs),
     /// Remove the containers, temporary folders and unfinished results records of benchctl runs
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
         Command::Report(args) => cmds::report(args),
         Command::Compare(args) => cmds::compare(args),
         Command::Reproductions(args) => cmds::reproductions(args),
+        Command::History(args) => history::main(args),
         Command::Servers(args) => cmds::servers(args),
         Command::Run(args) => block_on(run::main(args, on_signals)),
         Command::Images(args) => block_on(cmds::images(args)),

@@ -9,9 +9,11 @@
 //! and round with [`RecordFile::write`]: a reader sees either the previous complete document or
 //! the new one, never a torn write, and a crash later in the run loses only the load in flight.
 
+mod dir;
 mod file;
 mod host;
 mod json;
+pub use dir::{read_records, FolderRecords};
 pub use file::RecordFile;
 pub use host::host_facts;
 pub use json::RecordIo;

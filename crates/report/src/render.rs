@@ -13,6 +13,7 @@ pub mod charts;
 mod comparison;
 mod doc_charts;
 mod filters;
+mod history;
 mod loads;
 mod numbers;
 mod rows;
@@ -28,6 +29,7 @@ use rows::{head_to_head_table, notes, row, Row};
 pub(crate) use rows::{share_text, summary_lines};
 use table::TextTable;
 
+use crate::analysis::history::History;
 use crate::compare::Comparison;
 use crate::error::ReportError;
 use crate::paired::PairedComparison;
@@ -60,7 +62,7 @@ impl FromStr for Format {
 }
 
 /// Template file names, each with its embedded text.
-pub const TEMPLATES: [(&str, &str); 11] = [
+pub const TEMPLATES: [(&str, &str); 13] = [
     (
         "report.txt.tera",
         include_str!("../../../templates/report.txt.tera"),
@@ -101,6 +103,14 @@ pub const TEMPLATES: [(&str, &str); 11] = [
     (
         "paired.md.tera",
         include_str!("../../../templates/paired.md.tera"),
+    ),
+    (
+        "history.md.tera",
+        include_str!("../../../templates/history.md.tera"),
+    ),
+    (
+        "history.html.tera",
+        include_str!("../../../templates/history.html.tera"),
     ),
 ];
 
@@ -192,6 +202,16 @@ impl Renderer {
             Format::Markdown | Format::Html => "paired.md.tera",
         };
         self.render_template(name, &paired_context(cmp))
+    }
+
+    /// Renders the history of many records: Markdown, or one HTML page with a chart per figure
+    /// (text gets the Markdown).
+    pub fn render_history(&self, h: &History, format: Format) -> Result<String, ReportError> {
+        let name = match format {
+            Format::Html => "history.html.tera",
+            Format::Text | Format::Markdown => "history.md.tera",
+        };
+        self.render_template(name, &history::history_context(h))
     }
 
     /// ab's text for one load, from the line break ab prints before "Server Software:" to the

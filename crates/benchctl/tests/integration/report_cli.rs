@@ -11,6 +11,10 @@
 //!   runs where one server's requests/s is 30% lower in each of 3 rounds, finds requests/s
 //!   "worse" and exits 1; `--format markdown` prints a Markdown table; a bad `--threshold` is
 //!   exit 2;
+//! - `history DIR` over ten nights of records laid out as `just nightly` keeps them, one server
+//!   12% slower from the sixth, names that night in Markdown and writes the HTML page with `-o`
+//!   (the same bytes every time); a missing folder, a folder without records and a bad
+//!   `--threshold` are exit 2 with the reason, and a file that is not a record is a warning;
 //! - live, against the Docker daemon: two `benchctl run`s of the same small nginx scenario
 //!   (3 rounds each) compare with no regression on requests/s and exit 0. This test fails when
 //!   Docker is missing and `CI` is set, and is skipped with the reason printed otherwise.
@@ -675,4 +679,84 @@ fn inputs_that_are_not_regular_files_are_refused_at_once() {
             "{ctx}: says {says:?} once"
         );
     }
+}
+
+#[test]
+fn history_names_the_night_a_server_got_slower() {
+    let dir = tempfile::tempdir().unwrap();
+    let nightly = dir.path().join("nightly");
+    common::write_ten_nights(&nightly);
+    std::fs::write(nightly.join("2026-11-02/notes.json"), "not json").unwrap();
+
+    let md = benchctl(&["history", s(&nightly)]);
+    assert_eq!(md.code, Some(0), "{}", md.stderr);
+    let out = md.out();
+    assert!(
+        out.contains(
+            "- **2026-11-06** (c0ffee000004..c0ffee000005): apache / hello, requests/s -1"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("**REGRESSION**"), "{out}");
+    assert!(
+        md.stderr.contains("warning: not read:") && md.stderr.contains("notes.json"),
+        "{}",
+        md.stderr
+    );
+
+    let page = dir.path().join("trend.html");
+    let html = benchctl(&["history", s(&nightly), "-f", "html", "-o", s(&page)]);
+    assert_eq!(html.code, Some(0), "{}", html.stderr);
+    assert!(html.stdout.is_empty());
+    let first = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        first.starts_with("<!DOCTYPE html>")
+            && first.contains("data-chart=\"requests-per-second\"")
+    );
+    // Rendered again over the page: the same bytes, and nothing else left in the folder.
+    let again = benchctl(&["history", s(&nightly), "-f", "html", "-o", s(&page)]);
+    assert_eq!(again.code, Some(0), "{}", again.stderr);
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), first);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+
+    // A higher threshold names nothing.
+    let high = benchctl(&["history", s(&nightly), "--threshold", "20%"]);
+    assert_eq!(high.code, Some(0), "{}", high.stderr);
+    assert!(
+        high.out().contains("No change point at 20% or more."),
+        "{}",
+        high.out()
+    );
+}
+
+#[test]
+fn history_of_nothing_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope");
+    let f = benchctl(&["history", s(&missing)]);
+    assert_eq!(f.code, Some(2), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("nope") && f.stderr.contains("cannot read"),
+        "{}",
+        f.stderr
+    );
+
+    std::fs::write(dir.path().join("x.json"), "{}").unwrap();
+    let f = benchctl(&["history", s(dir.path())]);
+    assert_eq!(f.code, Some(2), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("no benchctl results records in it")
+            && f.stderr.contains("1 file(s) were not records"),
+        "{}",
+        f.stderr
+    );
+    assert!(f.stdout.is_empty());
+
+    let f = benchctl(&["history", s(dir.path()), "--threshold", "lots"]);
+    assert_eq!(f.code, Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("--threshold \"lots\""), "{}", f.stderr);
 }

@@ -400,19 +400,224 @@ pub fn time_chart(
                     .join(" "),
             })
             .collect(),
-        legend: legend
-            .iter()
-            .enumerate()
-            .map(|(i, (name, colour))| Legend {
-                name: name.clone(),
-                colour: colour.to_string(),
-                x: c(LEFT + 12.0 + 110.0 * i as f64),
-                y: c(TOP + 14.0),
-                rect_y: c(TOP + 5.0),
-            })
-            .collect(),
+        legend: legend_row(legend.to_vec()),
         tick_label_y: c(HEIGHT - BOTTOM + 18.0),
     }
+}
+
+/// One server's line on a trend chart: a value per night, `None` where the night has none.
+#[derive(Debug, Clone)]
+pub struct TrendInput {
+    pub name: String,
+    pub colour: &'static str,
+    pub values: Vec<Option<f64>>,
+    /// Per night, what pointing at its point shows.
+    pub titles: Vec<String>,
+    /// Per night, a mark drawn around its point ("worse", "better", "within", "not-judged"
+    /// for an A/B verdict), or `None`.
+    pub marks: Vec<Option<&'static str>>,
+}
+
+/// A vertical line before night `night`: a change point, or a change of setup.
+#[derive(Debug, Clone)]
+pub struct RuleInput {
+    pub night: usize,
+    /// Its `class` ("rule" for a change point, "setup" for a change of setup).
+    pub class: &'static str,
+    pub title: String,
+    pub colour: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TrendDot {
+    pub x: String,
+    pub y: String,
+    pub title: String,
+    pub mark: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TrendLine {
+    pub name: String,
+    pub colour: String,
+    /// SVG `points` of each run of consecutive nights with a value (a night without one breaks
+    /// the line).
+    pub pieces: Vec<String>,
+    pub dots: Vec<TrendDot>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Rule {
+    pub class: &'static str,
+    pub x: String,
+    pub label_x: String,
+    pub title: String,
+    pub colour: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TrendChart {
+    pub id: String,
+    pub kind: String,
+    pub title: String,
+    pub y_title: String,
+    pub plot: Plot,
+    pub x_ticks: Vec<Tick>,
+    pub y_ticks: Vec<Tick>,
+    pub lines: Vec<TrendLine>,
+    pub rules: Vec<Rule>,
+    pub legend: Vec<Legend>,
+    pub tick_label_y: String,
+}
+
+/// Lays out figures night by night: nights evenly spaced along x (labelled by `nights`, every
+/// k-th label where they would not all fit), y over the values' own range (a trend is read as changes, so
+/// the axis need not start at 0), change points as vertical rules halfway before their night.
+pub fn trend_chart(
+    id: &str,
+    kind: &str,
+    title: &str,
+    y_title: &str,
+    nights: &[String],
+    lines: &[TrendInput],
+    rules: &[RuleInput],
+) -> TrendChart {
+    let values = || {
+        lines
+            .iter()
+            .flat_map(|l| l.values.iter().flatten().copied())
+    };
+    let lo = values().fold(f64::INFINITY, f64::min);
+    let hi = values().fold(f64::NEG_INFINITY, f64::max);
+    let (y_lo, y_hi, ticks) = range_ticks(
+        lo,
+        hi + (hi - lo).max(hi.abs() * 0.02) * LEGEND_ROOM / (1.0 - LEGEND_ROOM),
+    );
+    let plot_h = HEIGHT - BOTTOM - TOP;
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let n = nights.len();
+    // Half a step of room at either end, so the first and last points are off the axes.
+    let step = plot_w / n.max(1) as f64;
+    let x_of = |i: f64| LEFT + step * (i + 0.5);
+    let y_of = |v: f64| HEIGHT - BOTTOM - ((v - y_lo) / (y_hi - y_lo)).clamp(0.0, 1.0) * plot_h;
+    // About 60 units per label of a date, more for a date with a time.
+    let widest = nights.iter().map(|l| l.len()).max().unwrap_or(0) as f64;
+    let room = (plot_w / (widest * 7.0 + 12.0)).floor().max(1.0) as usize;
+    let every = n.div_ceil(room).max(1);
+    let x_ticks = nights
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % every == 0)
+        .map(|(i, label)| Tick {
+            pos: c(x_of(i as f64)),
+            label: label.clone(),
+        })
+        .collect();
+    let legend = legend_row(lines.iter().map(|l| (l.name.clone(), l.colour)).collect());
+    let lines = lines
+        .iter()
+        .map(|l| {
+            let mut pieces = Vec::new();
+            let mut piece: Vec<String> = Vec::new();
+            let mut dots = Vec::new();
+            for (i, v) in l.values.iter().enumerate() {
+                match v {
+                    Some(v) => {
+                        let (x, y) = (c(x_of(i as f64)), c(y_of(*v)));
+                        piece.push(format!("{x},{y}"));
+                        dots.push(TrendDot {
+                            x,
+                            y,
+                            title: l.titles.get(i).cloned().unwrap_or_default(),
+                            mark: l.marks.get(i).copied().flatten(),
+                        });
+                    }
+                    None if !piece.is_empty() => pieces.push(std::mem::take(&mut piece).join(" ")),
+                    None => {}
+                }
+            }
+            if !piece.is_empty() {
+                pieces.push(piece.join(" "));
+            }
+            TrendLine {
+                name: l.name.clone(),
+                colour: l.colour.to_string(),
+                pieces,
+                dots,
+            }
+        })
+        .collect();
+    TrendChart {
+        id: id.to_string(),
+        kind: kind.to_string(),
+        title: title.to_string(),
+        y_title: y_title.to_string(),
+        plot: plot(),
+        x_ticks,
+        y_ticks: placed(&ticks, y_of),
+        lines,
+        rules: rules
+            .iter()
+            .map(|r| {
+                let x = x_of(r.night as f64 - 0.5);
+                Rule {
+                    class: r.class,
+                    x: c(x),
+                    label_x: c(x + 4.0),
+                    title: r.title.clone(),
+                    colour: r.colour.to_string(),
+                }
+            })
+            .collect(),
+        legend,
+        tick_label_y: c(HEIGHT - BOTTOM + 18.0),
+    }
+}
+
+/// The legend row along the top of a plot.
+fn legend_row(entries: Vec<(String, &'static str)>) -> Vec<Legend> {
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, colour))| Legend {
+            name,
+            colour: colour.to_string(),
+            x: c(LEFT + 12.0 + 110.0 * i as f64),
+            y: c(TOP + 14.0),
+            rect_y: c(TOP + 5.0),
+        })
+        .collect()
+}
+
+/// An axis over `lo..hi` from a round number at or below `lo` to one at or above `hi`, with
+/// 1-2-5 steps and at most 7 ticks. Returns its ends and (value, label) ticks.
+pub fn range_ticks(lo: f64, hi: f64) -> (f64, f64, Vec<(f64, String)>) {
+    let (lo, hi) = match (lo.is_finite(), hi.is_finite()) {
+        (true, true) if hi > lo => (lo, hi),
+        (true, true) => (lo - lo.abs().max(1.0) * 0.05, lo + lo.abs().max(1.0) * 0.05),
+        _ => (0.0, 1.0),
+    };
+    let rough = (hi - lo) / 5.0;
+    let mag = 10f64.powf(rough.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= rough)
+        .unwrap_or(10.0 * mag);
+    let first = (lo / step + 1e-9).floor();
+    let last = (hi / step - 1e-9).ceil();
+    let decimals = if step >= 1.0 {
+        0
+    } else {
+        (-step.log10().floor()) as usize
+    };
+    let ticks = (first as i64..=last as i64)
+        .map(|k| {
+            let v = step * k as f64;
+            (v, format!("{v:.decimals$}"))
+        })
+        .collect();
+    (first * step, last * step, ticks)
 }
 
 /// An axis from 0 to a round number at or above `max`, with 1-2-5 steps and at most 6 ticks.

@@ -546,3 +546,131 @@ fn the_external_reference_check_finds_what_it_must() {
         r##"<a href="#rps-0">x</a><rect fill="#0072b2"></rect><p>see https://example.com</p>"##;
     assert_eq!(external_references(fine), Vec::<String>::new());
 }
+
+/// Console messages Chromium logged (`--enable-logging=stderr`): markup it could not use, an
+/// attribute it could not parse, anything a script would have reported.
+fn console_messages(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.contains(":CONSOLE")).collect()
+}
+
+#[test]
+fn history_page_renders_in_chromium_with_no_console_error() {
+    let Some(chromium) = chromium_or_skip() else {
+        return;
+    };
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("history_chromium");
+    let _ = std::fs::remove_dir_all(&work);
+    let records = work.join("nightly");
+    std::fs::create_dir_all(&records).unwrap();
+    crate::common::write_ten_nights(&records);
+    let found = report::record::read_records(&records).unwrap();
+    let h =
+        report::analysis::history::history("results/nightly", found.records, found.skipped, 0.05);
+    let html = report::Renderer::embedded()
+        .render_history(&h, Format::Html)
+        .unwrap();
+    let page = work.join("history.html");
+    std::fs::write(&page, &html).unwrap();
+
+    let dom = run_chromium(
+        &chromium,
+        &work,
+        "history",
+        &[
+            "--enable-logging=stderr".into(),
+            "--v=0".into(),
+            "--dump-dom".into(),
+            file_url(&page),
+        ],
+    );
+    let stderr = std::fs::read_to_string(work.join("history.stderr")).unwrap();
+    let console = console_messages(&stderr);
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    assert!(
+        dom.contains("</html>"),
+        "no page: {}",
+        &dom[..dom.len().min(400)]
+    );
+    std::fs::write(work.join("history.dom.html"), &dom).unwrap();
+
+    // Two documents, four figures each: a chart per figure, a line and ten points per server.
+    let charts = svgs(&dom);
+    assert_eq!(charts.len(), 8);
+    for (attrs, inner) in &charts {
+        let id = &attrs["id"];
+        assert!(id.starts_with("trend-0-"), "{id}");
+        assert_eq!(start_tags(inner, "polyline").len(), 2, "{id}");
+        let dots = start_tags(inner, "circle");
+        let marks = dots.iter().filter(|d| d.contains_key("class")).count();
+        assert_eq!(dots.len() - marks, 20, "{id}: ten points per server");
+    }
+    // Apache's requests/s charts: a change point before the sixth night, and the A/B night's
+    // worse verdict ringed.
+    for di in 0..2 {
+        let (_, inner) = charts
+            .iter()
+            .find(|(a, _)| a["id"] == format!("trend-0-{di}-requests-per-second"))
+            .unwrap();
+        let rules: Vec<_> = start_tags(inner, "line")
+            .into_iter()
+            .filter(|l| l.get("class").map(String::as_str) == Some("rule"))
+            .collect();
+        assert_eq!(rules.len(), 1, "{inner}");
+        assert!(inner.contains("apache: requests/s -1"), "{inner}");
+        assert!(inner.contains("from 2026-11-06"), "{inner}");
+        assert!(start_tags(inner, "circle")
+            .iter()
+            .any(|c| c.get("class").map(String::as_str) == Some("mark worse")));
+    }
+    assert!(external_references(&dom).is_empty());
+    assert!(!dom.contains("<script"));
+
+    let png = work.join("history.png");
+    run_chromium(
+        &chromium,
+        &work,
+        "history-screenshot",
+        &[
+            format!("--screenshot={}", png.display()),
+            "--window-size=1280,2000".into(),
+            "--hide-scrollbars".into(),
+            file_url(&page),
+        ],
+    );
+    check_screenshot(&png);
+    println!("page: {}", page.display());
+}
+
+/// The console check itself: a page with an attribute Chromium cannot parse is caught.
+#[test]
+fn a_broken_chart_attribute_shows_on_the_console() {
+    let Some(chromium) = chromium_or_skip() else {
+        return;
+    };
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console_probe");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let page = work.join("broken.html");
+    std::fs::write(
+        &page,
+        "<!DOCTYPE html><html><body><svg viewBox=\"0 0 10 10\"><polyline points=\"1,1 NaN,2\"/>\
+         <circle cx=\"x\" cy=\"1\" r=\"1\"/></svg></body></html>",
+    )
+    .unwrap();
+    run_chromium(
+        &chromium,
+        &work,
+        "broken",
+        &[
+            "--enable-logging=stderr".into(),
+            "--v=0".into(),
+            "--dump-dom".into(),
+            file_url(&page),
+        ],
+    );
+    let stderr = std::fs::read_to_string(work.join("broken.stderr")).unwrap();
+    assert!(
+        !console_messages(&stderr).is_empty(),
+        "Chromium logged nothing for a broken attribute:\n{stderr}"
+    );
+}

@@ -11,6 +11,7 @@ mod common;
 mod ab_golden;
 mod ab_json_report;
 mod compare;
+mod history;
 mod html_chromium;
 mod paired;
 mod record;
