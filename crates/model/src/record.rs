@@ -11,7 +11,7 @@ pub use host::HostFacts;
 pub use json::RecordError;
 pub use schema::{
     fell_behind, is_client_bound, is_too_short, now_rfc3339, rfc3339, AgainstRecord, AgainstStop,
-    EngineRecord, GeneratorRecord, LoadRecord, Looks, Protocol, RunRecord, RunStatus,
+    EngineRecord, GeneratorRecord, Interval, LoadRecord, Looks, Protocol, RunRecord, RunStatus,
     ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage, CLIENT_BOUND_SHARE, MIN_MEASURED_S,
     SCHEMA_VERSION, SHARE_USED_FULLY,
 };

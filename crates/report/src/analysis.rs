@@ -9,4 +9,5 @@ pub mod changepoint;
 pub mod compare;
 pub mod history;
 pub mod paired;
+pub mod signed_rank;
 pub mod stats;

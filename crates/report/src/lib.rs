@@ -32,8 +32,8 @@ pub use compare::{compare, Comparison, Verdict, DEFAULT_THRESHOLD};
 pub use error::ReportError;
 pub use paired::{compare_record, PairedComparison, PairedVerdict};
 pub use record::{
-    AgainstRecord, AgainstStop, EngineRecord, GeneratorRecord, HostFacts, LoadRecord, Looks,
-    Protocol, RecordFile, RecordIo, RunRecord, RunStatus, ScenarioRecord, ServerRecord,
+    AgainstRecord, AgainstStop, EngineRecord, GeneratorRecord, HostFacts, Interval, LoadRecord,
+    Looks, Protocol, RecordFile, RecordIo, RunRecord, RunStatus, ScenarioRecord, ServerRecord,
     ServerStatus, Slowed, Usage, SCHEMA_VERSION,
 };
 pub use render::{ab, abfiles, charts};

@@ -20,9 +20,9 @@ pub use json::RecordIo;
 /// The record's types are the shared vocabulary's; they keep their paths here.
 pub use model::record::{
     fell_behind, is_client_bound, is_too_short, now_rfc3339, rfc3339, AgainstRecord, AgainstStop,
-    EngineRecord, GeneratorRecord, HostFacts, LoadRecord, Looks, Protocol, RecordError, RunRecord,
-    RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage, CLIENT_BOUND_SHARE,
-    MIN_MEASURED_S, SCHEMA_VERSION, SHARE_USED_FULLY,
+    EngineRecord, GeneratorRecord, HostFacts, Interval, LoadRecord, Looks, Protocol, RecordError,
+    RunRecord, RunStatus, ScenarioRecord, ServerRecord, ServerStatus, Slowed, Usage,
+    CLIENT_BOUND_SHARE, MIN_MEASURED_S, SCHEMA_VERSION, SHARE_USED_FULLY,
 };
 /// A machine's check, as a record keeps it.
 pub use model::system::{Aspect, Finding, Level, SystemCheck};

@@ -211,7 +211,7 @@ fn schedule_for(against: Option<&AgainstPlan>, runs: u32) -> Schedule {
     match against {
         Some(against) => Schedule::against(
             runs,
-            report::paired::MIN_ROUNDS,
+            report::paired::first_look(runs),
             report::Looks::Growing,
             against.asked.fresh,
             against.asked.budget,
@@ -397,8 +397,9 @@ fn new_record(
             baseline_path: against.asked.path.display().to_string(),
             threshold: against.asked.threshold,
             alpha: report::paired::ALPHA,
-            min_rounds: report::paired::MIN_ROUNDS,
+            min_rounds: report::paired::first_look(against.asked.max_rounds),
             max_rounds: against.asked.max_rounds,
+            interval: report::Interval::SignedRank,
             looks: report::Looks::Growing,
             fresh_containers: against.asked.fresh,
             baseline_generator: against

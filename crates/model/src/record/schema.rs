@@ -21,8 +21,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// versions 1 to 3 are read as made on a machine that was not checked.
 ///
 /// 5 added `benchctl_commit` (the commit the writing binary was built from), which the history
-/// of nightly records shows per night. Older records are read as made by a binary of unknown
-/// commit.
+/// of nightly records shows per night, and an A/B run's `interval` (how its intervals are made).
+/// Older records are read as made by a binary of unknown commit, their A/B runs judged with
+/// Student's t as they were.
 pub const SCHEMA_VERSION: u32 = 5;
 
 /// Everything one `benchctl run` produced.
@@ -83,6 +84,9 @@ pub struct AgainstRecord {
     pub min_rounds: u32,
     /// The most rounds the run may take.
     pub max_rounds: u32,
+    /// How each interval was made (records without it used Student's t).
+    #[serde(default, skip_serializing_if = "Interval::is_student_t")]
+    pub interval: Interval,
     /// After which rounds the stopping rule looked (records without it looked after every
     /// round).
     #[serde(default, skip_serializing_if = "Looks::is_every_round")]
@@ -111,6 +115,26 @@ pub struct AgainstRecord {
     /// Why the rounds ended; absent while they go on (or when the run failed or was stopped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<AgainstStop>,
+}
+
+/// How an A/B run's intervals on the paired log ratios are made (the report crate's paired
+/// comparison).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Interval {
+    /// Student's t-interval on their mean: what records made before the signed-rank interval
+    /// used.
+    #[default]
+    StudentT,
+    /// The Hodges-Lehmann estimate and the Wilcoxon signed-rank interval: it holds for
+    /// heavy-tailed rounds, where one wild round widens a t-interval.
+    SignedRank,
+}
+
+impl Interval {
+    pub fn is_student_t(&self) -> bool {
+        *self == Interval::StudentT
+    }
 }
 
 /// When an A/B run's stopping rule looks at the comparison (the report crate's paired comparison).

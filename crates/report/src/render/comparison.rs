@@ -6,6 +6,7 @@ use super::table::{Column, TextTable};
 use crate::compare::metric::Verdict;
 use crate::compare::Comparison;
 use crate::paired::{PairedComparison, PairedVerdict};
+use crate::record::Interval;
 use crate::stats::Metric;
 use serde::Serialize;
 
@@ -311,17 +312,27 @@ fn method_text(cmp: &PairedComparison, threshold: &str) -> Vec<String> {
     vec![
         format!("Both sides measured in this sitting, each server and document back to back in ABBA order{fresh}; round i gives the ratio candidate/baseline, and the estimate is their geometric mean.{generator}"),
         format!(
-            "Interval: Student's t-interval on the mean log ratio at {} each, so that all {} x {} gated metric{} hold together at {} (Bonferroni).",
+            "Interval: {} at {} each, so that all {} x {} gated metric{} hold together at {} (Bonferroni).",
+            match cmp.interval {
+                Interval::SignedRank => "the Hodges-Lehmann estimate of the log ratios with the Wilcoxon signed-rank interval (it holds for rounds with a wild one among them)",
+                Interval::StudentT => "Student's t-interval on the mean log ratio",
+            },
             confidence(cmp.interval_alpha),
             looks,
             cmp.gates,
             if cmp.gates == 1 { "" } else { "s" },
             confidence(cmp.alpha)
         ),
-        format!(
-            "MDE: the smallest change these rounds could show with power {:.0}% at that level, (t(1-a/2) + t(power)) * s / sqrt(n) on the log ratios.",
-            crate::paired::POWER * 100.0
-        ),
+        match cmp.interval {
+            Interval::SignedRank => format!(
+                "MDE: the smallest change these rounds could show with power {:.0}% at that level, from the interval's own width: h * (1 + z(power) / z(1-a/2)) on the log scale, h its half-width.",
+                crate::paired::POWER * 100.0
+            ),
+            Interval::StudentT => format!(
+                "MDE: the smallest change these rounds could show with power {:.0}% at that level, (t(1-a/2) + t(power)) * s / sqrt(n) on the log ratios.",
+                crate::paired::POWER * 100.0
+            ),
+        },
         format!(
             "Verdict: worse or better when the interval excludes 1 and the ratio is beyond ±{threshold}; within when the whole interval is inside ±{threshold}; else not judged. Only the gated metric of each server and document (requests/s, or server CPU per request when the generator was the bottleneck) can fail the run."
         ),

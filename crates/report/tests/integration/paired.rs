@@ -134,3 +134,48 @@ fn the_rendered_verdict_names_its_method_and_each_metrics_mde() {
     assert_eq!(json["groups"][0]["metrics"][0]["verdict"], "worse");
     assert!(json["groups"][0]["metrics"][0]["estimate"]["mde"].is_number());
 }
+
+#[test]
+fn a_run_of_today_is_judged_by_the_signed_rank_interval() {
+    let slow = Slowdown {
+        server: "apache",
+        factor: 1.25,
+    };
+    let rec = common::signed_rank_ab(12, Some(slow), &NOISE);
+    let cmp = compare_record(&rec).unwrap();
+    assert_eq!(cmp.interval, report::Interval::SignedRank);
+    let apache = cmp
+        .groups
+        .iter()
+        .find(|g| g.server == "apache" && g.document == "hello")
+        .unwrap();
+    let gated = apache.gated().unwrap();
+    let e = gated.estimate.unwrap();
+    assert_eq!(gated.verdict, PairedVerdict::Worse, "{gated:?}");
+    assert!(e.ratio > 0.76 && e.ratio < 0.84, "ratio {}", e.ratio);
+    assert!(
+        e.low < e.ratio && e.ratio < e.high && e.high < 0.95,
+        "{e:?}"
+    );
+    assert!(e.mde.is_finite() && e.mde > 0.0, "{e:?}");
+    assert_eq!(cmp.regressions().count(), 2, "apache on both documents");
+    let text = Renderer::embedded()
+        .render_paired(&cmp, Format::Text)
+        .unwrap();
+    assert!(text.contains("Hodges-Lehmann"), "{text}");
+    assert!(text.contains("signed-rank"), "{text}");
+
+    // Eight rounds cannot reach the level of a run with eight looks and four gated metrics:
+    // not judged, and the note says how many rounds it takes.
+    let few = common::signed_rank_ab(8, Some(slow), &NOISE);
+    let cmp = compare_record(&few).unwrap();
+    assert!(!cmp.has_regression());
+    let m = cmp.groups[0].gated().unwrap();
+    assert_eq!(m.verdict, PairedVerdict::NotJudged);
+    let note = m.note.as_deref().unwrap();
+    assert!(
+        note.starts_with("8 rounds cannot make a signed-rank interval at")
+            && note.contains("it needs at least"),
+        "{note}"
+    );
+}

@@ -72,7 +72,7 @@ fn serialized_records_validate_against_the_checked_in_schema() {
     ];
     load.stopped_early = Some(loadgen::StopReason::TimeLimit);
     let searched = common::with_capacity(common::fixture(1, None));
-    let mut ab = common::ab_record(4, None, &[1.0, 1.01]);
+    let mut ab = common::signed_rank_ab(4, None, &[1.0, 1.01]);
     if let Some(a) = ab.against.as_mut() {
         a.slowed = vec![report::record::Slowed {
             server: "apache".into(),

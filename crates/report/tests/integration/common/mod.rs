@@ -255,6 +255,8 @@ pub fn ab_record(rounds: u32, slow: Option<Slowdown>, noise: &[f64]) -> RunRecor
         alpha: report::paired::ALPHA,
         min_rounds: report::paired::MIN_ROUNDS,
         max_rounds: report::paired::DEFAULT_MAX_ROUNDS,
+        // Judged as records made before the signed-rank interval were (see `signed_rank_ab`).
+        interval: report::Interval::StudentT,
         looks: report::Looks::Growing,
         fresh_containers: true,
         baseline_generator: None,
@@ -492,6 +494,16 @@ pub fn srv1_engine() -> report::record::EngineRecord {
     }
 }
 
+/// [`ab_record`] judged as a run of today makes it: the signed-rank interval, the first look
+/// after [`report::paired::FIRST_LOOK`] rounds.
+pub fn signed_rank_ab(rounds: u32, slow: Option<Slowdown>, noise: &[f64]) -> RunRecord {
+    let mut rec = ab_record(rounds, slow, noise);
+    let ab = rec.against.as_mut().unwrap();
+    ab.interval = report::Interval::SignedRank;
+    ab.min_rounds = report::paired::first_look(ab.max_rounds);
+    rec
+}
+
 /// The recorded run of `scenarios/quick.toml` (nginx and Apache, two documents, three rounds)
 /// kept in the report crate's fixtures.
 pub fn quick_fixture() -> RunRecord {
@@ -558,6 +570,7 @@ pub fn nights(
                 alpha: report::paired::ALPHA,
                 min_rounds: 3,
                 max_rounds: 3,
+                interval: report::Interval::StudentT,
                 looks: report::Looks::Growing,
                 fresh_containers: true,
                 baseline_generator: None,

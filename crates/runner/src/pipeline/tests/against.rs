@@ -83,8 +83,11 @@ async fn the_rounds_stop_when_decided_or_at_the_most_rounds() {
     match a.stop {
         Some(AgainstStop::Rounds) => assert_eq!(rounds, 6),
         Some(AgainstStop::Decided) => {
-            let looks =
-                report::paired::look_rounds(report::paired::MIN_ROUNDS, 6, report::Looks::Growing);
+            let looks = report::paired::look_rounds(
+                report::paired::first_look(6),
+                6,
+                report::Looks::Growing,
+            );
             assert!(looks.contains(&rounds), "{rounds} not at a look {looks:?}");
         }
         other => panic!("{other:?}"),
