@@ -106,7 +106,8 @@ fn check(plan: &Plan, opts: &RunOptions, a: &Against) -> Result<(), RunError> {
     let min = report::paired::MIN_ROUNDS;
     if a.max_rounds < min {
         return bad(format!(
-            "--against {path} needs at least {min} rounds (the first look at the comparison is after round {min}); got {}",
+            "--against {path} needs at least {min} rounds (the comparison is looked at after round {}, or after the last round of a shorter run); got {}",
+            report::paired::FIRST_LOOK,
             a.max_rounds
         ));
     }

@@ -126,7 +126,7 @@ pub(crate) async fn run_on<F: Fleet>(
                 engines: &engines,
                 plan,
                 sources: &sources,
-                schedule: schedule_for(against.as_ref(), runs),
+                schedule: schedule_for(against.as_ref(), runs, &run_id),
                 opts: &opts,
                 run_dir: &run_dir,
                 run_id: &run_id,
@@ -174,7 +174,6 @@ pub(crate) async fn run_on<F: Fleet>(
     })
 }
 
-/// The rounds of a run of `runs` rounds, or of an A/B run's at most `max_rounds`.
 /// This machine's facts: its CPUs and kernel, the local engine's version, and what biases
 /// measurements here (said to `observer` when anything does).
 async fn host_facts<E: Engine>(
@@ -207,7 +206,10 @@ async fn check_machine(plan: &Plan, opts: &RunOptions) -> Option<report::record:
         .ok()
 }
 
-fn schedule_for(against: Option<&AgainstPlan>, runs: u32) -> Schedule {
+/// The rounds of a run; an A/B run's order of servers and sides is drawn from its run id, so
+/// each run draws its own.
+fn schedule_for(against: Option<&AgainstPlan>, runs: u32, run_id: &str) -> Schedule {
+    use std::hash::{Hash as _, Hasher as _};
     match against {
         Some(against) => Schedule::against(
             runs,
@@ -215,6 +217,11 @@ fn schedule_for(against: Option<&AgainstPlan>, runs: u32) -> Schedule {
             report::Looks::Growing,
             against.asked.fresh,
             against.asked.budget,
+            {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                run_id.hash(&mut h);
+                h.finish()
+            },
         ),
         None => Schedule::plain(runs),
     }

@@ -5,8 +5,9 @@
 //! does with two stored records) leaves out the variance between sittings: other tenants of
 //! the machine, its thermal state, a kernel update. An A/B run ([`crate::AgainstRecord`])
 //! measures both sides in one invocation, each server and document once per side per round,
-//! back to back, in ABBA order (baseline first in even rounds, candidate first in odd ones),
-//! so that both see the same machine and a drift within a round falls on both sides alike.
+//! back to back, in ABBA order (one side first in every other round, the other in the rest;
+//! which one starts is drawn per server, as is the servers' order in each round), so that both
+//! see the same machine and a drift within a round falls on both sides alike.
 //!
 //! **Method.** For each server, document and metric, round `i` gives the ratio
 //! `r_i = candidate_i / baseline_i`. Log ratios because a slowdown is a factor (a server 10%

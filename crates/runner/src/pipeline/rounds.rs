@@ -9,7 +9,7 @@ use crate::events::Event;
 use crate::fleet::{Container, Engine};
 use crate::headroom::{Headroom, MAX_TRIES};
 use crate::results::Results;
-use crate::schedule::{Schedule, Side};
+use crate::schedule::Side;
 use crate::{headroom, rundir};
 use orchestrator::ExpectedDoc;
 use report::{AgainstStop, LoadRecord, RunRecord};
@@ -210,7 +210,8 @@ impl<E: Engine> Ctx<'_, E> {
         results: &mut Results,
     ) -> Result<Flow, RunError> {
         let (plan, only) = (self.plan, &self.opts.only);
-        for l in sides.live {
+        for i in self.schedule.servers(round, sides.live.len()) {
+            let l = &sides.live[i];
             let server = &plan.servers[l.index];
             if !only.is_empty() && !only.contains(&server.name) {
                 continue;
@@ -283,8 +284,8 @@ impl<E: Engine> Ctx<'_, E> {
         }
     }
 
-    /// A/B: the same server and document on both sides, back to back, baseline first in even
-    /// rounds and candidate first in odd ones (ABBA).
+    /// A/B: the same server and document on both sides, back to back, in the order the schedule
+    /// gives (ABBA from a side drawn per server).
     async fn pair(
         &self,
         l: &Live<E>,
@@ -310,7 +311,10 @@ impl<E: Engine> Ctx<'_, E> {
             Some(f) => Some(f * against.used(plan, &server.name, &spec.name)),
             None => base_share,
         };
-        let order = Schedule::order(at.round).map(|side| side == Side::Baseline);
+        let order = self
+            .schedule
+            .sides(at.round, l.index)
+            .map(|side| side == Side::Baseline);
         // A fresh container's first load of the round starts warm: its first requests (workers
         // spawned, pages touched) vary from one container to the next and would add their
         // noise to the round.
