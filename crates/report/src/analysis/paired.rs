@@ -299,6 +299,32 @@ pub fn gate_for(loads: &[&LoadRecord]) -> Option<Metric> {
     }
 }
 
+/// Why [`gate_for`] chose what it chose, in words, for the output.
+pub fn gate_reason(loads: &[&LoadRecord], gate: Option<Metric>) -> String {
+    let bound = loads.iter().filter(|l| l.client_bound).count();
+    let share = loads.iter().find_map(|l| l.server_share);
+    match gate {
+        Some(Metric::ServerCpuSPer10k) => format!(
+            "gated on the server's CPU per request, exact from its cgroup: the generator set the pace in {bound} of {} loads, so their requests/s measured it",
+            loads.len()
+        ),
+        Some(m) => match share {
+            Some(s) => format!(
+                "gated on {}: the generator kept up in every load, and both sides had a CPU share of {s:.3} cores, so requests/s is the server's rate per core of that share, and it also falls when the server gets slower without using more CPU",
+                m.label()
+            ),
+            None => format!(
+                "gated on {}: the generator kept up in every load",
+                m.label()
+            ),
+        },
+        None => format!(
+            "nothing gated: the generator set the pace in {bound} of {} loads and Docker gave no CPU figure for some",
+            loads.len()
+        ),
+    }
+}
+
 /// One metric of one server and document, both sides.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PairedMetric {
@@ -322,6 +348,8 @@ pub struct PairedGroup {
     pub client_bound: bool,
     /// The gated metric; `None` when there was nothing to gate on.
     pub gate: Option<Metric>,
+    /// Why that one ([`gate_reason`]).
+    pub gate_reason: String,
     /// Failed requests over the paired rounds: baseline side, candidate side.
     pub failures: (u64, u64),
     pub metrics: Vec<PairedMetric>,
@@ -578,6 +606,7 @@ fn group(
         rounds: pairs.len(),
         client_bound,
         gate,
+        gate_reason: gate_reason(&all, gate),
         failures: pairs.iter().fold((0, 0), |(fb, fc), &(b, c)| {
             (fb + b.load.failed, fc + c.load.failed)
         }),

@@ -471,8 +471,9 @@ pub struct TrendChart {
 }
 
 /// Lays out figures night by night: nights evenly spaced along x (labelled by `nights`, every
-/// k-th label where they would not all fit), y over the values' own range (a trend is read as changes, so
-/// the axis need not start at 0), change points as vertical rules halfway before their night.
+/// k-th label where they would not all fit), y over the values' own range (a trend is read as
+/// changes, so the axis need not start at 0), change points as vertical rules halfway before
+/// their night.
 pub fn trend_chart(
     id: &str,
     kind: &str,

@@ -137,6 +137,8 @@ pub(super) struct PairedContext {
     pub(super) slowed: Vec<String>,
     pub(super) rows: Vec<PairedRow>,
     pub(super) table: TextTable,
+    /// Per server and document, which metric is gated and why.
+    pub(super) gates: Vec<String>,
     pub(super) missing_in_candidate: Vec<String>,
     pub(super) regression: bool,
     /// The closing line: the regressions, or that none was found, and whether every gated
@@ -198,6 +200,11 @@ pub(super) fn paired_context(cmp: &PairedComparison) -> PairedContext {
             .collect(),
         rows,
         table,
+        gates: cmp
+            .groups
+            .iter()
+            .map(|g| format!("{} / {}: {}", g.server, g.document, g.gate_reason))
+            .collect(),
         missing_in_candidate: cmp.missing_in_candidate.clone(),
         regression: cmp.has_regression(),
         conclusion,
@@ -223,7 +230,8 @@ fn paired_rows(cmp: &PairedComparison, threshold: &str) -> Vec<PairedRow> {
                     gated: m.gated,
                     rounds: e.map_or_else(|| g.rounds.to_string(), |e| e.n.to_string()),
                     ratio: e.map_or_else(|| "-".to_string(), |e| f(e.ratio, 3)),
-                    interval: e.map_or_else(
+                    // An interval so few rounds could not make runs from 0 to infinity.
+                    interval: e.filter(|e| e.high.is_finite()).map_or_else(
                         || "-".to_string(),
                         |e| format!("{}-{}", f(e.low, 3), f(e.high, 3)),
                     ),
@@ -231,7 +239,9 @@ fn paired_rows(cmp: &PairedComparison, threshold: &str) -> Vec<PairedRow> {
                         || "-".to_string(),
                         |e| format!("{:+.1}%", (e.ratio - 1.0) * 100.0),
                     ),
-                    mde: e.map_or_else(|| "-".to_string(), |e| format!("±{}", pct(e.mde))),
+                    mde: e
+                        .filter(|e| e.mde.is_finite())
+                        .map_or_else(|| "-".to_string(), |e| format!("±{}", pct(e.mde))),
                     verdict: match m.verdict {
                         PairedVerdict::Within => format!("within ±{threshold}"),
                         PairedVerdict::Worse => format!("WORSE beyond {threshold}"),
@@ -334,7 +344,7 @@ fn method_text(cmp: &PairedComparison, threshold: &str) -> Vec<String> {
             ),
         },
         format!(
-            "Verdict: worse or better when the interval excludes 1 and the ratio is beyond ±{threshold}; within when the whole interval is inside ±{threshold}; else not judged. Only the gated metric of each server and document (requests/s, or server CPU per request when the generator was the bottleneck) can fail the run."
+            "Verdict: worse or better when the interval excludes 1 and the ratio is beyond ±{threshold}; within when the whole interval is inside ±{threshold}; else not judged. Only the gated metric of each server and document (requests/s, or server CPU per request when the generator was the bottleneck: see the gates below) can fail the run."
         ),
     ]
 }

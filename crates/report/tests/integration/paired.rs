@@ -82,6 +82,13 @@ fn a_client_bound_row_is_gated_on_cpu_per_request_and_its_latency_is_not() {
         .unwrap();
     assert!(nginx.client_bound);
     assert_eq!(nginx.gate, Some(Metric::ServerCpuSPer10k));
+    assert!(
+        nginx
+            .gate_reason
+            .starts_with("gated on the server's CPU per request, exact from its cgroup: the generator set the pace in"),
+        "{}",
+        nginx.gate_reason
+    );
     for m in &nginx.metrics {
         if matches!(m.metric, Metric::MeanLatencyMs | Metric::P99LatencyMs) {
             assert!(!m.gated);
@@ -130,6 +137,17 @@ fn the_rendered_verdict_names_its_method_and_each_metrics_mde() {
         .unwrap();
     assert!(md.contains("| server | document | metric | gate |"), "{md}");
     assert!(md.contains("**WORSE beyond 5.0%**"), "{md}");
+    // Which metric each server and document is gated on, and why.
+    assert!(
+        text.contains(
+            "Gate: apache / hello: gated on requests/s: the generator kept up in every load."
+        ),
+        "{text}"
+    );
+    assert!(
+        md.contains("- **Gate:** apache / hello: gated on requests/s"),
+        "{md}"
+    );
     let json = serde_json::to_value(&cmp).unwrap();
     assert_eq!(json["groups"][0]["metrics"][0]["verdict"], "worse");
     assert!(json["groups"][0]["metrics"][0]["estimate"]["mde"].is_number());
@@ -178,4 +196,13 @@ fn a_run_of_today_is_judged_by_the_signed_rank_interval() {
             && note.contains("it needs at least"),
         "{note}"
     );
+    // The table shows no interval and no MDE rather than 0 to infinity.
+    let text = Renderer::embedded()
+        .render_paired(&cmp, Format::Text)
+        .unwrap();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("nginx ") && l.contains("requests/s"))
+        .unwrap();
+    assert!(!row.contains("inf") && !row.contains("0.000-"), "{row}");
 }

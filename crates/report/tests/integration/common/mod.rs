@@ -248,14 +248,24 @@ pub fn ab_record(rounds: u32, slow: Option<Slowdown>, noise: &[f64]) -> RunRecor
         let n = noise[(l.round as usize + l.server.len()) % noise.len()];
         stretch(l, n);
     }
-    candidate.against = Some(AgainstRecord {
+    // Judged as records made before the signed-rank interval were (see `signed_rank_ab`).
+    let mut against = baseline_side(&base, "results/baseline/hello.json", AgainstStop::Decided);
+    against.min_rounds = report::paired::MIN_ROUNDS;
+    against.max_rounds = report::paired::DEFAULT_MAX_ROUNDS;
+    candidate.against = Some(against);
+    candidate
+}
+
+/// `base` as the baseline side of an A/B run at 5% with four gated metrics, judged by
+/// Student's t (its rounds bounds to be set by the caller).
+fn baseline_side(base: &RunRecord, path: &str, stop: AgainstStop) -> AgainstRecord {
+    AgainstRecord {
         baseline_run_id: base.run_id.clone(),
-        baseline_path: "results/baseline/hello.json".into(),
+        baseline_path: path.into(),
         threshold: 0.05,
         alpha: report::paired::ALPHA,
-        min_rounds: report::paired::MIN_ROUNDS,
-        max_rounds: report::paired::DEFAULT_MAX_ROUNDS,
-        // Judged as records made before the signed-rank interval were (see `signed_rank_ab`).
+        min_rounds: 0,
+        max_rounds: 0,
         interval: report::Interval::StudentT,
         looks: report::Looks::Growing,
         fresh_containers: true,
@@ -264,10 +274,9 @@ pub fn ab_record(rounds: u32, slow: Option<Slowdown>, noise: &[f64]) -> RunRecor
         budget_s: 1200.0,
         slowed: Vec::new(),
         servers: base.servers.clone(),
-        loads: base.loads,
-        stop: Some(AgainstStop::Decided),
-    });
-    candidate
+        loads: base.loads.clone(),
+        stop: Some(stop),
+    }
 }
 
 /// One step of a capacity search, as the runner records it: `latency_us` for the p99,
@@ -563,24 +572,12 @@ pub fn nights(
             for l in loads.iter_mut() {
                 stretch(l, 1.0 + 0.004 * (l.round as f64 - 1.0));
             }
-            rec.against = Some(AgainstRecord {
-                baseline_run_id: prev.run_id.clone(),
-                baseline_path: "results/baseline/quick.json".into(),
-                threshold: 0.05,
-                alpha: report::paired::ALPHA,
-                min_rounds: 3,
-                max_rounds: 3,
-                interval: report::Interval::StudentT,
-                looks: report::Looks::Growing,
-                fresh_containers: true,
-                baseline_generator: None,
-                gates: 4,
-                budget_s: 1200.0,
-                slowed: Vec::new(),
-                servers: prev.servers.clone(),
-                loads,
-                stop: Some(AgainstStop::Rounds),
-            });
+            let mut against =
+                baseline_side(&prev, "results/baseline/quick.json", AgainstStop::Rounds);
+            against.loads = loads;
+            against.min_rounds = 3;
+            against.max_rounds = 3;
+            rec.against = Some(against);
         }
         out.push(rec);
     }
