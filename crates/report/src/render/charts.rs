@@ -697,6 +697,62 @@ mod tests {
     }
 
     #[test]
+    fn a_trend_breaks_where_a_night_has_no_value_and_thins_its_labels() {
+        let nights: Vec<String> = (1..=40).map(|d| format!("11-{d:02}")).collect();
+        let values: Vec<Option<f64>> = (0..40)
+            .map(|i| (!(10..13).contains(&i)).then_some(100.0 + f64::from(i % 5)))
+            .collect();
+        let line = TrendInput {
+            name: "apache".into(),
+            colour: colour(1),
+            values,
+            titles: vec![String::new(); 40],
+            marks: (0..40).map(|i| (i == 20).then_some("worse")).collect(),
+        };
+        let rule = RuleInput {
+            night: 20,
+            class: "rule",
+            title: "change".into(),
+            colour: colour(1),
+        };
+        let ch = trend_chart("t", "rps", "t", "y", &nights, &[line], &[rule]);
+        let l = &ch.lines[0];
+        // Nights 11-13 have no value: two pieces, 37 points.
+        assert_eq!(l.pieces.len(), 2);
+        assert_eq!(l.dots.len(), 37);
+        assert_eq!(l.dots.iter().filter(|d| d.mark == Some("worse")).count(), 1);
+        // Forty five-character labels do not fit 536 units: every other one or fewer.
+        assert!(
+            ch.x_ticks.len() <= 20 && ch.x_ticks.len() >= 8,
+            "{}",
+            ch.x_ticks.len()
+        );
+        assert_eq!(ch.x_ticks[0].label, "11-01");
+        // The axis covers the values, not from 0: 100 to 104 on round ticks.
+        let first: f64 = ch.y_ticks[0].label.parse().unwrap();
+        let last: f64 = ch.y_ticks.last().unwrap().label.parse().unwrap();
+        assert!(
+            first <= 100.0 && first > 90.0 && last >= 104.0,
+            "{first} {last}"
+        );
+        // The rule stands halfway between nights 20 and 21 (0-based 19 and 20).
+        let x: f64 = ch.rules[0].x.parse().unwrap();
+        let (a, b): (f64, f64) = (l.dots[16].x.parse().unwrap(), l.dots[17].x.parse().unwrap());
+        assert!((x - (a + b) / 2.0).abs() < 0.1, "{x} {a} {b}");
+    }
+
+    #[test]
+    fn range_ticks_cover_flat_and_empty_series() {
+        let (lo, hi, t) = range_ticks(5.0, 5.0);
+        assert!(lo < 5.0 && hi > 5.0 && t.len() >= 2);
+        let (lo, hi, _) = range_ticks(f64::INFINITY, f64::NEG_INFINITY);
+        assert_eq!((lo, hi), (0.0, 1.0));
+        let (lo, hi, t) = range_ticks(1371.5, 1590.0);
+        assert_eq!((lo, hi), (1350.0, 1600.0));
+        assert_eq!(t.first().unwrap().1, "1350");
+    }
+
+    #[test]
     fn a_time_chart_scales_both_axes_and_shades_behind_the_lines() {
         let line = TimeLineInput {
             title: "a round 1".into(),
