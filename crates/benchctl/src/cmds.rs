@@ -2,8 +2,8 @@
 
 use crate::args::{env_sources, kind_and_file, parse_threshold};
 use crate::failure::Failure;
-use crate::output::{shipment, stdout};
-use anyhow::{anyhow, Context as _};
+use crate::output::{emit, shipment, stdout};
+use anyhow::anyhow;
 use clap::{Args, Subcommand, ValueEnum};
 use orchestrator::Orchestrator;
 use report::RecordIo;
@@ -660,17 +660,6 @@ fn compare_against(a: &CompareArgs, threshold: Option<f64>) -> Result<ExitCode, 
     } else {
         ExitCode::SUCCESS
     })
-}
-
-fn emit(text: &str, out: Option<&Path>) -> anyhow::Result<()> {
-    match out {
-        Some(p) => {
-            std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?;
-            eprintln!("wrote {}", p.display());
-        }
-        None => stdout(text)?,
-    }
-    Ok(())
 }
 
 /// Where in `plan` (read from `file`) the `[[host]]` that `--host NAME` names is.

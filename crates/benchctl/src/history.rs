@@ -2,10 +2,10 @@
 
 use crate::args::parse_threshold;
 use crate::failure::Failure;
-use anyhow::{anyhow, Context as _};
+use anyhow::anyhow;
 use clap::{Args, ValueEnum};
 use report::Format;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
@@ -60,29 +60,6 @@ pub fn main(a: HistoryArgs) -> Result<ExitCode, Failure> {
         HistoryFormat::Html => Format::Html,
     };
     let text = report::Renderer::embedded().render_history(&h, format)?;
-    match &a.out {
-        Some(p) => {
-            write_whole(p, &text)?;
-            eprintln!("wrote {}", p.display());
-        }
-        None => crate::output::stdout(&text)?,
-    }
+    crate::output::emit(&text, a.out.as_deref())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes `text` to `path` through a temporary file beside it, renamed over it once complete.
-fn write_whole(path: &Path, text: &str) -> anyhow::Result<()> {
-    let name = path
-        .file_name()
-        .with_context(|| format!("-o {}: not a file name", path.display()))?;
-    let tmp = path.with_file_name(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.with_context(|| format!("writing {}", path.display()))
 }

@@ -30,6 +30,31 @@ pub fn stdout(text: &str) -> std::io::Result<()> {
     }
 }
 
+/// Writes `text` to `path`, or to standard output without one; a file is written through a
+/// temporary file beside it, renamed over it once complete, so no reader sees half of it and an
+/// error leaves the old one as it was. Says where it wrote.
+pub(crate) fn emit(text: &str, path: Option<&std::path::Path>) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let Some(path) = path else {
+        return Ok(stdout(text)?);
+    };
+    let name = path
+        .file_name()
+        .with_context(|| format!("-o {}: not a file name", path.display()))?;
+    let tmp = path.with_file_name(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
 /// How an image reached `host`: sent (its size and time), or found there already.
 pub(crate) fn shipment(host: &str, sent: bool, bytes: u64, seconds: f64) -> String {
     if sent {
