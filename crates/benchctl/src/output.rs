@@ -30,27 +30,36 @@ pub fn stdout(text: &str) -> std::io::Result<()> {
     }
 }
 
-/// Writes `text` to `path`, or to standard output without one; a file is written through a
-/// temporary file beside it, renamed over it once complete, so no reader sees half of it and an
-/// error leaves the old one as it was. Says where it wrote.
+/// Writes `text` to `path`, or to standard output without one. A file is written through a
+/// temporary file beside it (created new under a random name, so nothing planted at a
+/// predictable name is written through) and renamed over it once complete: no reader sees half
+/// of it, and an error leaves the old file as it was. The file keeps the mode of the one it
+/// replaces, or gets 0644, as a report meant to be read by others. Says where it wrote.
 pub(crate) fn emit(text: &str, path: Option<&std::path::Path>) -> anyhow::Result<()> {
     use anyhow::Context as _;
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
     let Some(path) = path else {
         return Ok(stdout(text)?);
     };
-    let name = path
-        .file_name()
-        .with_context(|| format!("-o {}: not a file name", path.display()))?;
-    let tmp = path.with_file_name(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.with_context(|| format!("writing {}", path.display()))?;
+    let writing = || format!("writing {}", path.display());
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o777);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".benchctl-out-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(writing)?;
+    tmp.write_all(text.as_bytes()).with_context(writing)?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .with_context(writing)?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(writing)?;
     eprintln!("wrote {}", path.display());
     Ok(())
 }
