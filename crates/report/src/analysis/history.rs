@@ -17,13 +17,8 @@ use super::stats::{self, Metric};
 use crate::record::{RunRecord, RunStatus};
 use serde::Serialize;
 
-/// The figures followed night by night, in the order pages show them.
-pub const METRICS: [Metric; 4] = [
-    Metric::RequestsPerSecond,
-    Metric::ServerCpuSPer10k,
-    Metric::MeanLatencyMs,
-    Metric::P99LatencyMs,
-];
+/// The figures followed night by night, in the order pages show them: those an A/B run judges.
+pub const METRICS: [Metric; 4] = super::paired::METRICS;
 
 /// A change point's permutation test level, per series.
 pub const ALPHA: f64 = 0.05;
@@ -61,7 +56,6 @@ pub struct ScenarioHistory {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Night {
     pub path: String,
-    pub run_id: String,
     pub started_at: String,
     /// The commit benchctl was built from, when the record says.
     pub commit: Option<String>,
@@ -104,9 +98,6 @@ pub struct Series {
 pub struct Point {
     /// Median over the night's rounds.
     pub value: f64,
-    pub min: f64,
-    pub max: f64,
-    pub rounds: usize,
     /// The night's A/B verdict on this figure, when it was an A/B run.
     pub verdict: Option<AbMark>,
 }
@@ -117,8 +108,8 @@ pub struct AbMark {
     pub verdict: PairedVerdict,
     /// The verdict could fail the run (the server and document's gated metric).
     pub gated: bool,
-    /// Candidate over baseline, and its interval.
-    pub ratio: Option<(f64, f64, f64)>,
+    /// Candidate over baseline, when the rounds gave one.
+    pub ratio: Option<f64>,
 }
 
 /// A change of level in a series.
@@ -210,7 +201,6 @@ fn scenario(name: &str, records: &[&(String, RunRecord)], threshold: f64) -> Sce
         .enumerate()
         .map(|(i, ((path, r), cmp))| Night {
             path: path.clone(),
-            run_id: r.run_id.clone(),
             started_at: r.started_at.clone(),
             commit: r.benchctl_commit.clone(),
             status: r.status.label().to_string(),
@@ -341,7 +331,7 @@ fn ab_mark(c: &PairedComparison, server: &str, document: &str, metric: Metric) -
     Some(AbMark {
         verdict: m.verdict,
         gated: m.gated,
-        ratio: m.estimate.as_ref().map(|e| (e.ratio, e.low, e.high)),
+        ratio: m.estimate.as_ref().map(|e| e.ratio),
     })
 }
 
@@ -363,12 +353,8 @@ fn point(
     if values.is_empty() {
         return None;
     }
-    let s = stats::Summary::of(&values);
     Some(Point {
-        value: s.median,
-        min: s.min,
-        max: s.max,
-        rounds: s.n,
+        value: stats::Summary::of(&values).median,
         verdict,
     })
 }

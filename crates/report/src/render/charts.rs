@@ -400,7 +400,7 @@ pub fn time_chart(
                     .join(" "),
             })
             .collect(),
-        legend: legend_row(legend.to_vec()),
+        legend: legend_row(legend.iter().cloned()),
         tick_label_y: c(HEIGHT - BOTTOM + 18.0),
     }
 }
@@ -450,7 +450,6 @@ pub struct TrendLine {
 pub struct Rule {
     pub class: &'static str,
     pub x: String,
-    pub label_x: String,
     pub title: String,
     pub colour: String,
 }
@@ -514,7 +513,7 @@ pub fn trend_chart(
             label: label.clone(),
         })
         .collect();
-    let legend = legend_row(lines.iter().map(|l| (l.name.clone(), l.colour)).collect());
+    let legend = legend_row(lines.iter().map(|l| (l.name.clone(), l.colour)));
     let lines = lines
         .iter()
         .map(|l| {
@@ -559,15 +558,11 @@ pub fn trend_chart(
         lines,
         rules: rules
             .iter()
-            .map(|r| {
-                let x = x_of(r.night as f64 - 0.5);
-                Rule {
-                    class: r.class,
-                    x: c(x),
-                    label_x: c(x + 4.0),
-                    title: r.title.clone(),
-                    colour: r.colour.to_string(),
-                }
+            .map(|r| Rule {
+                class: r.class,
+                x: c(x_of(r.night as f64 - 0.5)),
+                title: r.title.clone(),
+                colour: r.colour.to_string(),
             })
             .collect(),
         legend,
@@ -576,7 +571,7 @@ pub fn trend_chart(
 }
 
 /// The legend row along the top of a plot.
-fn legend_row(entries: Vec<(String, &'static str)>) -> Vec<Legend> {
+fn legend_row(entries: impl IntoIterator<Item = (String, &'static str)>) -> Vec<Legend> {
     entries
         .into_iter()
         .enumerate()
@@ -598,20 +593,9 @@ pub fn range_ticks(lo: f64, hi: f64) -> (f64, f64, Vec<(f64, String)>) {
         (true, true) => (lo - lo.abs().max(1.0) * 0.05, lo + lo.abs().max(1.0) * 0.05),
         _ => (0.0, 1.0),
     };
-    let rough = (hi - lo) / 5.0;
-    let mag = 10f64.powf(rough.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= rough)
-        .unwrap_or(10.0 * mag);
+    let (step, decimals) = round_step((hi - lo) / 5.0);
     let first = (lo / step + 1e-9).floor();
     let last = (hi / step - 1e-9).ceil();
-    let decimals = if step >= 1.0 {
-        0
-    } else {
-        (-step.log10().floor()) as usize
-    };
     let ticks = (first as i64..=last as i64)
         .map(|k| {
             let v = step * k as f64;
@@ -619,6 +603,22 @@ pub fn range_ticks(lo: f64, hi: f64) -> (f64, f64, Vec<(f64, String)>) {
         })
         .collect();
     (first * step, last * step, ticks)
+}
+
+/// The 1-2-5 step at or above `rough`, and the decimals its labels need.
+fn round_step(rough: f64) -> (f64, usize) {
+    let mag = 10f64.powf(rough.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= rough)
+        .unwrap_or(10.0 * mag);
+    let decimals = if step >= 1.0 {
+        0
+    } else {
+        (-step.log10().floor()) as usize
+    };
+    (step, decimals)
 }
 
 /// An axis from 0 to a round number at or above `max`, with 1-2-5 steps and at most 6 ticks.
@@ -629,19 +629,8 @@ pub fn nice_ticks(max: f64) -> (f64, Vec<(f64, String)>) {
     } else {
         1.0
     };
-    let rough = max / 5.0;
-    let mag = 10f64.powf(rough.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= rough)
-        .unwrap_or(10.0 * mag);
+    let (step, decimals) = round_step(max / 5.0);
     let count = (max / step - 1e-9).ceil().max(1.0) as usize;
-    let decimals = if step >= 1.0 {
-        0
-    } else {
-        (-step.log10().floor()) as usize
-    };
     let ticks = (0..=count)
         .map(|i| {
             let v = step * i as f64;

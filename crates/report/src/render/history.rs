@@ -354,10 +354,7 @@ fn p_value(c: &Change) -> String {
 fn cell(metric: Metric, p: &Point) -> String {
     let mut s = value(metric, p.value);
     if let Some(v) = &p.verdict {
-        let ratio = v
-            .ratio
-            .map(|(r, _, _)| format!(" x{r:.3}"))
-            .unwrap_or_default();
+        let ratio = v.ratio.map(|r| format!(" x{r:.3}")).unwrap_or_default();
         let gate = if v.gated { ", gate" } else { "" };
         s.push_str(&format!(" (A/B: {}{ratio}{gate})", v.verdict.label()));
     }
