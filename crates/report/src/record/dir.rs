@@ -23,7 +23,7 @@ pub struct FolderRecords {
 /// read.
 pub fn read_records(dir: &Path) -> Result<FolderRecords, ReportError> {
     let mut files = Vec::new();
-    walk(dir, 0, &mut files, true)?;
+    walk(dir, 0, &mut files)?;
     files.sort();
     let mut found = FolderRecords::default();
     for f in files {
@@ -39,11 +39,11 @@ pub fn read_records(dir: &Path) -> Result<FolderRecords, ReportError> {
     Ok(found)
 }
 
-fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>, top: bool) -> Result<(), ReportError> {
+fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), ReportError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         // Below the top, a folder that vanished or cannot be read is left out.
-        Err(_) if !top => return Ok(()),
+        Err(_) if depth > 0 => return Ok(()),
         Err(source) => {
             return Err(ReportError::Read {
                 path: dir.to_path_buf(),
@@ -60,7 +60,7 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>, top: bool) -> Result<(
         let Ok(kind) = e.file_type() else { continue };
         if kind.is_dir() {
             if depth < MAX_DEPTH {
-                walk(&path, depth + 1, out, false)?;
+                walk(&path, depth + 1, out)?;
             }
         } else if path.extension().is_some_and(|x| x == "json") && path.is_file() {
             out.push(path);
