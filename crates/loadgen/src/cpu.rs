@@ -1,5 +1,5 @@
 //! CPU placement and accounting: pinning worker threads (so the generator and the server under
-//! test do not fight over a core) and reading the process's own CPU time (so a report can say
+//! test do not fight over a core) and reading its worker threads' own CPU time (so a report can say
 //! when the client, not the server, was the bottleneck).
 
 use rustix::thread::CpuSet;
@@ -37,13 +37,35 @@ pub fn pin_current_thread(cpus: &[usize]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// User plus system CPU time used so far by the whole process.
-pub fn process_cpu_time() -> Duration {
-    // The process's CPU clock counts what getrusage's user and system times add up to, for
-    // every thread, to the nanosecond.
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+/// User plus system CPU time used so far by the calling thread.
+pub fn current_thread_cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     Duration::new(
         t.tv_sec.max(0) as u64,
         t.tv_nsec.clamp(0, 999_999_999) as u32,
     )
+}
+
+/// User plus system CPU time used so far by the thread of `h`; `None` once that thread has
+/// ended (or where its CPU clock cannot be read).
+pub fn thread_cpu_time<T>(h: &std::thread::JoinHandle<T>) -> Option<Duration> {
+    use std::os::unix::thread::JoinHandleExt as _;
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: `h` is not joined yet, so its pthread_t names a thread whose descriptor is still
+    // valid (a joinable thread keeps it until it is joined, even after it ended).
+    if unsafe { libc::pthread_getcpuclockid(h.as_pthread_t(), &mut clock) } != 0 {
+        return None;
+    }
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec to write to; an ended thread's clock gives an error.
+    if unsafe { libc::clock_gettime(clock, &mut t) } != 0 {
+        return None;
+    }
+    Some(Duration::new(
+        t.tv_sec.max(0) as u64,
+        t.tv_nsec.clamp(0, 999_999_999) as u32,
+    ))
 }

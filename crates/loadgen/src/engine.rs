@@ -149,9 +149,11 @@ pub fn run_observed(
     if !cfg.load.warmup.is_zero() {
         wait_until(measure_start, stop, &sh);
     }
-    let cpu_before = cpu::process_cpu_time();
+    // The workers' own CPU time, not the process's: a process that sends several loads at
+    // once (both sides of an A/B pair) must not count one load's work in the other's.
+    let cpu_before: Duration = handles.iter().filter_map(cpu::thread_cpu_time).sum();
     let ended = collect(&sh, &done_rx, threads, stop, progress);
-    let cpu_used = cpu::process_cpu_time().saturating_sub(cpu_before);
+    let cpu_used = ended.cpu.saturating_sub(cpu_before);
     for h in handles {
         let _ = h.join();
     }
@@ -213,8 +215,8 @@ fn spawn_workers(
         let h = std::thread::Builder::new()
             .name(format!("loadgen-{i}"))
             .spawn(move || {
-                let out = worker_thread(sh, &at, &barrier);
-                let _ = done_tx.send(out);
+                let (rec, last) = worker_thread(sh, &at, &barrier);
+                let _ = done_tx.send((rec, last, cpu::current_thread_cpu_time()));
             })?;
         handles.push(h);
     }
@@ -227,11 +229,17 @@ fn spawn_workers(
     Ok((handles, done_rx))
 }
 
-/// What a worker hands back: its recorder, and when its last counted request ended.
-type Finished = (Recorder, Option<Instant>);
+/// What a worker hands back: its recorder, when its last counted request ended, and the CPU
+/// time its thread used in all.
+type Finished = (Recorder, Option<Instant>, Duration);
 
-/// One worker thread: set up, then its loop in the protocol of the run.
-fn worker_thread(sh: Arc<Shared>, at: &Placement, barrier: &Barrier) -> Finished {
+/// One worker thread: set up, then its loop in the protocol of the run; its recorder, and when
+/// its last counted request ended.
+fn worker_thread(
+    sh: Arc<Shared>,
+    at: &Placement,
+    barrier: &Barrier,
+) -> (Recorder, Option<Instant>) {
     let core = match Core::new(sh, at, barrier) {
         Ok(core) => core,
         Err(rec) => return (*rec, None),
@@ -268,6 +276,8 @@ struct Ended {
     last_done: Option<Instant>,
     stopped_at: Option<Instant>,
     stopped_early: Option<StopReason>,
+    /// The CPU time the workers that finished used in all.
+    cpu: Duration,
 }
 
 /// Waits for the workers' recorders, merging them, while telling `progress` how far the load
@@ -290,6 +300,7 @@ fn collect(
         last_done: None,
         stopped_at: None,
         stopped_early: None,
+        cpu: Duration::ZERO,
     };
     let mut remaining = threads;
     while remaining > 0 {
@@ -299,8 +310,9 @@ fn collect(
             _ => tick,
         };
         match done_rx.recv_timeout(wait) {
-            Ok((rec, ld)) => {
+            Ok((rec, ld, cpu)) => {
                 remaining -= 1;
+                ended.cpu += cpu;
                 ended.last_done = ended.last_done.max(ld);
                 match ended.merged.as_mut() {
                     Some(m) => m.merge(rec),

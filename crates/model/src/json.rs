@@ -61,7 +61,7 @@ pub struct LoadReport {
     pub requests_per_second: f64,
     /// Kbytes/s received, as ab computes its "Transfer rate".
     pub transfer_rate_kbps: f64,
-    /// CPU seconds (user + system) the load generator used while measuring.
+    /// CPU seconds (user + system) the load generator's worker threads used while measuring.
     pub client_cpu_s: f64,
     /// ab's four timers: `connect`, `processing`, `waiting` and `total`.
     #[serde(flatten)]
