@@ -58,7 +58,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "PERCENTILE=LATENCY", value_parser = capacity_target)]
     capacity: Option<scenario::CapacityTarget>,
     /// A/B in one sitting: measure the images of this stored run (the baseline) beside the
-    /// current docker/ folders' (the candidate), round by round in ABBA order, until the paired
+    /// current docker/ folders' (the candidate), round by round, both sides at once, until the paired
     /// comparison is decided or the budget is spent; exit 1 on a significant change beyond the
     /// threshold. --runs is then the most rounds (default 40).
     #[arg(long, value_name = "BASELINE.json")]
@@ -80,6 +80,12 @@ pub struct RunArgs {
     /// one side all run long, which the interval cannot see).
     #[arg(long = "keep-containers", requires = "against")]
     keep_containers: bool,
+    /// With --against: load the two sides of a server and document one after the other (in
+    /// ABBA order), each at its full share, instead of both at the same time, each at most
+    /// half the servers' CPUs. Noisier, since each side then sees a moment of the machine of
+    /// its own; for a server that needs more than half the CPUs to be measured as it runs.
+    #[arg(long = "in-turn", requires = "against")]
+    in_turn: bool,
     /// With --against: another benchctl binary (e.g. the last good build) sends the baseline
     /// side's loads, this one the candidate's: an A/B run of a change in the load generator
     /// itself. With the same images on both sides, only the generators differ.
@@ -233,6 +239,7 @@ fn against(
     }
     against.slowed = a.slow_candidate.clone();
     against.fresh = !a.keep_containers;
+    against.together = !a.in_turn;
     against.generator = a.baseline_generator.clone();
     Ok(against)
 }

@@ -1,7 +1,7 @@
 //! A/B in one sitting ([`Against`]): the baseline side's servers are the images a stored record
 //! measured, started beside the candidate's (built from the current `docker/` folders), and
-//! both are measured round by round, each server and document back to back in ABBA order,
-//! until the paired comparison ([`report::paired`]) has judged every gated metric or the
+//! both are measured round by round, each server and document on both sides at the same time
+//! (or, asked, back to back in ABBA order), until the paired comparison ([`report::paired`]) has judged every gated metric or the
 //! budget is spent. Everything here is checked or looked up before anything starts.
 
 use crate::error::RunError;
@@ -31,6 +31,9 @@ pub(crate) struct AgainstPlan {
     pub gates: u32,
     /// The binary that sends the baseline side's loads, when not this one.
     pub generator: Option<BaselineGenerator>,
+    /// Both sides of a server and document are loaded at the same time: as asked, unless
+    /// `[load] generators` send the loads (one job at a time each).
+    pub together: bool,
 }
 
 /// Another benchctl binary, checked before anything starts.
@@ -60,6 +63,35 @@ impl AgainstPlan {
             .filter(|l| l.server == server && l.document == document)
             .max_by_key(|l| l.round)
             .map_or(plan.cpus.server_share, |l| l.server_share)
+    }
+
+    /// The CPU shares of the baseline and the candidate side of server `index` (named `server`)
+    /// for `document`: `settled` when a pair loaded together settled on one, else the
+    /// baseline's [`share`](Self::share), at most half the servers' CPUs when both sides are
+    /// loaded together (so that each side gets all of its share while the other runs); and for
+    /// a slowed candidate its factor of what the baseline side can use.
+    pub fn shares(
+        &self,
+        plan: &Plan,
+        index: usize,
+        server: &str,
+        document: &str,
+        settled: Option<f64>,
+    ) -> (Option<f64>, Option<f64>) {
+        let cores = plan.cpus.servers.len() as f64;
+        let mut base = self.share(plan, server, document);
+        if self.together {
+            let half = cores / 2.0;
+            base = Some(base.map_or(half, |s| s.min(half)));
+        }
+        if settled.is_some() {
+            base = settled;
+        }
+        let cand = match self.slowed.get(&index) {
+            Some(f) => Some(f * self.used(plan, server, document).min(base.unwrap_or(cores))),
+            None => base,
+        };
+        (base, cand)
     }
 }
 
@@ -220,6 +252,7 @@ pub(crate) fn prepare(
         slowed,
         gates: gates.max(1),
         generator,
+        together: a.together && plan.generators.is_empty(),
     })
 }
 

@@ -103,6 +103,12 @@ pub struct Against {
     /// (where its memory landed, how its workers were spawned) then varies from round to
     /// round, where the paired interval sees it, instead of favouring one side all run long.
     pub fresh: bool,
+    /// Both sides of each server and document loaded at the same time (the default), each at
+    /// most half the servers' CPUs: whatever slows the machine for a moment (another tenant,
+    /// the host's clocks) then slows both alike and cancels in their ratio, where loads one
+    /// after the other each see a moment of their own. `false`: one after the other, in ABBA
+    /// order. Loads sent by `[load] generators` always go one after the other.
+    pub together: bool,
     /// Another benchctl binary that sends the baseline side's loads (`benchctl load --json`),
     /// to judge a change in the load generator itself; `None`: this one sends both sides'.
     pub generator: Option<PathBuf>,
@@ -119,6 +125,7 @@ impl Against {
             budget: DEFAULT_BUDGET,
             slowed: Vec::new(),
             fresh: true,
+            together: true,
             generator: None,
         }
     }

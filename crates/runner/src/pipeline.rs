@@ -5,7 +5,7 @@
 //! [`run`] here holds the run's course; its steps are methods of one run context spread over
 //! the modules below: [`preflight`] (what is checked before anything starts), [`bringup`] (a
 //! server's image, container, audit and verification), [`rounds`] (the loads, round by round,
-//! and A/B's ABBA order), [`measure`] (one load and the server's use of CPU and memory),
+//! and A/B's pairs), [`measure`] (one load and the server's use of CPU and memory),
 //! [`liveness`] (deaths, lost hosts, fresh containers), [`capacity`], and [`outcome`] (how a
 //! run ended). The run's context and the servers it started are in [`ctx`], what the steps of a
 //! load pass between them in [`turn`]: every step imports what it uses by name, and none of
@@ -21,6 +21,7 @@ mod preflight;
 mod rounds;
 #[cfg(test)]
 mod tests;
+mod together;
 mod turn;
 
 pub use bringup::confinement;
@@ -409,6 +410,7 @@ fn new_record(
             interval: report::Interval::SignedRank,
             looks: report::Looks::Growing,
             fresh_containers: against.asked.fresh,
+            together: against.together,
             baseline_generator: against
                 .generator
                 .as_ref()

@@ -95,6 +95,10 @@ pub struct AgainstRecord {
     /// container per side all run long).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fresh_containers: bool,
+    /// Both sides of each server and document were loaded at the same time, each at most half
+    /// the servers' CPUs (records without it loaded them one after the other, in ABBA order).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub together: bool,
     /// The other benchctl binary that sent the baseline side's loads ("PATH (benchctl
     /// VERSION)"); absent when this run's own binary sent both sides'.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,6 +5,8 @@
 //! does with two stored records) leaves out the variance between sittings: other tenants of
 //! the machine, its thermal state, a kernel update. An A/B run ([`crate::AgainstRecord`])
 //! measures both sides in one invocation, each server and document once per side per round,
+//! both at the same time on the same CPUs (each under its own CPU share), so that whatever
+//! slows the machine for a moment slows both alike; or (`--in-turn`, and records made before)
 //! back to back, in ABBA order (one side first in every other round, the other in the rest;
 //! which one starts is drawn per server, as is the servers' order in each round), so that both
 //! see the same machine and a drift within a round falls on both sides alike.
@@ -99,11 +101,21 @@ pub const METRICS: [Metric; 4] = [
 ];
 
 /// A short name of the method, for reports.
-pub fn method_name(interval: Interval) -> &'static str {
-    match interval {
-        Interval::SignedRank => "paired per-round ratios (ABBA order), Hodges-Lehmann estimate with the Wilcoxon signed-rank interval on the log ratios, Bonferroni over looks and gated metrics",
-        Interval::StudentT => "paired per-round ratios (ABBA order), Student's t-interval on the mean log ratio, Bonferroni over looks and gated metrics",
-    }
+pub fn method_name(interval: Interval, together: bool) -> String {
+    let order = if together {
+        "both sides at once"
+    } else {
+        "ABBA order"
+    };
+    let interval = match interval {
+        Interval::SignedRank => {
+            "Hodges-Lehmann estimate with the Wilcoxon signed-rank interval on the log ratios"
+        }
+        Interval::StudentT => "Student's t-interval on the mean log ratio",
+    };
+    format!(
+        "paired per-round ratios ({order}), {interval}, Bonferroni over looks and gated metrics"
+    )
 }
 
 /// Student's t-interval on the mean of `values` at two-sided level `alpha`.
@@ -286,10 +298,23 @@ pub fn decide(
 }
 
 /// The metric a server and document's verdict rests on, from the loads of both sides: the
-/// servers' CPU per request when the generator was the bottleneck in any of them (`None` when
-/// Docker gave no CPU figure for every one), else requests/s.
-pub fn gate_for(loads: &[&LoadRecord]) -> Option<Metric> {
-    if loads.iter().any(|l| l.client_bound) {
+/// servers' CPU per request when the generator was the bottleneck (`None` when Docker gave no
+/// CPU figure for every one), else requests/s.
+///
+/// Loads one after the other (`together` false): the generator was the bottleneck when it was
+/// in any load, since one side's load paced by the generator and the other's by the server
+/// make a ratio of two different things. Both sides at once: when it was in more than
+/// [`BOUND_PAIRS_GATE`] of the loads. The two loads of a pair wait for the same generator at
+/// the same moment, so a pair it paced has a ratio pulled towards 1: it can hide a change,
+/// never make one, and the signed-rank interval gives such a round one rank among the others.
+pub fn gate_for(loads: &[&LoadRecord], together: bool) -> Option<Metric> {
+    let bound = loads.iter().filter(|l| l.client_bound).count();
+    let paced = if together {
+        bound as f64 > BOUND_PAIRS_GATE * loads.len() as f64
+    } else {
+        bound > 0
+    };
+    if paced {
         loads
             .iter()
             .all(|l| Metric::ServerCpuSPer10k.value(l).is_some())
@@ -299,10 +324,22 @@ pub fn gate_for(loads: &[&LoadRecord]) -> Option<Metric> {
     }
 }
 
+/// The share of a pair-at-once run's loads the generator may pace before the gate moves from
+/// requests/s to CPU per request ([`gate_for`]).
+pub const BOUND_PAIRS_GATE: f64 = 0.25;
+
 /// Why [`gate_for`] chose what it chose, in words, for the output.
 pub fn gate_reason(loads: &[&LoadRecord], gate: Option<Metric>) -> String {
     let bound = loads.iter().filter(|l| l.client_bound).count();
     let share = loads.iter().find_map(|l| l.server_share);
+    let kept_up = if bound == 0 {
+        "the generator kept up in every load".to_string()
+    } else {
+        format!(
+            "the generator set the pace in only {bound} of {} loads (both sides at once: those pairs' ratios are pulled towards 1, which can hide a change but not make one)",
+            loads.len()
+        )
+    };
     match gate {
         Some(Metric::ServerCpuSPer10k) => format!(
             "gated on the server's CPU per request, exact from its cgroup: the generator set the pace in {bound} of {} loads, so their requests/s measured it",
@@ -310,13 +347,10 @@ pub fn gate_reason(loads: &[&LoadRecord], gate: Option<Metric>) -> String {
         ),
         Some(m) => match share {
             Some(s) => format!(
-                "gated on {}: the generator kept up in every load, and both sides had a CPU share of {s:.3} cores, so requests/s is the server's rate per core of that share, and it also falls when the server gets slower without using more CPU",
+                "gated on {}: {kept_up}, and both sides had a CPU share of {s:.3} cores, so requests/s is the server's rate per core of that share, and it also falls when the server gets slower without using more CPU",
                 m.label()
             ),
-            None => format!(
-                "gated on {}: the generator kept up in every load",
-                m.label()
-            ),
+            None => format!("gated on {}: {kept_up}", m.label()),
         },
         None => format!(
             "nothing gated: the generator set the pace in {bound} of {} loads and Docker gave no CPU figure for some",
@@ -365,7 +399,7 @@ impl PairedGroup {
 /// The paired comparison of an A/B run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PairedComparison {
-    pub method: &'static str,
+    pub method: String,
     pub interval: Interval,
     pub baseline_run_id: String,
     pub baseline_path: String,
@@ -380,6 +414,8 @@ pub struct PairedComparison {
     pub look_rounds: Vec<u32>,
     /// Each round ran on fresh containers of both sides.
     pub fresh_containers: bool,
+    /// Both sides of each pair were loaded at the same time.
+    pub together: bool,
     /// The other binary that sent the baseline side's loads, when one did.
     pub baseline_generator: Option<String>,
     pub gates: u32,
@@ -503,7 +539,7 @@ pub fn compare_record(record: &RunRecord) -> Option<PairedComparison> {
                 doc,
                 &pairs,
                 ab.threshold,
-                (alpha_i, ab.interval),
+                (alpha_i, ab.interval, ab.together),
             ));
         }
     }
@@ -519,7 +555,7 @@ pub fn compare_record(record: &RunRecord) -> Option<PairedComparison> {
         .map(|s| s.name.clone())
         .collect();
     Some(PairedComparison {
-        method: method_name(ab.interval),
+        method: method_name(ab.interval, ab.together),
         interval: ab.interval,
         baseline_run_id: ab.baseline_run_id.clone(),
         baseline_path: ab.baseline_path.clone(),
@@ -530,6 +566,7 @@ pub fn compare_record(record: &RunRecord) -> Option<PairedComparison> {
         looks: looks(ab.min_rounds, ab.max_rounds, ab.looks),
         look_rounds: look_rounds(ab.min_rounds, ab.max_rounds, ab.looks),
         fresh_containers: ab.fresh_containers,
+        together: ab.together,
         baseline_generator: ab.baseline_generator.clone(),
         gates: ab.gates,
         min_rounds: ab.min_rounds,
@@ -549,11 +586,11 @@ fn group(
     document: &str,
     pairs: &[(&LoadRecord, &LoadRecord)],
     threshold: f64,
-    (alpha, interval): (f64, Interval),
+    (alpha, interval, together): (f64, Interval, bool),
 ) -> PairedGroup {
     let all: Vec<&LoadRecord> = pairs.iter().flat_map(|&(b, c)| [b, c]).collect();
     let client_bound = all.iter().any(|l| l.client_bound);
-    let gate = gate_for(&all);
+    let gate = gate_for(&all, together);
     let metrics = METRICS
         .iter()
         .map(|&metric| {

@@ -313,6 +313,11 @@ fn method_text(cmp: &PairedComparison, threshold: &str) -> Vec<String> {
     } else {
         ", one container per server and side all run long"
     };
+    let order = if cmp.together {
+        "each server and document on both sides at the same time, on the same CPUs"
+    } else {
+        "each server and document back to back in ABBA order"
+    };
     let generator = match &cmp.baseline_generator {
         Some(g) => format!(
             " The baseline side's loads were sent by {g}, the candidate's by this run's benchctl."
@@ -320,7 +325,7 @@ fn method_text(cmp: &PairedComparison, threshold: &str) -> Vec<String> {
         None => String::new(),
     };
     vec![
-        format!("Both sides measured in this sitting, each server and document back to back in ABBA order{fresh}; round i gives the ratio candidate/baseline, and the estimate is their geometric mean.{generator}"),
+        format!("Both sides measured in this sitting, {order}{fresh}; round i gives the ratio candidate/baseline, and the estimate is their geometric mean.{generator}"),
         format!(
             "Interval: {} at {} each, so that all {} x {} gated metric{} hold together at {} (Bonferroni).",
             match cmp.interval {

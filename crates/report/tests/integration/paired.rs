@@ -98,6 +98,40 @@ fn a_client_bound_row_is_gated_on_cpu_per_request_and_its_latency_is_not() {
 }
 
 #[test]
+fn pairs_loaded_together_keep_the_requests_per_second_gate_while_few_were_client_bound() {
+    let mut rec = common::ab_record(6, None, &NOISE);
+    rec.against.as_mut().unwrap().together = true;
+    let gate = |rec: &report::RunRecord| {
+        let cmp = compare_record(rec).unwrap();
+        let g = cmp
+            .groups
+            .iter()
+            .find(|g| g.server == "nginx" && g.document == "hello")
+            .unwrap()
+            .clone();
+        (g.gate, g.gate_reason, cmp.method)
+    };
+    // Two client-bound loads of twelve (round 0): a pair the generator paced can only pull the ratio
+    // towards 1, so requests/s stays the gate.
+    let (g, why, method) = gate(&rec);
+    assert_eq!(g, Some(Metric::RequestsPerSecond), "{why}");
+    assert!(why.contains("set the pace in only 2 of 12 loads"), "{why}");
+    assert!(method.contains("both sides at once"), "{method}");
+    // Five of twelve: more than a quarter, and CPU per request is gated.
+    let a = rec.against.as_mut().unwrap();
+    for l in a
+        .loads
+        .iter_mut()
+        .filter(|l| l.server == "nginx" && l.document == "hello")
+    {
+        if l.round < 4 {
+            l.client_bound = true;
+        }
+    }
+    assert_eq!(gate(&rec).0, Some(Metric::ServerCpuSPer10k));
+}
+
+#[test]
 fn too_few_rounds_to_judge_are_not_judged_never_same() {
     // Two rounds with 10% noise between them: no interval can be within 5%.
     let rec = common::ab_record(2, None, &[1.0, 1.10]);

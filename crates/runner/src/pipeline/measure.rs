@@ -161,6 +161,7 @@ impl<E: Engine> Ctx<'_, E> {
             load,
             usage,
             generators,
+            client_bound: false,
         }))
     }
 }

@@ -1,5 +1,6 @@
-//! The rounds: every server and document in turn (both sides back to back in ABBA order in an
-//! A/B run), each load measured again at smaller shares while headroom asks, and kept.
+//! The rounds: every server and document in turn (in an A/B run both sides at once, or back to
+//! back in ABBA order), each load measured again at smaller shares while headroom asks, and
+//! kept.
 
 use super::ctx::{Ctx, Live, Sides};
 use super::turn::{Flow, LoadAt, Look, Measured, ShareBook, Turn};
@@ -284,8 +285,8 @@ impl<E: Engine> Ctx<'_, E> {
         }
     }
 
-    /// A/B: the same server and document on both sides, back to back, in the order the schedule
-    /// gives (ABBA from a side drawn per server).
+    /// A/B: the same server and document on both sides, at the same time, or (`--in-turn`)
+    /// back to back in the order the schedule gives (ABBA from a side drawn per server).
     async fn pair(
         &self,
         l: &Live<E>,
@@ -306,15 +307,8 @@ impl<E: Engine> Ctx<'_, E> {
         if !self.is_up(true, l.index) {
             return Ok(Flow::NextServer);
         }
-        let base_share = against.share(plan, &server.name, &spec.name);
-        let cand_share = match against.slowed.get(&l.index) {
-            Some(f) => Some(f * against.used(plan, &server.name, &spec.name)),
-            None => base_share,
-        };
-        let order = self
-            .schedule
-            .sides(at.round, l.index)
-            .map(|side| side == Side::Baseline);
+        let (base_share, cand_share) =
+            against.shares(plan, l.index, &server.name, &spec.name, None);
         // A fresh container's first load of the round starts warm: its first requests (workers
         // spawned, pages touched) vary from one container to the next and would add their
         // noise to the round.
@@ -330,6 +324,15 @@ impl<E: Engine> Ctx<'_, E> {
         } else {
             at
         };
+        if against.together {
+            return self
+                .together((b, l), sides, at, book, record, results)
+                .await;
+        }
+        let order = self
+            .schedule
+            .sides(at.round, l.index)
+            .map(|side| side == Side::Baseline);
         for baseline in order {
             let (lv, lives, share) = if baseline {
                 (b, sides.base, base_share)
@@ -504,10 +507,12 @@ impl<E: Engine> Ctx<'_, E> {
             load,
             usage,
             generators,
+            client_bound,
         } = measured;
         // With several generators the load was client-bound when any of them was.
-        let client_bound =
-            report::record::is_client_bound(&load) || generators.iter().any(|g| g.client_bound);
+        let client_bound = client_bound
+            || report::record::is_client_bound(&load)
+            || generators.iter().any(|g| g.client_bound);
         let rec = LoadRecord {
             server: server.name.clone(),
             document: spec.name.clone(),

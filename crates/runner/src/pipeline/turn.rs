@@ -21,6 +21,9 @@ pub(super) struct Measured {
     pub(super) load: LoadReport,
     pub(super) usage: Option<Usage>,
     pub(super) generators: Vec<GeneratorRecord>,
+    /// The generator set the pace, as seen from beyond this load alone (a pair loaded
+    /// together, whose CPU time together filled the generator's CPUs).
+    pub(super) client_bound: bool,
 }
 
 /// What became of one load.

@@ -1,6 +1,7 @@
 //! A/B runs (`RunOptions::against`) in-process against the real Docker daemon:
-//! - the baseline record's image runs beside the candidate's, each load back to back in ABBA
-//!   order, round by round until the stopping rule ends it, and nothing is left behind;
+//! - the baseline record's image runs beside the candidate's, both loaded at the same time, each
+//!   under half the servers' CPUs, round by round until the stopping rule ends it, and nothing
+//!   is left behind;
 //! - a baseline image that is no longer on the machine is named, with how to get it back,
 //!   before anything starts;
 //! - options that cannot be paired are refused before anything starts (no daemon needed).
@@ -36,10 +37,8 @@ fn options(out: &std::path::Path) -> RunOptions {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_ab_run_pairs_the_baselines_image_with_the_candidates_in_abba_order() {
-    if !daemon_or_skip("an_ab_run_pairs_the_baselines_image_with_the_candidates_in_abba_order")
-        .await
-    {
+async fn an_ab_run_loads_the_baselines_image_and_the_candidates_together() {
+    if !daemon_or_skip("an_ab_run_loads_the_baselines_image_and_the_candidates_together").await {
         return;
     }
     let _one_at_a_time = exclusive();
@@ -83,20 +82,43 @@ async fn an_ab_run_pairs_the_baselines_image_with_the_candidates_in_abba_order()
         ab.stop,
         Some(AgainstStop::Decided | AgainstStop::Rounds)
     ));
-    // ABBA from the side the run drew to go first: rounds 1 and 3 one way, 2 and 4 the other.
-    let done: Vec<String> = rec
+    // Each round both sides' loads start before either is done.
+    let course: Vec<String> = rec
         .lines()
         .into_iter()
-        .filter(|l| l.starts_with("done "))
+        .filter(|l| l.starts_with("done ") || l.starts_with("load "))
         .collect();
-    let b = "done nginx [baseline] /";
-    let c = "done nginx /";
-    let abba = if done.first().map(String::as_str) == Some(b) {
-        [b, c, c, b, b, c, c, b]
-    } else {
-        [c, b, b, c, c, b, b, c]
-    };
-    assert_eq!(done, abba, "{done:?}");
+    assert_eq!(course.len(), 16, "{course:?}");
+    for pair in course.chunks(4) {
+        let mut starts = pair[..2].to_vec();
+        let mut ends = pair[2..].to_vec();
+        starts.sort();
+        ends.sort();
+        assert_eq!(
+            (starts, ends),
+            (
+                vec!["load nginx /".to_string(), "load nginx [baseline] /".into()],
+                vec!["done nginx /".to_string(), "done nginx [baseline] /".into()]
+            ),
+            "{course:?}"
+        );
+    }
+    // Each side under half the servers' CPUs, so that each gets all of it while the other runs.
+    let half = plan.cpus.servers.len() as f64 / 2.0;
+    assert!(ab.together);
+    assert!(
+        record
+            .loads
+            .iter()
+            .chain(&ab.loads)
+            .all(|l| l.server_share == Some(half)),
+        "{:?}",
+        record
+            .loads
+            .iter()
+            .map(|l| l.server_share)
+            .collect::<Vec<_>>()
+    );
     // Rounds 2 to 4 each on two fresh containers, one per side.
     let fresh: Vec<String> = rec
         .lines()

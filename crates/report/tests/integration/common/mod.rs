@@ -269,6 +269,7 @@ fn baseline_side(base: &RunRecord, path: &str, stop: AgainstStop) -> AgainstReco
         interval: report::Interval::StudentT,
         looks: report::Looks::Growing,
         fresh_containers: true,
+        together: false,
         baseline_generator: None,
         gates: 4,
         budget_s: 1200.0,

@@ -1,5 +1,5 @@
-//! A/B runs: a stored record's images measured beside the candidate's, in ABBA order, on fresh
-//! containers each round, until the paired comparison is decided or the rounds run out.
+//! A/B runs: a stored record's images measured beside the candidate's, both at once (or in ABBA
+//! order), on fresh containers each round, until the paired comparison is decided or the rounds run out.
 
 use super::*;
 use crate::against::Against;
@@ -48,10 +48,11 @@ fn rounds_of(ran: &Ran, server: &str) -> Vec<u32> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn both_sides_are_measured_back_to_back_in_abba_order() {
+async fn in_turn_both_sides_are_measured_back_to_back_in_abba_order() {
     let setup = Setup::new(TWO);
     let mut against = baseline(&setup).await;
     against.fresh = false;
+    against.together = false;
     let ran = against_run(&setup, against, with_baseline_images()).await;
     assert!(complete(&ran), "{:?}", ran.record().status);
     let a: Vec<&str> = ran.lines("done a").into_iter().collect();
@@ -162,6 +163,7 @@ async fn a_slowed_candidate_runs_at_a_fraction_of_the_cpu_its_baseline_used() {
     let setup = Setup::new(TWO);
     let mut against = baseline(&setup).await;
     against.fresh = false;
+    against.together = false;
     against.slowed = vec![("a".to_string(), 0.5)];
     let ran = against_run(&setup, against, with_baseline_images()).await;
     let calls = ran.fake.calls();
@@ -174,4 +176,49 @@ async fn a_slowed_candidate_runs_at_a_fraction_of_the_cpu_its_baseline_used() {
         "{calls:?}"
     );
     assert!(!calls.iter().any(|c| c.starts_with("share b")), "{calls:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn together_both_sides_are_loaded_at_once_under_half_the_servers_cpus() {
+    let setup = Setup::new(TWO);
+    let mut against = baseline(&setup).await;
+    against.fresh = false;
+    against.slowed = vec![("b".to_string(), 0.5)];
+    let ran = against_run(&setup, against, with_baseline_images()).await;
+    assert!(complete(&ran), "{:?}", ran.record().status);
+    let course: Vec<&str> = ran
+        .events
+        .iter()
+        .map(String::as_str)
+        .filter(|l| l.starts_with("load a") || l.starts_with("done a"))
+        .collect();
+    assert!(course.len() >= 16, "{course:?}");
+    for pair in course.chunks(4) {
+        let (mut starts, mut ends) = (pair[..2].to_vec(), pair[2..].to_vec());
+        starts.sort_unstable();
+        ends.sort_unstable();
+        assert_eq!(starts, ["load a /", "load a [baseline] /"], "{course:?}");
+        assert_eq!(ends, ["done a /", "done a [baseline] /"], "{course:?}");
+    }
+    let record = ran.record();
+    let ab = record.against.as_ref().unwrap();
+    assert!(ab.together);
+    let half = setup.plan.cpus.servers.len() as f64 / 2.0;
+    let shares = |loads: &[report::LoadRecord], server: &str| -> Vec<Option<f64>> {
+        let mut s: Vec<_> = loads
+            .iter()
+            .filter(|l| l.server == server)
+            .map(|l| l.server_share)
+            .collect();
+        s.dedup();
+        s
+    };
+    assert_eq!(shares(&ab.loads, "a"), [Some(half)]);
+    assert_eq!(shares(&record.loads, "a"), [Some(half)]);
+    assert_eq!(shares(&ab.loads, "b"), [Some(half)]);
+    // The slowed candidate: its factor of what the baseline side can use, at most its half.
+    let b = shares(&record.loads, "b");
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert!(b[0].unwrap() <= 0.5 * half + 1e-9, "{b:?}");
+    ran.left_nothing();
 }
