@@ -172,6 +172,34 @@ pub fn write_busybox_kind(dir: &Path, base: &str, pids_limit: u32, extra: &str) 
     }
 }
 
+/// Checks, in an A/B run's event lines (`load …`, `done …` and `headroom …` of one server),
+/// that both loads of every pair started before either was done; a pair measured again at a
+/// smaller share (a `headroom` line after its two starts) starts again. Returns how many loads
+/// were done.
+pub fn assert_pairs_loaded_together<S: AsRef<str>>(course: &[S]) -> usize {
+    let lines: Vec<&str> = course.iter().map(AsRef::as_ref).collect();
+    let (mut started, mut done, mut total) = (0, 0, 0);
+    for l in &lines {
+        if l.starts_with("headroom ") {
+            assert_eq!((started, done), (2, 0), "{lines:?}");
+            started = 0;
+        } else if l.starts_with("load ") {
+            assert_eq!(done, 0, "{lines:?}");
+            started += 1;
+        } else {
+            assert!(l.starts_with("done "), "{l}");
+            assert_eq!(started, 2, "{lines:?}");
+            done += 1;
+            total += 1;
+            if done == 2 {
+                (started, done) = (0, 0);
+            }
+        }
+    }
+    assert_eq!((started, done), (0, 0), "a pair left unfinished: {lines:?}");
+    total
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
