@@ -540,8 +540,12 @@ fn against_event(event: &Event<'_>) {
             gated,
             looked,
             next_look,
+            slowest,
         } => {
             let next = next_look.map_or(String::new(), |n| format!("; next look after round {n}"));
+            let slowest = slowest.as_ref().map_or(String::new(), |(what, n)| {
+                format!(" ({what} needs about {n} rounds at the noise seen so far)")
+            });
             if !*looked {
                 if let Some(n) = next_look {
                     eprintln!("A/B        round {round}/{rounds}: next look after round {n}");
@@ -550,7 +554,7 @@ fn against_event(event: &Event<'_>) {
                 eprintln!("A/B        round {round}/{rounds}: all {gated} gated metric(s) judged");
             } else {
                 eprintln!(
-                    "A/B        round {round}/{rounds}: {undecided} of {gated} gated metric(s) not judged yet{next}"
+                    "A/B        round {round}/{rounds}: {undecided} of {gated} gated metric(s) not judged yet{slowest}{next}"
                 );
             }
         }

@@ -145,6 +145,9 @@ pub enum Event<'a> {
         looked: bool,
         /// The round after which it looks next, if any.
         next_look: Option<u32>,
+        /// The undecided gated metric that needs the most rounds at the noise seen so far
+        /// (`server / document`), and about how many ([`report::paired::rounds_to_show`]).
+        slowest: Option<(String, usize)>,
     },
     /// A capacity search begins on one server and document.
     CapacityStarting {

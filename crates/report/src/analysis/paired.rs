@@ -278,9 +278,11 @@ pub fn decide(
     let pct = |v: f64| format!("{:.1}%", v * 100.0);
     let note = if est.mde > threshold {
         format!(
-            "too noisy for ±{}: the smallest change these rounds could show was ±{}",
+            "too noisy for ±{}: the smallest change these rounds could show was ±{}; at this noise about {} rounds would show ±{}",
             pct(threshold),
-            pct(est.mde)
+            pct(est.mde),
+            rounds_to_show(est, threshold),
+            pct(threshold)
         )
     } else if est.high < 1.0 || est.low > 1.0 {
         format!(
@@ -295,6 +297,14 @@ pub fn decide(
         )
     };
     (PairedVerdict::NotJudged, Some(note))
+}
+
+/// About how many paired rounds would bring `est`'s minimum detectable effect down to
+/// `threshold` at the same noise: the MDE narrows with the square root of the rounds (the
+/// interval's level, fixed by the looks and the gates, is taken as it is).
+pub fn rounds_to_show(est: &RatioEstimate, threshold: f64) -> usize {
+    let grow = (est.mde / threshold).powi(2);
+    ((est.n as f64 * grow).ceil() as usize).max(est.n)
 }
 
 /// The metric a server and document's verdict rests on, from the loads of both sides: the
@@ -445,6 +455,25 @@ impl PairedComparison {
     /// A gated metric worse beyond the threshold, or a server only the baseline had.
     pub fn has_regression(&self) -> bool {
         self.regressions().next().is_some() || !self.missing_in_candidate.is_empty()
+    }
+
+    /// The gated metric not judged yet that needs the most rounds to be, at the noise its
+    /// rounds showed so far (`server / document`, [`rounds_to_show`]); `None` when every one
+    /// was judged, or none was too noisy for the threshold.
+    pub fn slowest_to_judge(&self) -> Option<(String, usize)> {
+        self.groups
+            .iter()
+            .filter_map(|g| {
+                let m = g.gated()?;
+                let e = m.estimate.as_ref()?;
+                (m.verdict == PairedVerdict::NotJudged && e.mde > self.threshold).then(|| {
+                    (
+                        format!("{} / {}", g.server, g.document),
+                        rounds_to_show(e, self.threshold),
+                    )
+                })
+            })
+            .max_by_key(|(_, n)| *n)
     }
 
     /// Gated metrics not (yet) judged.

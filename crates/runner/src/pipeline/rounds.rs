@@ -307,8 +307,6 @@ impl<E: Engine> Ctx<'_, E> {
         if !self.is_up(true, l.index) {
             return Ok(Flow::NextServer);
         }
-        let (base_share, cand_share) =
-            against.shares(plan, l.index, &server.name, &spec.name, None);
         // A fresh container's first load of the round starts warm: its first requests (workers
         // spawned, pages touched) vary from one container to the next and would add their
         // noise to the round.
@@ -329,6 +327,8 @@ impl<E: Engine> Ctx<'_, E> {
                 .together((b, l), sides, at, book, record, results)
                 .await;
         }
+        let (base_share, cand_share) =
+            against.shares(plan, l.index, &server.name, &spec.name, None);
         let order = self
             .schedule
             .sides(at.round, l.index)
@@ -415,6 +415,7 @@ impl<E: Engine> Ctx<'_, E> {
             gated: cmp.groups.iter().filter(|g| g.gated().is_some()).count(),
             looked,
             next_look: self.schedule.next_look(round),
+            slowest: cmp.slowest_to_judge(),
         });
         if settled {
             return Look::Stop(Some(AgainstStop::Decided));

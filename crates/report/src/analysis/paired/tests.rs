@@ -141,7 +141,13 @@ fn verdicts_follow_the_interval_and_the_threshold() {
     // A drop beyond 5% that the interval cannot separate from none: not judged.
     let (v, note) = decide(&est(0.93, 0.80, 1.08, 0.12), 0.05, true);
     assert_eq!(v, NotJudged);
-    assert!(note.unwrap().starts_with("too noisy for ±5.0%"));
+    let note = note.unwrap();
+    assert!(note.starts_with("too noisy for ±5.0%"), "{note}");
+    // Eight rounds at ±12%: (12 / 5)^2 = 5.76 times as many would show ±5%.
+    assert!(
+        note.ends_with("at this noise about 47 rounds would show ±5.0%"),
+        "{note}"
+    );
     // Real but straddling the threshold.
     let (v, note) = decide(&est(0.96, 0.93, 0.99, 0.03), 0.05, true);
     assert_eq!(v, NotJudged);
