@@ -66,8 +66,8 @@ pub struct RunArgs {
     /// With --against: the change that counts, e.g. 5% or 0.05 (default 5%).
     #[arg(long, requires = "against")]
     threshold: Option<String>,
-    /// With --against: the time the rounds may take (no round starts that would end beyond
-    /// it), e.g. 20m.
+    /// With --against: the time the run may take from starting its servers (no round starts
+    /// that would end beyond it if it took as long as the longest so far), e.g. 20m.
     #[arg(long, requires = "against", value_name = "DURATION", value_parser = budget)]
     budget: Option<std::time::Duration>,
     /// With --against: cap the candidate's SERVER at FACTOR times the CPU the baseline record's

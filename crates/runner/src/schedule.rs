@@ -103,11 +103,13 @@ impl Schedule {
         round > 0 && self.against.as_ref().is_some_and(|against| against.fresh)
     }
 
-    /// Whether round `round` (0-based) may start, `elapsed` after the first began, when the
-    /// last one took `last`: none starts that would end beyond an A/B run's budget.
-    pub fn may_start(&self, round: u32, elapsed: Duration, last: Duration) -> bool {
+    /// Whether round `round` (0-based) may start, `elapsed` after the run started its servers,
+    /// when the longest round so far took `longest`: none starts that would end beyond an A/B
+    /// run's budget, even if it lasts as long as the slowest before it (a round on fresh
+    /// containers, or one measured again at a smaller share).
+    pub fn may_start(&self, round: u32, elapsed: Duration, longest: Duration) -> bool {
         match &self.against {
-            Some(against) => round == 0 || elapsed + last <= against.budget,
+            Some(against) => round == 0 || elapsed + longest <= against.budget,
             None => true,
         }
     }

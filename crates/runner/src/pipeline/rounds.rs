@@ -31,18 +31,23 @@ impl<E: Engine> Ctx<'_, E> {
     ) -> Result<(), RunError> {
         let plan = self.plan;
         let (docs, expected) = self.documents()?;
+        // An A/B run's budget counts from here: starting the servers is part of the run's time.
+        let started = Instant::now();
         self.start_generators().await?;
         let (mut live, mut base_live) = self.start_servers(&expected, record, results).await;
 
         let mut book = ShareBook::default();
-        let rounds_started = Instant::now();
-        let mut last_round = Duration::ZERO;
+        // The longest round so far, leaving out the first once there are others: it alone
+        // settles the shares (loads measured again) and starts no fresh containers.
+        let (mut first_round, mut longest_round) = (Duration::ZERO, Duration::ZERO);
         let mut stop = None;
         for round in 0..self.schedule.rounds {
-            if !self
-                .schedule
-                .may_start(round, rounds_started.elapsed(), last_round)
-            {
+            let longest = if round == 1 {
+                first_round
+            } else {
+                longest_round
+            };
+            if !self.schedule.may_start(round, started.elapsed(), longest) {
                 stop = Some(AgainstStop::Time);
                 break;
             }
@@ -67,7 +72,10 @@ impl<E: Engine> Ctx<'_, E> {
             {
                 return Ok(());
             }
-            last_round = round_started.elapsed();
+            match round {
+                0 => first_round = round_started.elapsed(),
+                _ => longest_round = longest_round.max(round_started.elapsed()),
+            }
             if self.against.is_some() {
                 if let Look::Stop(why) = self.look(record, round) {
                     stop = why;
