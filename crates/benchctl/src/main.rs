@@ -22,7 +22,7 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "benchctl",
-    version,
+    version = env!("BENCHCTL_VERSION_LINE"),
     about = "Reproducible web-server benchmarks with ApacheBench's tables"
 )]
 struct Cli {

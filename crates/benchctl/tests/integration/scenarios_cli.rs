@@ -588,3 +588,24 @@ fn control_characters_in_a_scenario_or_a_name_are_shown_escaped() {
     assert!(!f.stderr.contains('\u{1b}'), "raw escape\n{}", f.describe());
     assert!(f.stderr.contains(r"red\u{1b}[31m.json"), "{}", f.describe());
 }
+
+#[test]
+fn the_version_names_the_commit_the_binary_was_built_from() {
+    let f = benchctl(&["--version"]);
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(testsupport::repo_root())
+        .output()
+        .expect("git");
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    let line = f.stdout.trim();
+    if head.is_empty() {
+        assert_eq!(line, format!("benchctl {}", env!("CARGO_PKG_VERSION")));
+    } else {
+        // Built from this checkout: its commit, `-dirty` when the code compiled differs from it.
+        let prefix = format!("benchctl {} (commit {head}", env!("CARGO_PKG_VERSION"));
+        assert!(line.starts_with(&prefix), "{line:?} vs {prefix:?}");
+        assert!(line.ends_with(')'), "{line:?}");
+    }
+}
