@@ -31,6 +31,11 @@ second, and benchctl then waits before each load for room. Run `benchctl system 
 exempts loopback from tracking); failing that, the check raises `net.netfilter.nf_conntrack_max`
 to `--conntrack-max` (default 1,048,576; 0 leaves it alone) when run as root, and says so.
 
+The check may be spread over several sittings: given an `--out` folder that holds runs of an
+earlier invocation, it keeps them (their rows are in runs.jsonl there) and runs only the ones
+still missing, provided the binary is built from the same commit and the options are the same;
+it refuses otherwise, and refuses a binary built from uncommitted code unless `--allow-dirty`.
+
 Each run's verdict is read back with `benchctl compare RECORD -f json`. A Markdown summary
 (per server: alarms in the A/A runs and catches in the A/B runs; per run: rounds, why it
 stopped, each gated metric's ratio, interval, MDE and verdict) goes to
@@ -39,7 +44,7 @@ bench/results/ab-check-latest.md and to standard output; the records stay in the
 
 Usage:  python3 bench/ab_check.py [--aa 20] [--ab 10] [--scenario scenarios/ab-check.toml]
             [--slow nginx=0.95 --slow apache=0.95 ...] [--max-rounds 60] [--budget 5m]
-            [--threshold 2%] [--out DIR]
+            [--threshold 2%] [--out DIR] [--allow-dirty]
         (build first: cargo build --release -p benchctl)
 
 Too long for CI: each run takes up to its budget. Every request goes to the servers' containers
@@ -51,6 +56,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -81,6 +87,13 @@ def verdict(benchctl: str, record: Path) -> tuple[int, dict]:
         return p.returncode, json.loads(p.stdout)
     except json.JSONDecodeError:
         return p.returncode, {"error": (p.stderr or p.stdout).strip()}
+
+
+def binary_commit(benchctl: str) -> str:
+    """The commit `benchctl --version` says the binary was built from ("" when it names none)."""
+    out = subprocess.run([benchctl, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"\(commit ([^)]+)\)", out)
+    return m.group(1) if m else ""
 
 
 def gated_cells(cmp: dict) -> str:
@@ -119,7 +132,15 @@ def main() -> int:
         "--conntrack-max", type=int, default=1 << 20,
         help="raise net.netfilter.nf_conntrack_max to this when lower (root; 0: leave it)",
     )
-    ap.add_argument("--out", help="folder for the records (default: a new one in $TMPDIR)")
+    ap.add_argument(
+        "--out",
+        help="folder for the records (default: a new one in $TMPDIR); one that holds runs of an "
+        "earlier invocation is continued",
+    )
+    ap.add_argument(
+        "--allow-dirty", action="store_true",
+        help="measure a binary built from uncommitted code",
+    )
     a = ap.parse_args()
     if a.aa < 0 or a.ab < 0 or a.aa + a.ab == 0:
         ap.error("--aa and --ab must be >= 0, and not both 0")
@@ -134,16 +155,39 @@ def main() -> int:
         ap.error("--slow names a server more than once")
     if not Path(a.benchctl).is_file():
         ap.error(f"{a.benchctl} not found: cargo build --release -p benchctl")
+    # The commit the runs measure: the binary's own, not the checkout's, which may differ.
+    commit = binary_commit(a.benchctl)
+    if not commit:
+        ap.error(f"{a.benchctl} names no commit (benchctl --version): build it in a git checkout")
+    if commit.endswith("-dirty") and not a.allow_dirty:
+        ap.error(f"{a.benchctl} is built from uncommitted code ({commit}): commit, rebuild, "
+                 "or pass --allow-dirty")
+    options = {
+        "scenario": a.scenario, "threshold": a.threshold, "budget": a.budget,
+        "max_rounds": a.max_rounds, "slow": slow,
+    }
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="benchctl-ab-check-"))
     out.mkdir(parents=True, exist_ok=True)
+    # Runs of an earlier invocation into the same folder: kept when they measured the same
+    # binary with the same options.
+    runs_path = out / "runs.jsonl"
+    kept = []
+    if runs_path.exists():
+        for n, line in enumerate(runs_path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row.get("commit") != commit or row.get("options") != options:
+                ap.error(
+                    f"{runs_path}:{n}: run {row.get('kind')} {row.get('run')} measured commit "
+                    f"{row.get('commit')} with {row.get('options')}, not {commit} with {options}: "
+                    "give another --out"
+                )
+            kept.append(row)
     log_path = out / "ab-check.log"
     log = open(log_path, "a", encoding="utf-8")
-    print(f"records and log in {out}", file=sys.stderr)
-
-    # The commit the runs measure: read before they start, as the checkout may move meanwhile.
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
-    ).stdout.strip()
+    print(f"records and log in {out}" + (f"; {len(kept)} runs kept from before" if kept else ""),
+          file=sys.stderr)
     conntrack = Path("/proc/sys/net/netfilter/nf_conntrack_max")
     if a.conntrack_max > 0 and conntrack.exists():
         now = int(conntrack.read_text().strip())
@@ -179,11 +223,17 @@ def main() -> int:
             order.append(("A/B", done_ab))
     order += [("A/B", j) for j in range(done_ab + 1, a.ab + 1)]
 
+    done = {(r["kind"], r["run"]): r for r in kept}
     rows = []
     counts = {"A/A": a.aa, "A/B": a.ab}
     for kind, i in order:
+        if (kind, i) in done:
+            rows.append(done[(kind, i)])
+            continue
         n = counts[kind]
         record = out / f"{'aa' if kind == 'A/A' else 'ab'}-{i:02d}.json"
+        # A record without its row is what an interrupted invocation left: measured again.
+        record.unlink(missing_ok=True)
         cmd = [
             a.benchctl, "run", a.scenario, "--against", str(baseline),
             "--runs", a.max_rounds, "--budget", a.budget, "--threshold", a.threshold,
@@ -217,8 +267,13 @@ def main() -> int:
             "caught": caught,
             "gated": gated_cells(cmp),
             "error": cmp.get("error"),
+            "finished": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}",
+            "commit": commit,
+            "options": options,
         }
         rows.append(row)
+        with open(runs_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
         print(
             f"{kind} {i}/{n}: exit {rc}, {row['rounds']} rounds ({row['stop']}), "
             f"{seconds:.0f} s, regressions: {', '.join(regressed) or 'none'}"
@@ -233,7 +288,8 @@ def main() -> int:
     lines = [
         f"# A/B regression check, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
         "",
-        f"Commit `{commit}`, scenario `{a.scenario}`, threshold {a.threshold}, at most "
+        f"Commit `{commit}`, runs finished {min(r['finished'] for r in rows)} to "
+        f"{max(r['finished'] for r in rows)} UTC, scenario `{a.scenario}`, threshold {a.threshold}, at most "
         f"{a.max_rounds} rounds and {a.budget} per run; A/B runs slowed `{' '.join(slow)}`; "
         f"nf_conntrack_max {conntrack_max if conntrack_max is not None else 'absent'}.",
         "",
