@@ -3,6 +3,7 @@
 //! - [`varint`]: QUIC's variable-length integers (RFC 9000, section 16);
 //! - [`frame`]: HTTP/3's frames (RFC 9114, section 7), written, and read incrementally from a
 //!   stream's pieces however they are cut, a DATA payload handed on without a copy;
+//! - [`control`]: the unidirectional streams of a connection, the client's and the server's;
 //! - [`message`]: a request, and the reading of its response with the stream's grammar held;
 //! - [`qpack`]: field sections (RFC 9204) on the static table alone. A client that announces a
 //!   dynamic table of capacity 0 (the default of `SETTINGS_QPACK_MAX_TABLE_CAPACITY`) gets
@@ -12,6 +13,7 @@
 //! Nothing here reads a socket or a clock: the QUIC state machine and the loop that feed these
 //! functions are the caller's.
 
+pub mod control;
 pub mod frame;
 pub mod message;
 pub mod qpack;
