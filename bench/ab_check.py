@@ -114,6 +114,53 @@ def gated_cells(cmp: dict) -> str:
     return "; ".join(cells)
 
 
+def noise(records: list[Path]) -> list[str]:
+    """Markdown rows: per server and document, how much the A/A runs' paired rounds differed
+    (the log ratio candidate/baseline of requests/s and of server CPU per request), as the
+    median over runs of each run's standard deviation and of its robust one (1.4826 times the
+    median absolute deviation, which a few wild rounds barely move), and how many rounds were
+    more than 8% off their run's median."""
+    import math
+    import statistics as st
+
+    per: dict[tuple[str, str, str], list[tuple[float, float, int, int]]] = {}
+    for path in records:
+        try:
+            r = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if r.get("status", {}).get("state") != "complete" or not r.get("against"):
+            continue
+        base = {(l["server"], l["document"], l["round"]): l for l in r["against"]["loads"]}
+        ratios: dict[tuple[str, str, str], list[float]] = {}
+        for l in r["loads"]:
+            b = base.get((l["server"], l["document"], l["round"]))
+            if not b or not l["load"]["requests_per_second"] or not b["load"]["requests_per_second"]:
+                continue
+            key = (l["server"], l["document"])
+            ratios.setdefault((*key, "requests/s"), []).append(
+                math.log(l["load"]["requests_per_second"] / b["load"]["requests_per_second"]))
+            cpu = [(x.get("server_usage") or {}).get("cpu_s") for x in (l, b)]
+            if all(cpu) and l["load"]["complete"] and b["load"]["complete"]:
+                ratios.setdefault((*key, "CPU per request"), []).append(math.log(
+                    (cpu[0] / l["load"]["complete"]) / (cpu[1] / b["load"]["complete"])))
+        for key, v in ratios.items():
+            if len(v) < 4:
+                continue
+            m = st.median(v)
+            robust = 1.4826 * st.median(abs(x - m) for x in v)
+            wild = sum(1 for x in v if abs(x - m) > 0.08)
+            per.setdefault(key, []).append((st.stdev(v), robust, wild, len(v)))
+    rows = []
+    for (server, doc, metric), runs in sorted(per.items()):
+        rows.append(
+            f"| {server} | {doc} | {metric} | {len(runs)} | "
+            f"{100 * st.median(x[0] for x in runs):.1f}% | {100 * st.median(x[1] for x in runs):.1f}% | "
+            f"{sum(x[2] for x in runs)} of {sum(x[3] for x in runs)} |"
+        )
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--aa", type=int, default=20, help="A/A runs (default 20)")
@@ -307,6 +354,17 @@ def main() -> int:
         caught = (f"{sum(1 for r in ab if server in r['caught'])} of {len(ab)}"
                   if server in factors else "-")
         lines.append(f"| {server} | {factors.get(server, '-')} | {alarms} of {len(aa)} | {caught} |")
+    rows_noise = noise([out / f"aa-{r['run']:02d}.json" for r in aa])
+    if rows_noise:
+        lines += [
+            "",
+            "Round-to-round noise of the A/A runs (log ratio candidate/baseline; per run, then "
+            "the median over runs):",
+            "",
+            "| server | document | metric | runs | sd | robust sd | rounds > 8% off |",
+            "|---|---|---|--:|--:|--:|--:|",
+            *rows_noise,
+        ]
     lines += [
         "",
         "| run | exit | rounds | stopped | time s | gated metrics |",
