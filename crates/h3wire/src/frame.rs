@@ -170,51 +170,37 @@ impl FrameReader {
                     }
                 }
                 At::Data { left } => {
-                    if input.is_empty() {
+                    let Some((data, left)) = take(input, left) else {
                         return Ok(None);
-                    }
-                    let n = (input.len() as u64).min(left) as usize;
-                    let (data, rest) = input.split_at(n);
-                    *input = rest;
-                    self.at = if left == n as u64 {
+                    };
+                    self.at = if left == 0 {
                         Self::between()
                     } else {
-                        At::Data {
-                            left: left - n as u64,
-                        }
+                        At::Data { left }
                     };
                     return Ok(Some(Piece::Data(data)));
                 }
                 At::Skip { left } => {
-                    if input.is_empty() {
+                    let Some((_, left)) = take(input, left) else {
                         return Ok(None);
-                    }
-                    let n = (input.len() as u64).min(left) as usize;
-                    *input = &input[n..];
-                    self.at = if left == n as u64 {
+                    };
+                    self.at = if left == 0 {
                         Self::between()
                     } else {
-                        At::Skip {
-                            left: left - n as u64,
-                        }
+                        At::Skip { left }
                     };
                 }
                 At::Whole { kind, left } => {
-                    if input.is_empty() {
+                    let Some((part, left)) = take(input, left) else {
                         return Ok(None);
-                    }
-                    let n = (input.len() as u64).min(left) as usize;
-                    self.buffered.extend_from_slice(&input[..n]);
-                    *input = &input[n..];
-                    if left == n as u64 {
+                    };
+                    self.buffered.extend_from_slice(part);
+                    if left == 0 {
                         self.at = Self::between();
                         let payload = std::mem::take(&mut self.buffered);
                         return whole(kind, payload).map(Some);
                     }
-                    self.at = At::Whole {
-                        kind,
-                        left: left - n as u64,
-                    };
+                    self.at = At::Whole { kind, left };
                 }
             }
         }
@@ -233,7 +219,7 @@ impl FrameReader {
             kind::DATA => At::Data { left: len },
             k if kind::reserved_from_http2(k) => {
                 return Err(Error::Frame(
-                    crate::frame::code::H3_FRAME_UNEXPECTED,
+                    code::H3_FRAME_UNEXPECTED,
                     format!("frame type {k:#x} is HTTP/2's, reserved in HTTP/3"),
                 ))
             }
@@ -275,6 +261,18 @@ impl FrameReader {
             _ => Ok(None),
         }
     }
+}
+
+/// Takes up to `left` bytes of a payload from the front of `input`: those bytes and how many
+/// are still to come, or `None` when `input` is empty.
+fn take<'a>(input: &mut &'a [u8], left: u64) -> Option<(&'a [u8], u64)> {
+    if input.is_empty() {
+        return None;
+    }
+    let n = (input.len() as u64).min(left) as usize;
+    let (part, rest) = input.split_at(n);
+    *input = rest;
+    Some((part, left - n as u64))
 }
 
 /// A frame read whole, from its payload.
