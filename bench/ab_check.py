@@ -56,7 +56,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import re
+import statistics as st
 import subprocess
 import sys
 import tempfile
@@ -120,9 +122,6 @@ def noise(records: list[Path]) -> list[str]:
     median over runs of each run's standard deviation and of its robust one (1.4826 times the
     median absolute deviation, which a few wild rounds barely move), and how many rounds were
     more than 8% off their run's median."""
-    import math
-    import statistics as st
-
     per: dict[tuple[str, str, str], list[tuple[float, float, int, int]]] = {}
     for path in records:
         try:
