@@ -67,6 +67,9 @@ pub struct ResponseReader {
     /// Whether the content-length names a body that is not sent (the response to a HEAD
     /// request, and a 304).
     bodiless: bool,
+    /// Whether the final head's `server` field is kept, and the field once kept.
+    keep_server: bool,
+    server: Option<String>,
 }
 
 /// A malformed response: a stream error (H3_MESSAGE_ERROR).
@@ -85,7 +88,21 @@ impl ResponseReader {
             body: 0,
             max_field,
             bodiless: false,
+            keep_server: false,
+            server: None,
         }
+    }
+
+    /// The same, keeping the final head's `server` field for [`ResponseReader::take_server`].
+    pub fn keeping_server(mut self) -> Self {
+        self.keep_server = true;
+        self
+    }
+
+    /// The final head's `server` field, when the reader was made to keep it and the head had
+    /// one.
+    pub fn take_server(&mut self) -> Option<String> {
+        self.server.take()
     }
 
     /// The same, for the response to a HEAD request: its content-length is the length of a
@@ -109,11 +126,12 @@ impl ResponseReader {
             };
             match (piece, self.state) {
                 (Piece::Headers(block), State::Head) => {
-                    let (status, content_length) = self.head(&block)?;
+                    let (status, content_length, server) = self.head(&block)?;
                     if (100..200).contains(&status) {
                         return Ok(Some(Event::Interim(status)));
                     }
                     self.state = State::Body;
+                    self.server = server;
                     self.bodiless |= status == 304;
                     self.content_length = content_length.filter(|_| !self.bodiless);
                     return Ok(Some(Event::Head {
@@ -177,8 +195,9 @@ impl ResponseReader {
 
     /// A head's status and content-length, checked: one `:status` of three digits, before
     /// every other field, no other pseudo-header, at most one content-length.
-    fn head(&self, block: &[u8]) -> Result<(u16, Option<u64>), Error> {
-        let (mut status, mut length, mut bad) = (None, None, None);
+    /// Its `server` field too, when the reader keeps it.
+    fn head(&self, block: &[u8]) -> Result<(u16, Option<u64>, Option<String>), Error> {
+        let (mut status, mut length, mut bad, mut server) = (None, None, None, None);
         let mut regular = false;
         qpack::decode(block, self.max_field, |name, value| {
             if bad.is_some() {
@@ -209,6 +228,9 @@ impl ResponseReader {
                 ));
             } else {
                 regular = true;
+                if self.keep_server && name == b"server" {
+                    server = Some(String::from_utf8_lossy(value).into_owned());
+                }
                 if name == b"content-length" {
                     let v = std::str::from_utf8(value)
                         .ok()
@@ -231,7 +253,7 @@ impl ResponseReader {
             return Err(malformed(what));
         }
         let status = status.ok_or_else(|| malformed("a response head without :status"))?;
-        Ok((status, length))
+        Ok((status, length, server))
     }
 }
 

@@ -210,3 +210,20 @@ fn a_head_without_a_valid_single_status_first_is_malformed() {
         assert_eq!(e.code(), code::H3_MESSAGE_ERROR, "{what}: {e}");
     }
 }
+
+#[test]
+fn the_server_field_is_kept_only_when_asked_for() {
+    let input = response(
+        "200",
+        &[(b"server", b"nginx/1.26.3"), (b"content-length", b"2")],
+        b"ok",
+        2,
+    );
+    let mut keeping = reader().keeping_server();
+    read_all(&mut keeping, &input, 3).unwrap();
+    assert_eq!(keeping.take_server().as_deref(), Some("nginx/1.26.3"));
+    assert_eq!(keeping.take_server(), None, "taken once");
+    let mut plain = reader();
+    read_all(&mut plain, &input, 3).unwrap();
+    assert_eq!(plain.take_server(), None);
+}
