@@ -317,11 +317,16 @@ impl LoadConfig {
                 l.streams
             ));
         }
-        if l.streams != 1 && l.version != HttpVersion::Http2 {
-            return bad("more than one stream per connection needs HTTP/2 (--h2)".into());
+        let streams = matches!(l.version, HttpVersion::Http2 | HttpVersion::Http3);
+        if l.streams != 1 && !streams {
+            return bad(
+                "more than one stream per connection needs HTTP/2 (--h2) or HTTP/3 (--h3)".into(),
+            );
         }
-        if l.version == HttpVersion::Http2 {
-            self.validate_h2()?;
+        match l.version {
+            HttpVersion::Http2 => self.validate_h2()?,
+            HttpVersion::Http3 => self.validate_h3()?,
+            _ => {}
         }
         if l.concurrency > 1_000_000 {
             return bad(format!(
@@ -401,6 +406,8 @@ impl LoadConfig {
         }
         let unsupported = if self.load.version == HttpVersion::Http2 {
             "HTTP/2"
+        } else if self.load.version == HttpVersion::Http3 {
+            "HTTP/3"
         } else if self.target.https {
             "TLS"
         } else {
@@ -414,22 +421,48 @@ impl LoadConfig {
 
     /// What HTTP/2 cannot be combined with.
     fn validate_h2(&self) -> Result<(), ConfigError> {
+        self.validate_multiplexed("HTTP/2", "--h2")
+    }
+
+    /// What HTTP/3 cannot be combined with: HTTP/2's limits, and QUIC's own (always TLS 1.3).
+    fn validate_h3(&self) -> Result<(), ConfigError> {
         let bad = |m: &str| Err(ConfigError::Option(m.to_string()));
+        if !self.target.https {
+            return bad("HTTP/3 runs over QUIC, which is always encrypted: give an https:// URL");
+        }
+        if self
+            .tls
+            .protocol
+            .as_deref()
+            .is_some_and(|p| p.trim().eq_ignore_ascii_case("TLS1.2"))
+        {
+            return bad("-f: QUIC carries TLS 1.3 only; HTTP/3 cannot be asked for with TLS 1.2");
+        }
+        if !self.load.keep_alive && self.load.streams > 1 {
+            return bad("--streams needs keep-alive (-k) with HTTP/3: without it every request has a connection of its own");
+        }
+        self.validate_multiplexed("HTTP/3", "--h3")
+    }
+
+    /// What a protocol that runs requests side by side as streams (`name`, asked for by `flag`)
+    /// cannot be combined with.
+    fn validate_multiplexed(&self, name: &str, flag: &str) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Option(m));
         if self.pipeline > 1 {
-            return bad("--pipeline is HTTP/1.1's; HTTP/2 runs requests side by side as streams (--streams N) instead");
+            return bad(format!("--pipeline is HTTP/1.1's; {name} runs requests side by side as streams (--streams N) instead"));
         }
         if self.load.rate.is_some() {
-            return bad("--rate is not supported with HTTP/2 (--h2) yet: give a request count or a duration");
+            return bad(format!("--rate is not supported with {name} ({flag}) yet: give a request count or a duration"));
         }
         if self.proxy.is_some() {
-            return bad("-X: HTTP/2 goes straight to the server; benchctl does not send it through an HTTP proxy");
+            return bad(format!("-X: {name} goes straight to the server; benchctl does not send it through an HTTP proxy"));
         }
         for (k, _) in &self.headers {
             if CONNECTION_FIELDS.iter().any(|f| k.eq_ignore_ascii_case(f))
                 || (k.eq_ignore_ascii_case("te"))
             {
                 return Err(ConfigError::Option(format!(
-                    "header {k:?} describes an HTTP/1.1 connection, which HTTP/2 forbids in a request (RFC 9113, section 8.2.2)"
+                    "header {k:?} describes an HTTP/1.1 connection, which {name} forbids in a request (RFC 9113, section 8.2.2; RFC 9114, section 4.2)"
                 )));
             }
         }

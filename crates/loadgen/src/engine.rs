@@ -53,6 +53,7 @@ use worker::{Core, Placement};
 
 mod h1;
 mod h2;
+mod h3;
 mod shared;
 mod slot;
 mod uring;
@@ -248,6 +249,8 @@ fn worker_thread(
         uring::run(core, at)
     } else if core.sh.cfg.load.version == HttpVersion::Http2 {
         h2::run(core, at)
+    } else if core.sh.cfg.load.version == HttpVersion::Http3 {
+        h3::run(core, at)
     } else {
         h1::run(core, at)
     }
@@ -436,13 +439,15 @@ fn server_info(sh: &Shared) -> ServerInfo {
 fn settings(sh: &Shared, threads: usize, coalesce: Coalesce) -> RunSettings {
     let cfg = &sh.cfg;
     let http2 = cfg.load.version == HttpVersion::Http2;
+    let streams = http2 || cfg.load.version == HttpVersion::Http3;
     RunSettings {
         concurrency: cfg.load.concurrency,
         keep_alive: cfg.load.keep_alive || http2,
         rate: cfg.load.rate,
         threads,
         http11: cfg.load.version == HttpVersion::Http11,
-        streams: http2.then_some(cfg.load.streams),
+        streams: streams.then_some(cfg.load.streams),
+        http3: cfg.load.version == HttpVersion::Http3,
         head: cfg.load.method.head_only(),
         rx_stamps: sh.stamps.is_some(),
         coalesce: coalesce.to_string(),

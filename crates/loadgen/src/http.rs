@@ -39,7 +39,7 @@ pub fn build_request(cfg: &LoadConfig) -> Vec<u8> {
     r.push_str(&target.path);
     r.push_str(match version {
         HttpVersion::Http10 => " HTTP/1.0\r\n",
-        HttpVersion::Http11 | HttpVersion::Http2 => " HTTP/1.1\r\n",
+        HttpVersion::Http11 | HttpVersion::Http2 | HttpVersion::Http3 => " HTTP/1.1\r\n",
     });
     match (version, keep_alive) {
         (HttpVersion::Http10, true) => r.push_str("Connection: Keep-Alive\r\n"),

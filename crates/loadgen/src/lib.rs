@@ -16,6 +16,7 @@ pub mod connect;
 pub mod cpu;
 pub mod engine;
 pub mod h2;
+pub mod h3;
 pub mod http;
 pub mod job;
 pub mod limits;

@@ -246,6 +246,15 @@ impl Tls {
         self.config = Arc::new(config);
     }
 
+    /// The configuration a QUIC connection's handshake runs on: this one's, offering HTTP/3 by
+    /// ALPN ("h3" alone). QUIC carries TLS 1.3 only; [`crate::h3::Setup::new`] refuses a
+    /// configuration without a TLS 1.3 suite QUIC can start with.
+    pub fn for_quic(&self) -> Arc<ClientConfig> {
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = vec![b"h3".to_vec()];
+        Arc::new(config)
+    }
+
     /// The name sent by SNI: the host when it is a name, none for an address.
     pub fn sni(&self) -> Option<&str> {
         match &self.name {

@@ -54,6 +54,9 @@ pub enum HttpVersion {
     /// HTTP/2: by ALPN over TLS, by prior knowledge in cleartext (h2c). Each request is a
     /// stream; [`LoadSpec::streams`] of them at once on each connection.
     Http2,
+    /// HTTP/3 over QUIC v1 (always TLS 1.3, ALPN "h3"): each request is a QUIC stream,
+    /// [`LoadSpec::streams`] of them at once on each connection.
+    Http3,
 }
 
 /// How a worker waits once it has read everything there is (the load generator's napping).
@@ -159,7 +162,8 @@ pub struct LoadSpec {
         with = "humantime_serde"
     )]
     pub min_duration: Option<Duration>,
-    /// HTTP/2 only: streams open at once on each connection (h2load's `-m`); 1 otherwise.
+    /// HTTP/2 and HTTP/3 only: streams open at once on each connection (h2load's `-m`); 1
+    /// otherwise.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub streams: u32,
     /// The engine that drives the connections (absent: auto).

@@ -359,6 +359,11 @@ fn load_args(load: &LoadSpec, cpus: &[usize], url: &str) -> Vec<String> {
             "--streams".into(),
             load.streams.max(1).to_string(),
         ]),
+        HttpVersion::Http3 => a.extend([
+            "--h3".into(),
+            "--streams".into(),
+            load.streams.max(1).to_string(),
+        ]),
     }
     match &load.method {
         Method::Get => {}

@@ -58,6 +58,8 @@ pub(super) struct Shared {
     pub(super) tls: Option<crate::tls::Tls>,
     /// HTTP/2: the request's header blocks.
     pub(super) h2: Option<crate::h2::Blocks>,
+    /// HTTP/3: the QUIC client configuration and the request's bytes.
+    pub(super) h3: Option<crate::h3::Setup>,
     /// Holds receive stamping on for the run; `None` without stamps (asked for or possible).
     pub(super) stamps: Option<sock::StampKeeper>,
     /// This kernel drops body bytes nobody looks at without copying them
@@ -84,6 +86,12 @@ impl Shared {
             None
         };
         let h2 = http2.then(|| crate::h2::Blocks::new(&crate::h2::request_fields(&cfg)));
+        let h3 = match (&tls, cfg.load.version) {
+            (Some(tls), HttpVersion::Http3) => {
+                Some(crate::h3::Setup::new(&cfg, tls).map_err(ConfigError::Option)?)
+            }
+            _ => None,
+        };
         let request = build_request(&cfg).into_boxed_slice();
         let pipelined = if cfg.pipeline > 1 {
             request.repeat(cfg.pipeline as usize).into_boxed_slice()
@@ -115,6 +123,7 @@ impl Shared {
             first_h2_error: OnceLock::new(),
             tls,
             h2,
+            h3,
             stamps: if cfg.load.rx_stamps {
                 sock::StampKeeper::start()
             } else {

@@ -9,6 +9,7 @@ mod support;
 
 mod engines;
 mod http2;
+mod http3;
 mod large_bodies;
 mod merge;
 mod pipelining;

@@ -1,0 +1,986 @@
+//! HTTP/3 connections in a worker's loop: the same thread, poller, tickets and recorder as
+//! HTTP/1 and HTTP/2, with QUIC's state machine (quinn-proto, which does no I/O and reads no
+//! clock of its own) driven from the loop.
+//!
+//! Each connection slot has a UDP socket of its own, connected to the server: the kernel then
+//! tells a closed port at once (ECONNREFUSED), and a server that spreads connections over its
+//! workers by 4-tuple (SO_REUSEPORT) sees one per connection, as from real clients. All the
+//! worker's connections share one QUIC endpoint, which routes each datagram to its
+//! connection. Datagrams are read up to [`RECV_BATCH`] per `recvmmsg`, a server's segments
+//! coalesced by the kernel (UDP GRO) and stamped on arrival; the client's own leave up to
+//! [`MAX_GSO_SEGMENTS`] per `sendmsg` (UDP GSO).
+//!
+//! A request is a stream and a sample, timed as an HTTP/2 one is: `start` when its ticket is
+//! taken (before connecting, on a new connection), Connect from then to the end of the QUIC
+//! handshake (TLS 1.3 included) for the first request of a connection and 0 for the rest,
+//! `written` when its request was handed whole to QUIC, `first byte` when the datagram that
+//! carried its response's first bytes arrived and `done` when the one that ended its stream
+//! did, by the kernel's receive stamps. Requests open once the handshake is done: no 0-RTT.
+//!
+//! With keep-alive (`-k`) a connection carries requests until the load ends, up to `streams`
+//! at once; without it, each request has a connection (and a handshake) of its own, closed
+//! once its response is in, as a browser's first visit.
+//!
+//! What ends a stream other than its response: the server resetting it (`reset`), a
+//! malformed response (`exception`: the client stops reading it with the error HTTP/3 names),
+//! the connection ending (`receive`), or the per-request timeout (`timeout`: the client
+//! cancels the stream; when nothing at all arrived on the connection since the stream
+//! started, or the handshake never finished, the connection is dropped with every stream on
+//! it). A handshake that fails (a bad certificate, no "h3" by ALPN) or a closed UDP port is a
+//! connect failure with its reason; when no connection was ever made, the run ends with it.
+
+use super::worker::CONNECT_RETRY_PAUSE;
+use super::worker::{self, token, Core, Placement, Protocol, Request, Response, TURN_BYTES};
+use crate::h3::{Setup, MAX_FIELD, MAX_FIELD_SECTION};
+use crate::sock::Stamp;
+use crate::stats::{FailureKind, Recorder};
+use bytes::{Bytes, BytesMut};
+use conn::{Conn, Held, Quic, Sock, Stream};
+use h3wire::frame::code;
+use h3wire::message::{Event as Msg, ResponseReader};
+use mio::event::Event as Readiness;
+use mio::unix::SourceFd;
+use mio::Interest;
+use quinn_proto::{
+    ConnectionError, DatagramEvent, Dir, Endpoint, EndpointEvent, Event, ReadError, StreamEvent,
+    StreamId, VarInt, WriteError,
+};
+use quinn_udp::RecvMeta;
+use std::cmp::Reverse;
+use std::io::{self, IoSliceMut};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+mod conn;
+
+/// Datagram buffers filled per `recvmmsg`.
+const RECV_BATCH: usize = 8;
+/// Each buffer's size: a whole GRO batch (at most 64 KiB).
+const RECV_SLOT: usize = 64 * 1024;
+/// Datagrams sent per `sendmsg` at most (quinn's own driver finds about 10 the best
+/// compromise between fewer system calls and ACKs processed in between).
+const MAX_GSO_SEGMENTS: usize = 10;
+/// The socket buffers asked for (the kernel caps them at `net.core.{r,w}mem_max`).
+const SOCKET_BUFFER: usize = 4 << 20;
+
+/// An HTTP/3 worker: its endpoint and connections, and those with work after this round.
+struct H3Worker {
+    core: Core,
+    setup: Setup,
+    endpoint: Endpoint,
+    conns: Vec<Conn>,
+    /// Streams per connection (`--streams`), and whether connections carry more than one
+    /// request (`-k`).
+    streams: u32,
+    keep_alive: bool,
+    dirty: Vec<usize>,
+    /// Receive buffers, [`RECV_BATCH`] of [`RECV_SLOT`] bytes, and what each got.
+    rx: Box<[u8]>,
+    metas: [RecvMeta; RECV_BATCH],
+    /// Datagrams to send, as QUIC writes them.
+    tx: Vec<u8>,
+    /// Datagrams per send: [`MAX_GSO_SEGMENTS`], or 1 where the kernel has no UDP GSO.
+    max_gso: usize,
+}
+
+/// Runs a worker's share of the connections over HTTP/3.
+pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
+    let setup = core
+        .sh
+        .h3
+        .clone()
+        .expect("HTTP/3 runs have their QUIC setup");
+    let streams = core.sh.cfg.load.streams.max(1);
+    let w = H3Worker {
+        endpoint: Endpoint::new(setup.endpoint.clone(), None, true, None),
+        setup,
+        conns: (0..at.conns)
+            .map(|_| Conn::new(streams, core.start))
+            .collect(),
+        streams,
+        keep_alive: core.sh.cfg.load.keep_alive,
+        dirty: Vec::new(),
+        rx: vec![0u8; RECV_BATCH * RECV_SLOT].into_boxed_slice(),
+        metas: [RecvMeta::default(); RECV_BATCH],
+        tx: Vec::new(),
+        max_gso: 0,
+        core,
+    };
+    worker::drive(w)
+}
+
+impl Protocol for H3Worker {
+    fn core(&mut self) -> &mut Core {
+        &mut self.core
+    }
+
+    fn into_core(self) -> Core {
+        self.core
+    }
+
+    fn slots(&self) -> usize {
+        self.conns.len()
+    }
+
+    fn is_current(&self, idx: usize, generation: u32) -> bool {
+        self.conns
+            .get(idx)
+            .is_some_and(|c| c.generation == generation && c.sock.is_some())
+    }
+
+    fn start(&mut self) {
+        for i in 0..self.conns.len() {
+            self.pump(i, Instant::now());
+        }
+    }
+
+    fn ready(&mut self, idx: usize, ev: &Readiness) {
+        if ev.is_writable() {
+            self.flush(idx);
+        }
+        if ev.is_readable() || ev.is_error() {
+            self.receive(idx);
+        }
+        self.mark(idx);
+    }
+
+    fn resume(&mut self, idx: usize, _closed: bool) {
+        self.receive(idx);
+        self.mark(idx);
+    }
+
+    fn pending(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    fn timer(&mut self, idx: usize, now: Instant) -> bool {
+        let c = &mut self.conns[idx];
+        if c.retry_at.is_some_and(|t| t <= now) {
+            c.retry_at = None;
+        }
+        if c.timer_at.is_some_and(|t| t <= now) {
+            c.timer_at = None;
+            if let Some(q) = c.quic.as_mut() {
+                q.conn.handle_timeout(now);
+            }
+            self.events(idx, now, false);
+        }
+        self.mark(idx);
+        false
+    }
+
+    /// Every connection with something to do opens its streams and sends, after the round's
+    /// reads and timers: what a burst queues leaves together.
+    fn after_timers(&mut self) {
+        for idx in std::mem::take(&mut self.dirty) {
+            self.pump(idx, Instant::now());
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        for idx in 0..self.conns.len() {
+            let c = &self.conns[idx];
+            if c.quic.is_none() {
+                continue;
+            }
+            // A handshake that never finished within the timeout.
+            let since = c.held.map(|h| h.start).or_else(|| {
+                (0..c.slots.len())
+                    .filter(|&k| c.slots[k].id.is_some())
+                    .map(|k| c.slots[k].req.start)
+                    .min()
+            });
+            if !c.connected {
+                if since.is_some_and(|s| s + self.core.timeout <= now) {
+                    self.handshake_timed_out(idx);
+                }
+                continue;
+            }
+            let late: Vec<usize> = (0..c.slots.len())
+                .filter(|&k| c.slots[k].id.is_some() && c.slots[k].deadline <= now)
+                .collect();
+            if late.is_empty() {
+                continue;
+            }
+            // Nothing arrived since the earliest late stream began: the connection itself is
+            // stuck, and every stream on it goes with it.
+            if late.iter().any(|&k| c.heard_at <= c.slots[k].req.start) {
+                self.conn_failed(idx, FailureKind::Timeout);
+                continue;
+            }
+            for k in late {
+                let c = &mut self.conns[idx];
+                if let (Some(q), Some(id)) = (c.quic.as_mut(), c.slots[k].id) {
+                    let cancelled = VarInt::from_u64(code::H3_REQUEST_CANCELLED).expect("small");
+                    let _ = q.conn.recv_stream(id).stop(cancelled);
+                    let _ = q.conn.send_stream(id).reset(cancelled);
+                }
+                self.fail_stream(idx, k, FailureKind::Timeout, now);
+            }
+        }
+    }
+
+    /// Connections still open say goodbye, so that the server does not keep them until its
+    /// idle timeout.
+    fn ended(&mut self) {
+        for idx in 0..self.conns.len() {
+            if self.conns[idx].quic.is_some() {
+                self.close(idx);
+            }
+        }
+    }
+}
+
+/// A QUIC connection's end, told as a reason a person can act on.
+fn lost_reason(addr: SocketAddr, reason: &ConnectionError) -> io::Error {
+    let crypto = |code: u64| (0x100..0x200).contains(&code);
+    let alert = match reason {
+        ConnectionError::TransportError(e) => Some(u64::from(e.code)),
+        ConnectionError::ConnectionClosed(c) => Some(u64::from(c.error_code)),
+        _ => None,
+    };
+    match alert {
+        // TLS alert 120, no_application_protocol.
+        Some(0x178) => io::Error::other(crate::tls::HandshakeError(format!(
+            "the server refused HTTP/3 (ALPN \"h3\") in the QUIC handshake ({reason})"
+        ))),
+        Some(c) if crypto(c) => io::Error::other(crate::tls::HandshakeError(format!(
+            "the QUIC handshake with {addr} failed: {reason}"
+        ))),
+        _ => io::Error::other(format!("QUIC connection to {addr}: {reason}")),
+    }
+}
+
+/// Sends one transmit (one datagram, or several of the same size by GSO) on `sock`.
+fn send(sock: &Sock, t: &quinn_proto::Transmit, contents: &[u8]) -> io::Result<()> {
+    let transmit = quinn_udp::Transmit {
+        destination: t.destination,
+        ecn: t
+            .ecn
+            .and_then(|e| quinn_udp::EcnCodepoint::from_bits(e as u8)),
+        contents,
+        segment_size: t.segment_size,
+        src_ip: t.src_ip,
+    };
+    sock.state.try_send((&sock.udp).into(), &transmit)
+}
+
+impl H3Worker {
+    fn mark(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if !c.dirty && !c.finished {
+            c.dirty = true;
+            self.dirty.push(idx);
+        }
+    }
+
+    /// Opens the streams the connection has room for (connecting first when it has none),
+    /// replaces a connection that is spent, then sends what QUIC has to send.
+    fn pump(&mut self, idx: usize, now: Instant) {
+        let c = &mut self.conns[idx];
+        c.dirty = false;
+        if c.finished || c.retry_at.is_some() {
+            return;
+        }
+        let spent = c.quic.as_ref().is_some_and(|q| q.conn.is_closed())
+            || c.peer.goaway.is_some()
+            || (!self.keep_alive && c.carried >= 1);
+        if spent && c.open == 0 && c.held.is_none() && c.quic.is_some() {
+            self.close(idx);
+        }
+        let stopping = self.core.sh.stop.load(Relaxed);
+        if !stopping && !self.open_streams(idx, now) {
+            return;
+        }
+        let c = &self.conns[idx];
+        if c.open == 0 && c.held.is_none() && (stopping || c.done) {
+            return self.finish(idx);
+        }
+        self.events(idx, now, false);
+        self.flush(idx);
+    }
+
+    /// Takes tickets and opens streams while the connection has room, connecting first when
+    /// there is no connection; false when a connect failed (the slot then waits to try
+    /// again). A ticket taken while the connection cannot open a stream yet (its handshake
+    /// is under way, or the server's stream limit is reached) is held for the next one.
+    fn open_streams(&mut self, idx: usize, now: Instant) -> bool {
+        loop {
+            let c = &self.conns[idx];
+            if c.held.is_none() {
+                let full = c.quic.is_some()
+                    && (c.open >= self.streams
+                        || c.peer.goaway.is_some()
+                        || (!self.keep_alive && c.carried >= 1));
+                if c.done || full {
+                    return true;
+                }
+                let measured = now >= self.core.measure_start;
+                if measured
+                    && (self.core.end.is_some_and(|e| now >= e) || !self.core.sh.take_ticket())
+                {
+                    self.conns[idx].done = true;
+                    return true;
+                }
+                if measured {
+                    self.core.rec.started += 1;
+                }
+                self.conns[idx].held = Some(Held {
+                    measured,
+                    start: now,
+                });
+            }
+            if self.conns[idx].quic.is_none() {
+                if let Err(kind) = self.connect(idx, now) {
+                    let h = self.conns[idx].held.take().expect("a ticket is held");
+                    self.core.count_failure(h.measured, kind, now);
+                    let t = now + CONNECT_RETRY_PAUSE;
+                    self.conns[idx].retry_at = Some(t);
+                    self.core.timers.push(Reverse((t, idx)));
+                    return false;
+                }
+            }
+            if !self.open_stream(idx, now) {
+                return true;
+            }
+        }
+    }
+
+    /// A new UDP socket and QUIC connection for slot `idx`; the handshake's first flight
+    /// leaves with the slot's next flush.
+    fn connect(&mut self, idx: usize, now: Instant) -> Result<(), FailureKind> {
+        let sh = &*self.core.sh;
+        let addr = sh.addr;
+        let local = sh.cfg.socket.bind.unwrap_or(if addr.is_ipv4() {
+            Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            Ipv6Addr::UNSPECIFIED.into()
+        });
+        let noted = |e: io::Error| sh.note_connect_error(&e);
+        let udp = UdpSocket::bind(SocketAddr::new(local, 0)).map_err(noted)?;
+        udp.connect(addr).map_err(noted)?;
+        let state = quinn_udp::UdpSocketState::new((&udp).into()).map_err(noted)?;
+        let size = sh.cfg.socket.buffer.map_or(SOCKET_BUFFER, |b| b as usize);
+        let _ = state.set_recv_buffer_size((&udp).into(), size);
+        let _ = state.set_send_buffer_size((&udp).into(), size);
+        if self.max_gso == 0 {
+            self.max_gso = state.max_gso_segments().clamp(1, MAX_GSO_SEGMENTS);
+        }
+        let c = &mut self.conns[idx];
+        self.core
+            .poll
+            .registry()
+            .register(
+                &mut SourceFd(&udp.as_raw_fd()),
+                token(idx, c.generation),
+                Interest::READABLE,
+            )
+            .map_err(noted)?;
+        let (ch, conn) = self
+            .endpoint
+            .connect(
+                now,
+                self.setup.client.clone(),
+                addr,
+                &self.setup.server_name,
+            )
+            .map_err(|e| {
+                noted(io::Error::other(format!(
+                    "cannot start a QUIC connection: {e}"
+                )))
+            })?;
+        c.sock = Some(Sock { udp, state });
+        c.quic = Some(Quic {
+            ch,
+            conn,
+            drained: false,
+        });
+        c.connected = false;
+        c.heard_at = now;
+        Ok(())
+    }
+
+    /// Opens a stream for the held ticket and writes its request; false when the connection
+    /// cannot take one now.
+    fn open_stream(&mut self, idx: usize, now: Instant) -> bool {
+        let c = &mut self.conns[idx];
+        let (Some(q), Some(h)) = (c.quic.as_mut(), c.held) else {
+            return false;
+        };
+        if !c.connected {
+            return false;
+        }
+        let Some(id) = q.conn.streams().open(Dir::Bi) else {
+            return false;
+        };
+        c.held = None;
+        let sh = &*self.core.sh;
+        let want_server = sh.server.get().is_none();
+        let mut req = Request::new(h.start, None, h.measured, want_server);
+        if c.carried == 0 {
+            req.connect = c.connected_at.saturating_duration_since(h.start);
+        }
+        let mut reader = ResponseReader::new(MAX_FIELD_SECTION, MAX_FIELD);
+        if sh.cfg.load.method.head_only() {
+            reader = reader.for_head_request();
+        }
+        if want_server {
+            reader = reader.keeping_server();
+        }
+        let k = c
+            .slots
+            .iter()
+            .position(|s| s.id.is_none())
+            .expect("a free slot while fewer than `streams` are open");
+        c.slots[k] = Stream {
+            id: Some(id),
+            req,
+            reader,
+            deadline: h.start + self.core.timeout,
+            wire_len: 0,
+            sent: 0,
+            fin: false,
+            status: None,
+        };
+        c.open += 1;
+        c.carried += 1;
+        let _ = now;
+        self.write_request(idx, id);
+        true
+    }
+
+    /// Writes what is left of stream `id`'s request as far as QUIC's flow control lets it,
+    /// then ends the stream.
+    fn write_request(&mut self, idx: usize, id: StreamId) {
+        let conn::Conn { slots, quic, .. } = &mut self.conns[idx];
+        let (Some(q), Some(k)) = (quic.as_mut(), slots.iter().position(|s| s.id == Some(id)))
+        else {
+            return;
+        };
+        let s = &mut slots[k];
+        let bytes = &self.setup.request;
+        while !s.fin {
+            let mut stream = q.conn.send_stream(id);
+            if s.sent < bytes.len() {
+                match stream.write(&bytes[s.sent..]) {
+                    Ok(n) => s.sent += n,
+                    Err(WriteError::Blocked) => return,
+                    Err(_) => {
+                        return self.fail_stream(idx, k, FailureKind::Write, Instant::now());
+                    }
+                }
+            } else {
+                if stream.finish().is_err() {
+                    return self.fail_stream(idx, k, FailureKind::Write, Instant::now());
+                }
+                s.fin = true;
+                s.req.written = Instant::now();
+            }
+        }
+    }
+
+    /// Reads what the slot's socket has, datagram by datagram, into QUIC; each datagram's
+    /// events are handled at once, so that a response is timed by the datagram that ended it.
+    fn receive(&mut self, idx: usize) {
+        let mut taken = 0;
+        loop {
+            let Some(sock) = self.conns[idx].sock.as_ref() else {
+                return;
+            };
+            let mut chunks = self.rx.chunks_mut(RECV_SLOT);
+            let mut bufs: [IoSliceMut<'_>; RECV_BATCH] =
+                std::array::from_fn(|_| IoSliceMut::new(chunks.next().expect("RECV_BATCH slots")));
+            let got = sock
+                .state
+                .recv((&sock.udp).into(), &mut bufs, &mut self.metas);
+            let n = match got {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return self.socket_failed(idx, e),
+            };
+            let now = Instant::now();
+            let generation = self.conns[idx].generation;
+            for i in 0..n {
+                let meta = self.metas[i];
+                let stamp = meta
+                    .timestamp
+                    .map(|t| Stamp::from_nanos(t.as_nanos() as u64));
+                let at = self.core.arrival(stamp, now, self.core.start);
+                let mut data = BytesMut::from(&self.rx[i * RECV_SLOT..i * RECV_SLOT + meta.len]);
+                taken += meta.len;
+                while !data.is_empty() {
+                    let seg = data.split_to(meta.stride.clamp(1, data.len()));
+                    self.datagram(idx, now, (at, stamp.is_some()), &meta, seg);
+                    if self.conns[idx].generation != generation {
+                        // The connection ended with this datagram.
+                        return;
+                    }
+                }
+            }
+            if taken >= TURN_BYTES {
+                self.core.resume.push((idx, generation, false));
+                return;
+            }
+        }
+    }
+
+    /// One datagram from the server, which arrived at `at` (by its receive stamp, when it
+    /// has one).
+    fn datagram(
+        &mut self,
+        idx: usize,
+        now: Instant,
+        at: (Instant, bool),
+        meta: &RecvMeta,
+        seg: BytesMut,
+    ) {
+        let ecn = meta
+            .ecn
+            .and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8));
+        self.tx.clear();
+        match self
+            .endpoint
+            .handle(now, meta.addr, meta.dst_ip, ecn, seg, &mut self.tx)
+        {
+            Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
+                let c = &mut self.conns[idx];
+                let Some(q) = c.quic.as_mut().filter(|q| q.ch == ch) else {
+                    return;
+                };
+                q.conn.handle_event(ev);
+                c.heard_at = at.0;
+                self.events(idx, at.0, at.1);
+            }
+            Some(DatagramEvent::Response(t)) => {
+                // The endpoint's own answer (a stateless reset, a version negotiation).
+                if let Some(sock) = self.conns[idx].sock.as_ref() {
+                    let _ = send(sock, &t, &self.tx[..t.size]);
+                }
+            }
+            Some(DatagramEvent::NewConnection(_)) | None => {}
+        }
+    }
+
+    /// Acts on what the connection has to say: to the endpoint (new connection ids, its
+    /// end), and to the client (the handshake's end, streams readable, writable, opened),
+    /// `at` being when the input that caused it arrived (`stamped`: by a receive stamp).
+    fn events(&mut self, idx: usize, at: Instant, stamped: bool) {
+        loop {
+            let Some(q) = self.conns[idx].quic.as_mut() else {
+                return;
+            };
+            if let Some(ev) = q.conn.poll_endpoint_events() {
+                let drained = ev.is_drained();
+                if let Some(back) = self.endpoint.handle_event(q.ch, ev) {
+                    q.conn.handle_event(back);
+                }
+                q.drained |= drained;
+                continue;
+            }
+            let Some(ev) = q.conn.poll() else {
+                return;
+            };
+            match ev {
+                Event::Connected => self.connected(idx, at),
+                Event::ConnectionLost { reason } => return self.lost(idx, &reason),
+                Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => self.accept_uni(idx),
+                Event::Stream(StreamEvent::Readable { id }) => {
+                    if id.dir() == Dir::Uni {
+                        self.read_uni(idx, id);
+                    } else {
+                        self.read_response(idx, id, at, stamped);
+                    }
+                }
+                Event::Stream(StreamEvent::Writable { id }) => self.write_request(idx, id),
+                Event::Stream(StreamEvent::Available { dir: Dir::Bi }) => self.mark(idx),
+                // A STOP_SENDING for a request already sent whole says nothing about its
+                // response; a server that gives up on a request resets its response too.
+                Event::Stream(_)
+                | Event::HandshakeDataReady
+                | Event::DatagramReceived
+                | Event::DatagramsUnblocked => {}
+            }
+        }
+    }
+
+    /// The handshake is done: HTTP/3's own streams are opened, and the held request goes.
+    fn connected(&mut self, idx: usize, at: Instant) {
+        let c = &mut self.conns[idx];
+        let Some(q) = c.quic.as_mut() else {
+            return;
+        };
+        c.connected = true;
+        c.connected_at = at;
+        self.core.sh.note_connected();
+        for bytes in h3wire::control::client_streams(MAX_FIELD_SECTION) {
+            // The server must allow these three (RFC 9114, section 6.2); each is a few bytes,
+            // within any stream's first window.
+            let Some(id) = q.conn.streams().open(Dir::Uni) else {
+                return self.protocol_error(
+                    idx,
+                    code::H3_STREAM_CREATION_ERROR,
+                    "the server allows the client fewer than the three unidirectional streams HTTP/3 needs",
+                );
+            };
+            let _ = q.conn.send_stream(id).write(&bytes);
+        }
+        self.mark(idx);
+    }
+
+    /// The connection ended: before its handshake finished, a failed connect with its
+    /// reason; after, every stream still open on it fails.
+    fn lost(&mut self, idx: usize, reason: &ConnectionError) {
+        if self.conns[idx].connected {
+            self.conn_failed(idx, FailureKind::Receive);
+        } else {
+            let e = lost_reason(self.core.sh.addr, reason);
+            let kind = self.core.sh.note_connect_error(&e);
+            self.conn_failed(idx, kind);
+        }
+    }
+
+    /// The handshake has taken longer than the request timeout: the server does not answer
+    /// QUIC there. With no connection ever made, the run ends with that reason.
+    fn handshake_timed_out(&mut self, idx: usize) {
+        let sh = &*self.core.sh;
+        let e = io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "no QUIC handshake with {} completed within {:?}: does the server speak HTTP/3 on UDP port {}?",
+                sh.addr,
+                self.core.timeout,
+                sh.addr.port()
+            ),
+        );
+        let kind = sh.note_connect_error(&e);
+        if !sh.connected_once.load(Relaxed) {
+            sh.trigger_stop();
+        }
+        self.conn_failed(idx, kind);
+    }
+
+    /// The socket failed: a closed port (the kernel's ICMP answer) is a refused connect.
+    fn socket_failed(&mut self, idx: usize, e: io::Error) {
+        if self.conns[idx].connected {
+            return self.conn_failed(idx, FailureKind::Receive);
+        }
+        let sh = &*self.core.sh;
+        let e = if e.kind() == io::ErrorKind::ConnectionRefused {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "nothing answered on UDP port {} (connection refused): does the server speak HTTP/3 there?",
+                    sh.addr.port()
+                ),
+            )
+        } else {
+            e
+        };
+        let kind = sh.note_connect_error(&e);
+        self.conn_failed(idx, kind);
+    }
+
+    /// The server broke HTTP/3's rules: the connection is closed with `error` and counted.
+    fn protocol_error(&mut self, idx: usize, error: u64, why: &str) {
+        let sh = &*self.core.sh;
+        if sh.first_h2_error.get().is_none() {
+            let _ = sh
+                .first_h2_error
+                .set(format!("HTTP/3 error {error:#x}: {why}"));
+        }
+        sh.h2_errors.fetch_add(1, Relaxed);
+        if let Some(q) = self.conns[idx].quic.as_mut() {
+            let code = VarInt::from_u64(error).unwrap_or(VarInt::from_u32(0x101));
+            q.conn
+                .close(Instant::now(), code, Bytes::copy_from_slice(why.as_bytes()));
+        }
+        self.flush(idx);
+        self.conn_failed(idx, FailureKind::Exception);
+    }
+
+    /// Takes the server's new unidirectional streams.
+    fn accept_uni(&mut self, idx: usize) {
+        loop {
+            let c = &mut self.conns[idx];
+            let Some(q) = c.quic.as_mut() else {
+                return;
+            };
+            let Some(id) = q.conn.streams().accept(Dir::Uni) else {
+                return;
+            };
+            c.uni.push((id, h3wire::control::UniReader::default()));
+            self.read_uni(idx, id);
+        }
+    }
+
+    /// Reads one of the server's unidirectional streams (its control stream, QPACK's, or
+    /// one HTTP/3 does not know, which is dropped).
+    fn read_uni(&mut self, idx: usize, id: StreamId) {
+        let conn::Conn {
+            quic, uni, peer, ..
+        } = &mut self.conns[idx];
+        let (Some(q), Some(r)) = (quic.as_mut(), uni.iter_mut().find(|(u, _)| *u == id)) else {
+            return;
+        };
+        let mut recv = q.conn.recv_stream(id);
+        let Ok(mut chunks) = recv.read(true) else {
+            return;
+        };
+        let mut failed = None;
+        loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(chunk)) => {
+                    if let Err(e) = r.1.feed(peer, &chunk.bytes) {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+                Ok(None) | Err(ReadError::Reset(_)) => {
+                    failed = r.1.finish().err();
+                    break;
+                }
+                Err(ReadError::Blocked) => break,
+            }
+        }
+        let _ = chunks.finalize();
+        if let Some(e) = failed {
+            return self.protocol_error(idx, e.code(), &e.to_string());
+        }
+        if self.conns[idx].peer.goaway.is_some() {
+            self.mark(idx);
+        }
+    }
+
+    /// Reads a request stream's response as far as it has arrived, `at`.
+    fn read_response(&mut self, idx: usize, id: StreamId, at: Instant, stamped: bool) {
+        let conn::Conn { quic, slots, .. } = &mut self.conns[idx];
+        let (Some(q), Some(k)) = (quic.as_mut(), slots.iter().position(|s| s.id == Some(id)))
+        else {
+            return;
+        };
+        let s = &mut slots[k];
+        let mut recv = q.conn.recv_stream(id);
+        let Ok(mut chunks) = recv.read(true) else {
+            return;
+        };
+        let now = Instant::now();
+        // `None`: more to come; `Some(Ok)`: the stream ended; `Some(Err)`: it failed.
+        let mut outcome: Option<Result<(), (FailureKind, Option<h3wire::Error>)>> = None;
+        loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(chunk)) => {
+                    let at = at.max(s.req.written);
+                    s.wire_len += chunk.bytes.len() as u64;
+                    s.req.first_byte.get_or_insert(at);
+                    s.req.last_data = at;
+                    s.req.read_at = now;
+                    s.req.stamped = stamped;
+                    let mut input: &[u8] = &chunk.bytes;
+                    loop {
+                        match s.reader.next(&mut input) {
+                            Ok(Some(Msg::Head { status, .. })) => s.status = Some(status),
+                            Ok(Some(_)) => {}
+                            Ok(None) => break,
+                            Err(e) => {
+                                outcome = Some(Err((FailureKind::Exception, Some(e))));
+                                break;
+                            }
+                        }
+                    }
+                    if outcome.is_some() {
+                        break;
+                    }
+                }
+                Ok(None) => {
+                    outcome = Some(
+                        s.reader
+                            .finish()
+                            .map_err(|e| (FailureKind::Exception, Some(e))),
+                    );
+                    break;
+                }
+                Err(ReadError::Reset(_)) => {
+                    outcome = Some(Err((FailureKind::Reset, None)));
+                    break;
+                }
+                Err(ReadError::Blocked) => break,
+            }
+        }
+        let _ = chunks.finalize();
+        match outcome {
+            None => {}
+            Some(Ok(())) => self.complete(idx, k),
+            Some(Err((kind, error))) => {
+                if let Some(e) = error {
+                    let sh = &*self.core.sh;
+                    sh.h2_errors.fetch_add(1, Relaxed);
+                    if sh.first_h2_error.get().is_none() {
+                        let _ = sh.first_h2_error.set(e.to_string());
+                    }
+                    if let Some(q) = self.conns[idx].quic.as_mut() {
+                        let code = VarInt::from_u64(e.code()).unwrap_or(VarInt::from_u32(0x10e));
+                        let _ = q.conn.recv_stream(id).stop(code);
+                    }
+                }
+                self.fail_stream(idx, k, kind, now);
+            }
+        }
+    }
+
+    /// Records a stream whose response is complete, and frees its slot.
+    fn complete(&mut self, idx: usize, k: usize) {
+        self.mark(idx);
+        let c = &mut self.conns[idx];
+        let mut s = std::mem::replace(&mut c.slots[k], Stream::free(self.core.start));
+        c.open -= 1;
+        let req = s.req;
+        let done = req.last_data;
+        self.core
+            .napper
+            .observe(done.saturating_duration_since(req.start), req.read_at);
+        let sh = &*self.core.sh;
+        if req.want_server {
+            let _ = sh.server.set(s.reader.take_server().unwrap_or_default());
+        }
+        let ok = s.status.is_some_and(|st| (200..300).contains(&st));
+        let body = s.reader.body_len();
+        let length_failure = self.core.length_failure(ok, body);
+        if !self.core.counts(req.measured, done) {
+            return;
+        }
+        let r = Response {
+            ok,
+            wire_len: s.wire_len,
+            body_len: body,
+            dropped: 0,
+            sent_len: self.setup.request.len() as u64,
+            keep_alive: self.keep_alive,
+            length_failure,
+            written: req.written,
+        };
+        self.core.record(&req, done, &r);
+    }
+
+    /// A stream ended without its response: counted by kind, its slot freed.
+    fn fail_stream(&mut self, idx: usize, k: usize, kind: FailureKind, now: Instant) {
+        let c = &mut self.conns[idx];
+        let s = std::mem::replace(&mut c.slots[k], Stream::free(self.core.start));
+        c.open -= 1;
+        self.mark(idx);
+        self.core.count_failure(s.req.measured, kind, now);
+    }
+
+    /// The connection is over (closed by the server, failed, or given up on): every request
+    /// on it (and a ticket held for it) fails with `kind`, and the slot connects again when
+    /// it next can.
+    fn conn_failed(&mut self, idx: usize, kind: FailureKind) {
+        let now = Instant::now();
+        for k in 0..self.conns[idx].slots.len() {
+            if self.conns[idx].slots[k].id.is_some() {
+                self.fail_stream(idx, k, kind, now);
+            }
+        }
+        if let Some(h) = self.conns[idx].held.take() {
+            self.core.count_failure(h.measured, kind, now);
+        }
+        self.drop_conn(idx);
+        if matches!(kind, FailureKind::Connect | FailureKind::Generator) {
+            // A target that refuses connections must not turn the slot into a spin.
+            let t = now + CONNECT_RETRY_PAUSE;
+            self.conns[idx].retry_at = Some(t);
+            self.core.timers.push(Reverse((t, idx)));
+        }
+        self.mark(idx);
+    }
+
+    /// Closes the connection as a client that is done with it (HTTP/3's NO_ERROR), sends the
+    /// close, and forgets it: nothing waits for the server's answer.
+    fn close(&mut self, idx: usize) {
+        if let Some(q) = self.conns[idx].quic.as_mut() {
+            if !q.conn.is_closed() {
+                let no_error = VarInt::from_u64(code::H3_NO_ERROR).expect("small");
+                q.conn.close(Instant::now(), no_error, Bytes::new());
+            }
+        }
+        self.flush(idx);
+        self.drop_conn(idx);
+    }
+
+    /// Forgets the slot's connection, freeing its handle at the endpoint, and its socket.
+    fn drop_conn(&mut self, idx: usize) {
+        if let Some(q) = self.conns[idx].quic.take() {
+            if !q.drained {
+                self.endpoint.handle_event(q.ch, EndpointEvent::drained());
+            }
+        }
+        self.conns[idx].drop_connection();
+    }
+
+    fn finish(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if !c.finished {
+            c.finished = true;
+            self.close(idx);
+            self.core.active -= 1;
+        }
+    }
+
+    /// Sends what the connection has to send, until QUIC has no more or the socket is full,
+    /// then sets the connection's timer.
+    fn flush(&mut self, idx: usize) {
+        let now = Instant::now();
+        let c = &mut self.conns[idx];
+        let (Some(sock), Some(q)) = (c.sock.as_ref(), c.quic.as_mut()) else {
+            return;
+        };
+        let mut failed = None;
+        if let Some((t, bytes)) = c.blocked.take() {
+            match send(sock, &t, &bytes) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    c.blocked = Some((t, bytes));
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => failed = Some(e),
+                _ => {}
+            }
+        }
+        while failed.is_none() {
+            self.tx.clear();
+            let Some(t) = q.conn.poll_transmit(now, self.max_gso.max(1), &mut self.tx) else {
+                break;
+            };
+            match send(sock, &t, &self.tx[..t.size]) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let bytes = self.tx[..t.size].to_vec();
+                    c.blocked = Some((t, bytes));
+                    if !c.want_write {
+                        c.want_write = true;
+                        let _ = self.core.poll.registry().reregister(
+                            &mut SourceFd(&sock.udp.as_raw_fd()),
+                            token(idx, c.generation),
+                            Interest::READABLE | Interest::WRITABLE,
+                        );
+                    }
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => failed = Some(e),
+                // Anything else (a path MTU probe too large, say) loses these datagrams,
+                // which QUIC's loss recovery sends again as it would after any loss.
+                Err(_) => {}
+            }
+        }
+        if let Some(t) = q.conn.poll_timeout() {
+            if c.timer_at.is_none_or(|a| t < a) {
+                c.timer_at = Some(t);
+                self.core.timers.push(Reverse((t, idx)));
+            }
+        }
+        if let Some(e) = failed {
+            self.socket_failed(idx, e);
+        }
+    }
+}

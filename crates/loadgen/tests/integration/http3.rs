@@ -1,0 +1,188 @@
+//! HTTP/3 against a server of another implementation (the `h3` crate over `quinn`) started by
+//! the test on UDP 127.0.0.1 port 0: counts are exact, streams run side by side on a
+//! connection up to the smaller of `--streams` and the server's limit, a load without
+//! keep-alive makes a QUIC handshake per request, bodies of every size arrive whole, failures
+//! are counted by kind without a hang, and a server that does not answer QUIC is one clear
+//! error, soon.
+//!
+//! Every run is bounded in requests and wrapped in a deadline.
+
+#[path = "support/h3srv.rs"]
+mod h3srv;
+use crate::support;
+
+use h3srv::{Alpn, H3Server};
+use loadgen::{HttpVersion, LoadConfig, LoadError, Measurement, Timer};
+use std::sync::atomic::Ordering::SeqCst;
+use std::time::{Duration, Instant};
+use support::{config, run_within};
+
+const HANG: Duration = Duration::from_secs(30);
+
+fn h3(url: &str, n: u64, c: u32, streams: u32) -> LoadConfig {
+    let mut cfg = config(url, n, c);
+    cfg.load.version = HttpVersion::Http3;
+    cfg.load.keep_alive = true;
+    cfg.load.streams = streams;
+    cfg
+}
+
+fn run_ok(cfg: LoadConfig) -> Measurement {
+    run_within(HANG, cfg).expect("the load run succeeds")
+}
+
+fn assert_clean(m: &Measurement, n: u64) {
+    assert_eq!(m.complete(), n);
+    assert_eq!(m.failed(), 0, "failures: {:?}", m.rec.failures);
+    assert_eq!(m.rec.non_2xx, 0);
+    for t in [Timer::Connect, Timer::Waiting, Timer::Total] {
+        assert_eq!(m.rec.hist.get(t).len(), n, "{t:?} histogram count");
+    }
+}
+
+#[test]
+fn counts_are_exact_and_streams_run_side_by_side() {
+    let s = H3Server::start(Alpn::H3, 100);
+    let m = run_ok(h3(&s.url("/slow?ms=20"), 400, 2, 8));
+    assert_clean(&m, 400);
+    assert_eq!(m.server.document_length, 13);
+    assert_eq!(m.server.software, "h3-test");
+    assert_eq!(m.rec.body_bytes, 400 * 13);
+    assert_eq!(m.rec.keep_alive_requests, 400);
+    assert_eq!(s.counters.requests.load(SeqCst), 400);
+    assert_eq!(
+        s.counters.connections.load(SeqCst),
+        2,
+        "one connection each"
+    );
+    assert_eq!(
+        s.counters.peak_streams.load(SeqCst),
+        8,
+        "the server saw 8 requests in progress at once on a connection"
+    );
+    assert!(m.settings.keep_alive);
+    assert_eq!(m.settings.streams, Some(8));
+    // Only the first request on each connection waited for its handshake.
+    let connects = m
+        .rec
+        .samples
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|s| s.connect > 0)
+        .count();
+    assert!(connects <= 2, "{connects} samples with a connect time");
+    // 20 ms per request, 16 at a time: about 25 rounds of 20 ms, far from 400 of them.
+    assert!(
+        m.elapsed < Duration::from_secs(4),
+        "the streams did not overlap: {:?}",
+        m.elapsed
+    );
+}
+
+#[test]
+fn the_servers_stream_limit_caps_the_streams() {
+    let s = H3Server::start(Alpn::H3, 3);
+    let m = run_ok(h3(&s.url("/slow?ms=20"), 120, 1, 16));
+    assert_clean(&m, 120);
+    assert_eq!(s.counters.peak_streams.load(SeqCst), 3);
+}
+
+#[test]
+fn without_keep_alive_every_request_has_a_handshake_of_its_own() {
+    let s = H3Server::start(Alpn::H3, 100);
+    let mut cfg = h3(&s.url("/"), 60, 4, 1);
+    cfg.load.keep_alive = false;
+    let m = run_ok(cfg);
+    assert_clean(&m, 60);
+    assert_eq!(m.rec.keep_alive_requests, 0);
+    assert_eq!(s.counters.connections.load(SeqCst), 60);
+    let samples = m.rec.samples.as_ref().unwrap();
+    assert!(
+        samples.iter().all(|s| s.connect > 0),
+        "every request waited for its handshake"
+    );
+}
+
+#[test]
+fn bodies_of_every_size_arrive_whole() {
+    let s = H3Server::start(Alpn::H3, 100);
+    for len in [0u64, 1, 16 << 10, (16 << 10) + 1, 3 << 20] {
+        let n = 12;
+        let m = run_ok(h3(&s.url(&format!("/bytes/{len}")), n, 2, 4));
+        assert_clean(&m, n);
+        assert_eq!(m.server.document_length, len, "{len}");
+        assert_eq!(m.rec.body_bytes, n * len, "{len}");
+    }
+}
+
+#[test]
+fn reset_and_stalled_streams_are_counted_by_kind_without_a_hang() {
+    let s = H3Server::start(Alpn::H3, 100);
+    let m = run_ok(h3(&s.url("/reset"), 40, 2, 4));
+    assert_eq!(m.complete(), 40);
+    assert_eq!(m.rec.failures.reset, 40, "{:?}", m.rec.failures);
+
+    let mut cfg = h3(&s.url("/stall"), 6, 2, 3);
+    cfg.load.timeout = Duration::from_millis(500);
+    let started = Instant::now();
+    let m = run_ok(cfg);
+    assert_eq!(m.rec.failures.timeout, 6, "{:?}", m.rec.failures);
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_closed_udp_port_is_one_clear_error_at_once() {
+    // A port that was just free: nothing listens there over UDP.
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = Instant::now();
+    let e = run_within(HANG, h3(&format!("https://127.0.0.1:{port}/"), 10, 1, 1)).unwrap_err();
+    let LoadError::Unreachable { reason, .. } = &e else {
+        panic!("{e}");
+    };
+    assert!(reason.contains("UDP port"), "{reason}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_quic_server_without_http3_is_refused_in_the_handshake() {
+    let s = H3Server::start(Alpn::Other, 100);
+    let e = run_within(HANG, h3(&s.url("/"), 10, 1, 1)).unwrap_err();
+    let LoadError::Tls { reason, .. } = &e else {
+        panic!("{e}");
+    };
+    assert!(reason.contains("ALPN"), "{reason}");
+}
+
+#[test]
+fn a_certificate_that_does_not_verify_fails_the_handshake() {
+    let s = H3Server::start(Alpn::H3, 100);
+    let ca = std::env::temp_dir().join(format!("h3-test-ca-{}.pem", std::process::id()));
+    // Any CA but the one that made the server's certificate.
+    let other = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .self_signed(&other)
+        .unwrap();
+    std::fs::write(&ca, cert.pem()).unwrap();
+    let mut cfg = h3(&s.url("/"), 10, 1, 1);
+    cfg.tls.verify = Some(ca.clone());
+    let e = run_within(HANG, cfg).unwrap_err();
+    let _ = std::fs::remove_file(&ca);
+    assert!(matches!(e, LoadError::Tls { .. }), "{e}");
+}
+
+#[test]
+fn http3_needs_an_https_url() {
+    let mut cfg = h3("http://127.0.0.1:1/", 10, 1, 1);
+    let e = loadgen::preflight(&mut cfg).unwrap_err();
+    assert!(e.to_string().contains("https://"), "{e}");
+}
