@@ -29,7 +29,7 @@ pub struct LoadArgs {
         value_name = "FILE|-",
         conflicts_with_all = [
             "requests", "concurrency", "keep_alive", "time_limit", "timeout", "head",
-            "method", "post_file", "put_file", "http11", "h2", "streams", "duration",
+            "method", "post_file", "put_file", "http11", "h2", "h3", "streams", "duration",
             "warmup", "min_duration", "threads", "cpus", "rate", "coalesce",
             "user_timestamps", "start_at", "engine",
         ]
@@ -148,7 +148,13 @@ pub struct LoadArgs {
     /// request is a stream; connections are always reused (-k is implied).
     #[arg(long = "h2")]
     h2: bool,
-    /// HTTP/2: streams open at once on each connection (h2load's -m); needs --h2.
+    /// Speak HTTP/3 over QUIC (https URLs only; UDP to the URL's port). Every request is a
+    /// stream; with -k connections carry requests until the load ends, without it each
+    /// request has a connection and a QUIC handshake of its own.
+    #[arg(long = "h3", conflicts_with = "h2")]
+    h3: bool,
+    /// HTTP/2 and HTTP/3: streams open at once on each connection (h2load's -m); needs --h2,
+    /// or --h3 with -k.
     #[arg(long, alias = "max-concurrent-streams", value_name = "N")]
     streams: Option<u32>,
     /// Run for this long instead of a request count (e.g. 10s, 2m).
@@ -269,6 +275,8 @@ fn load_spec(a: &LoadArgs) -> Result<LoadSpec, Failure> {
         keep_alive: a.keep_alive,
         version: if a.h2 {
             HttpVersion::Http2
+        } else if a.h3 {
+            HttpVersion::Http3
         } else if a.http11 {
             HttpVersion::Http11
         } else {
@@ -288,10 +296,11 @@ fn load_spec(a: &LoadArgs) -> Result<LoadSpec, Failure> {
             Some(d) => Some(secs("--min-duration", d)?),
             None => None,
         },
-        streams: match (a.streams, a.h2) {
+        streams: match (a.streams, a.h2 || a.h3) {
             _ if a.h2 && a.http11 => return Err(usage("give one of --h2 and --http1.1".into())),
+            _ if a.h3 && a.http11 => return Err(usage("give one of --h3 and --http1.1".into())),
             (Some(_), false) => return Err(usage(
-                "--streams needs --h2: only HTTP/2 runs several requests at once on a connection"
+                "--streams needs --h2 or --h3: only HTTP/2 and HTTP/3 run several requests at once on a connection"
                     .into(),
             )),
             (Some(n), true) => n,
@@ -555,8 +564,9 @@ fn read_job(from: &str) -> Result<Job, Failure> {
 /// ab's `-v 2`: the request's head, once, before the run (a body is not shown); in HTTP/2 the
 /// fields its header block carries.
 fn show_request(cfg: &LoadConfig) {
-    if cfg.load.version == HttpVersion::Http2 {
-        // The HTTP/2 request's fields, as its header block carries them.
+    if matches!(cfg.load.version, HttpVersion::Http2 | HttpVersion::Http3) {
+        // The request's fields, as its header block (HTTP/2) or field section (HTTP/3)
+        // carries them.
         let fields = loadgen::h2::request_fields(cfg);
         let text: Vec<String> = fields
             .iter()

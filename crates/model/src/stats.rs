@@ -504,9 +504,12 @@ pub struct RunSettings {
     pub rate: Option<f64>,
     pub threads: usize,
     pub http11: bool,
-    /// HTTP/2: the streams open at once on each connection (absent for HTTP/1.x).
+    /// HTTP/2 and HTTP/3: the streams open at once on each connection (absent for HTTP/1.x).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streams: Option<u32>,
+    /// The load spoke HTTP/3 over QUIC.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub http3: bool,
     pub head: bool,
     /// Responses were timed by the kernel's receive stamps where the socket gave them (records
     /// made before stamps existed lack the field: their responses were timed when read).
@@ -524,6 +527,20 @@ pub struct RunSettings {
     /// field: theirs was epoll).
     #[serde(default = "engine_epoll")]
     pub engine: String,
+}
+
+impl RunSettings {
+    /// How the load reached the server, for a protocol ab does not speak (HTTP/3); `None`
+    /// otherwise.
+    pub fn protocol_line(&self) -> Option<String> {
+        self.http3.then(|| {
+            let n = self.streams.unwrap_or(1);
+            format!(
+                "HTTP/3 over QUIC v1 (h3), {n} stream{} per connection",
+                if n == 1 { "" } else { "s" }
+            )
+        })
+    }
 }
 
 fn engine_epoll() -> String {

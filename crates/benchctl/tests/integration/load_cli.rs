@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod files;
+mod http3;
 mod job;
 mod limits;
 mod requests;

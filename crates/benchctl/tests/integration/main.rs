@@ -9,6 +9,10 @@
 
 #[path = "../../../report/tests/integration/common/mod.rs"]
 mod common;
+// The HTTP/3 test server of the load generator's tests; these use only part of it.
+#[allow(dead_code)]
+#[path = "../../../loadgen/tests/integration/support/h3srv.rs"]
+mod h3srv;
 #[path = "../../../loadgen/tests/integration/support/mod.rs"]
 mod support;
 

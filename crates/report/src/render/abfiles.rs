@@ -310,6 +310,7 @@ mod tests {
                 threads: 1,
                 http11: false,
                 streams: None,
+                http3: false,
                 head: false,
                 rx_stamps: true,
                 coalesce: "off".into(),

@@ -83,6 +83,7 @@ fn measurement(s: Setup) -> Measurement {
             threads: 1,
             http11: false,
             streams: None,
+            http3: false,
             head: false,
             rx_stamps: false,
             coalesce: "off".into(),

@@ -48,6 +48,7 @@ fn measurement(keep_samples: bool, corrected: bool) -> Measurement {
             threads: 2,
             http11: false,
             streams: None,
+            http3: false,
             head: false,
             rx_stamps: false,
             coalesce: "off".into(),

@@ -232,6 +232,7 @@ pub fn summarize_with(m: &Measurement, opts: &AbOptions) -> AbSummary {
         },
         opts,
     );
+    s.protocol = m.settings.protocol_line();
     match &m.rec.samples {
         Some(samples) => {
             let (times, percentiles) = from_samples(samples);
@@ -274,6 +275,7 @@ pub fn summarize_report(
         },
         opts,
     );
+    s.protocol = r.settings.protocol_line();
     let hists = r.timers.try_map(|_, t| t.decode_histogram())?;
     let moments = r.timers.map(|_, t| t.moments);
     let (times, percentiles) = from_histograms(&moments, &hists.map(|_, h| h));
