@@ -416,6 +416,9 @@ fn notes(sh: &Shared, rec: &mut Recorder, elapsed: Duration) -> Vec<Note> {
             first: sh.first_h2_error.get().cloned().unwrap_or_default(),
         });
     }
+    if let Some(note) = quic_note(sh) {
+        notes.push(note);
+    }
     if let Some(note) = read_delay_note(rec) {
         notes.push(note);
     }
@@ -457,6 +460,18 @@ fn settings(sh: &Shared, threads: usize, coalesce: Coalesce) -> RunSettings {
             .min_duration
             .map(|_| sh.issued.load(Relaxed).div_ceil(sh.per_load.max(1))),
     }
+}
+
+/// Over HTTP/3, what QUIC's accounting said of the connections, when the delivery was not
+/// clean: packets lost, datagrams dropped by the client's receive buffers, window stalls.
+fn quic_note(sh: &Shared) -> Option<Note> {
+    let [sent, lost, drops, stalls] = sh.quic.each_ref().map(|a| a.load(Relaxed));
+    (lost + drops + stalls > 0).then_some(Note::Quic {
+        sent_packets: sent,
+        lost_packets: lost,
+        udp_drops: drops,
+        window_stalls: stalls,
+    })
 }
 
 /// When responses waited longer for the generator than the server took to send them, the

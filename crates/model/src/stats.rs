@@ -249,6 +249,17 @@ pub enum Note {
     /// read). The streams open on them are counted as exceptions; `first` is the first
     /// connection's reason.
     Http2Errors { connections: u64, first: String },
+    /// HTTP/3: what QUIC's own accounting said of the load's connections, when it says the
+    /// delivery was not clean: packets the client sent and of them those declared lost (and
+    /// sent again), datagrams the client's UDP receive buffers dropped (it did not read them in
+    /// time: the generator's limit, which makes the load client-bound), and the times the
+    /// server said it was held up by the client's flow-control windows.
+    Quic {
+        sent_packets: u64,
+        lost_packets: u64,
+        udp_drops: u64,
+        window_stalls: u64,
+    },
     /// Responses waited longer for the generator to read them than the server took to send
     /// them (means, µs): the generator was the bottleneck.
     GeneratorBound {

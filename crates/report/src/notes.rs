@@ -32,6 +32,12 @@ pub fn describe(note: &Note) -> String {
              the server's errors, and the streams open on them counted as Exceptions; the \
              first because {first}"
         ),
+        Note::Quic {
+            sent_packets,
+            lost_packets,
+            udp_drops,
+            window_stalls,
+        } => quic(*sent_packets, *lost_packets, *udp_drops, *window_stalls),
         Note::GeneratorBound {
             read_delay_mean_us,
             total_mean_us,
@@ -119,6 +125,26 @@ pub fn seconds(s: f64, space: &str) -> String {
         let text = format!("{:.3}", ms as f64 / 1000.0);
         format!("{}{space}s", text.trim_end_matches('0'))
     }
+}
+
+/// The words of [`Note::Quic`].
+fn quic(sent: u64, lost: u64, udp_drops: u64, window_stalls: u64) -> String {
+    let mut parts = vec![format!(
+        "QUIC: {lost} of the {sent} packets the client sent were lost and sent again"
+    )];
+    if udp_drops > 0 {
+        parts.push(format!(
+            "the client's UDP receive buffers dropped {udp_drops} datagrams: the generator did \
+             not read them in time, a limit of the generator, not of the server (raise \
+             net.core.rmem_max, or give the generator more CPU)"
+        ));
+    }
+    if window_stalls > 0 {
+        parts.push(format!(
+            "the server said {window_stalls} times that the client's flow-control windows held it up"
+        ));
+    }
+    parts.join("; ")
 }
 
 #[cfg(test)]

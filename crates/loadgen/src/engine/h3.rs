@@ -83,6 +83,36 @@ struct H3Worker {
     tx: Vec<u8>,
     /// Datagrams per send: [`MAX_GSO_SEGMENTS`], or 1 where the kernel has no UDP GSO.
     max_gso: usize,
+    /// What QUIC's accounting said of the connections that ended (see [`super::shared::Shared::quic`]).
+    tally: [u64; 4],
+}
+
+/// `SO_MEMINFO` (Linux 3.9): a socket's memory counters, of which `SK_MEMINFO_DROPS` is the
+/// datagrams it dropped for want of room in its receive buffer.
+const SO_MEMINFO: libc::c_int = 55;
+const SK_MEMINFO_VARS: usize = 9;
+const SK_MEMINFO_DROPS: usize = 8;
+
+/// The datagrams `udp` dropped because its receive buffer was full (0 where the kernel does
+/// not say).
+fn receive_drops(udp: &UdpSocket) -> u64 {
+    let mut info = [0u32; SK_MEMINFO_VARS];
+    let mut len = std::mem::size_of_val(&info) as libc::socklen_t;
+    // SAFETY: `info` is writable for `len` bytes, and the kernel writes at most that many.
+    let rc = unsafe {
+        libc::getsockopt(
+            udp.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_MEMINFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 && len as usize >= (SK_MEMINFO_DROPS + 1) * 4 {
+        u64::from(info[SK_MEMINFO_DROPS])
+    } else {
+        0
+    }
 }
 
 /// Runs a worker's share of the connections over HTTP/3.
@@ -106,6 +136,7 @@ pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
         metas: [RecvMeta::default(); RECV_BATCH],
         tx: Vec::new(),
         max_gso: 0,
+        tally: [0; 4],
         core,
     };
     worker::drive(w)
@@ -229,6 +260,9 @@ impl Protocol for H3Worker {
             if self.conns[idx].quic.is_some() {
                 self.close(idx);
             }
+        }
+        for (total, n) in self.core.sh.quic.iter().zip(self.tally) {
+            total.fetch_add(n, Relaxed);
         }
     }
 }
@@ -911,6 +945,15 @@ impl H3Worker {
 
     /// Forgets the slot's connection, freeing its handle at the endpoint, and its socket.
     fn drop_conn(&mut self, idx: usize) {
+        if let Some(q) = self.conns[idx].quic.as_ref() {
+            let st = q.conn.stats();
+            self.tally[0] += st.path.sent_packets;
+            self.tally[1] += st.path.lost_packets;
+            self.tally[3] += st.frame_rx.stream_data_blocked + st.frame_rx.data_blocked;
+        }
+        if let Some(sock) = self.conns[idx].sock.as_ref() {
+            self.tally[2] += receive_drops(&sock.udp);
+        }
         if let Some(q) = self.conns[idx].quic.take() {
             if !q.drained {
                 self.endpoint.handle_event(q.ch, EndpointEvent::drained());

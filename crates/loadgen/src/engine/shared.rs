@@ -60,6 +60,9 @@ pub(super) struct Shared {
     pub(super) h2: Option<crate::h2::Blocks>,
     /// HTTP/3: the QUIC client configuration and the request's bytes.
     pub(super) h3: Option<crate::h3::Setup>,
+    /// HTTP/3: what QUIC's accounting said of the workers' connections, summed as each ended:
+    /// packets sent, packets lost, datagrams the receive buffers dropped, window stalls.
+    pub(super) quic: [AtomicU64; 4],
     /// Holds receive stamping on for the run; `None` without stamps (asked for or possible).
     pub(super) stamps: Option<sock::StampKeeper>,
     /// This kernel drops body bytes nobody looks at without copying them
@@ -124,6 +127,7 @@ impl Shared {
             tls,
             h2,
             h3,
+            quic: Default::default(),
             stamps: if cfg.load.rx_stamps {
                 sock::StampKeeper::start()
             } else {

@@ -12,7 +12,7 @@ mod h3srv;
 use crate::support;
 
 use h3srv::{Alpn, H3Server};
-use loadgen::{HttpVersion, LoadConfig, LoadError, Measurement, Timer};
+use loadgen::{HttpVersion, LoadConfig, LoadError, Measurement, Note, Timer};
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::{Duration, Instant};
 use support::{config, run_within};
@@ -40,6 +40,17 @@ fn assert_clean(m: &Measurement, n: u64) {
     }
 }
 
+/// The datagrams the client's receive buffers dropped, by the run's QUIC note.
+fn udp_drops(m: &Measurement) -> u64 {
+    m.notes
+        .iter()
+        .find_map(|n| match n {
+            Note::Quic { udp_drops, .. } => Some(*udp_drops),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
 #[test]
 fn counts_are_exact_and_streams_run_side_by_side() {
     let s = H3Server::start(Alpn::H3, 100);
@@ -62,6 +73,8 @@ fn counts_are_exact_and_streams_run_side_by_side() {
     );
     assert!(m.settings.keep_alive);
     assert_eq!(m.settings.streams, Some(8));
+    assert!(m.settings.http3);
+    assert_eq!(udp_drops(&m), 0, "{:?}", m.notes);
     // Only the first request on each connection waited for its handshake.
     let connects = m
         .rec
@@ -114,6 +127,22 @@ fn bodies_of_every_size_arrive_whole() {
         assert_eq!(m.server.document_length, len, "{len}");
         assert_eq!(m.rec.body_bytes, n * len, "{len}");
     }
+}
+
+#[test]
+fn a_client_whose_receive_buffer_overflows_says_so_and_is_client_bound() {
+    let s = H3Server::start(Alpn::H3, 100);
+    // The smallest receive buffer the kernel allows, against bodies many datagrams long: the
+    // server's bursts overflow it, QUIC sends the dropped datagrams again, the bodies still
+    // arrive whole, and the run says the client could not take them in.
+    let mut cfg = h3(&s.url("/bytes/262144"), 8, 1, 2);
+    cfg.socket.buffer = Some(1024);
+    let m = run_ok(cfg);
+    assert_clean(&m, 8);
+    assert_eq!(m.rec.body_bytes, 8 * 262_144);
+    assert!(udp_drops(&m) > 0, "{:?}", m.notes);
+    let report = model::json::LoadReport::from_measurement(&m);
+    assert!(model::record::is_client_bound(&report), "{:?}", m.notes);
 }
 
 #[test]

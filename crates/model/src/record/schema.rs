@@ -480,7 +480,8 @@ pub const CLIENT_BOUND_SHARE: f64 = 0.9;
 /// [`CLIENT_BOUND_SHARE`] of a core per worker thread while measuring, or responses waited
 /// longer for it to read them than the server took to send them
 /// ([`crate::Note::GeneratorBound`]; its CPU time leaves out part of the kernel's work for
-/// its sockets, so it can fall behind before its CPU time says so).
+/// its sockets, so it can fall behind before its CPU time says so), or over HTTP/3 its UDP
+/// receive buffers overflowed ([`crate::Note::Quic`]).
 pub fn is_client_bound(load: &LoadReport) -> bool {
     let threads = load.settings.threads.max(1) as f64;
     let busy =
@@ -489,11 +490,14 @@ pub fn is_client_bound(load: &LoadReport) -> bool {
 }
 
 /// Whether responses waited longer for the generator to read them than the server took to send
-/// them ([`crate::Note::GeneratorBound`]).
+/// them ([`crate::Note::GeneratorBound`]), or were dropped for want of room in its UDP receive
+/// buffers ([`crate::Note::Quic`]).
 pub fn fell_behind(load: &LoadReport) -> bool {
-    load.notes
-        .iter()
-        .any(|n| matches!(n, crate::Note::GeneratorBound { .. }))
+    load.notes.iter().any(|n| match n {
+        crate::Note::GeneratorBound { .. } => true,
+        crate::Note::Quic { udp_drops, .. } => *udp_drops > 0,
+        _ => false,
+    })
 }
 
 /// The shortest measured part of a load whose figures are worth reading: below it, start-up,
