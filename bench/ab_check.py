@@ -31,6 +31,12 @@ second, and benchctl then waits before each load for room. Run `benchctl system 
 exempts loopback from tracking); failing that, the check raises `net.netfilter.nf_conntrack_max`
 to `--conntrack-max` (default 1,048,576; 0 leaves it alone) when run as root, and says so.
 
+Each fresh container's memory layout is drawn anew where the kernel randomizes it
+(kernel.randomize_va_space 1 or 2, the default), and some draws are slower than others: Apache's
+rounds more than 8% off fell from about 1 in 6 to 1 in 12 with the layout fixed
+(`benchctl system tune --fixed-layout`, which sets it to 0). The summary says which; a folder's
+runs are all of one kind.
+
 The check may be spread over several sittings: given an `--out` folder that holds runs of an
 earlier invocation, it keeps them (their rows are in runs.jsonl there) and runs only the ones
 still missing, provided the binary is built from the same commit and the options are the same;
@@ -208,9 +214,13 @@ def main() -> int:
     if commit.endswith("-dirty") and not a.allow_dirty:
         ap.error(f"{a.benchctl} is built from uncommitted code ({commit}): commit, rebuild, "
                  "or pass --allow-dirty")
+    # The machine's layout randomization changes the noise (a fresh container's speed depends
+    # on where its memory landed): runs with it and without it are not pooled.
+    layout = Path("/proc/sys/kernel/randomize_va_space")
+    randomize = layout.read_text().strip() if layout.exists() else "absent"
     options = {
         "scenario": a.scenario, "threshold": a.threshold, "budget": a.budget,
-        "max_rounds": a.max_rounds, "slow": slow,
+        "max_rounds": a.max_rounds, "slow": slow, "randomize_va_space": randomize,
     }
     out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="benchctl-ab-check-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -337,7 +347,10 @@ def main() -> int:
         f"Commit `{commit}`, runs finished {min(r['finished'] for r in rows)} to "
         f"{max(r['finished'] for r in rows)} UTC, scenario `{a.scenario}`, threshold {a.threshold}, at most "
         f"{a.max_rounds} rounds and {a.budget} per run; A/B runs slowed `{' '.join(slow)}`; "
-        f"nf_conntrack_max {conntrack_max if conntrack_max is not None else 'absent'}.",
+        f"nf_conntrack_max {conntrack_max if conntrack_max is not None else 'absent'}; "
+        f"kernel.randomize_va_space {options['randomize_va_space']}"
+        + (" (memory layout fixed: `benchctl system tune --fixed-layout`)" if options["randomize_va_space"] == "0" else "")
+        + ".",
         "",
         f"- A/A (same images both sides): {sum(1 for r in aa if r['regressed'])} of {len(aa)} "
         "runs reported a regression.",

@@ -37,8 +37,14 @@ enum SystemAction {
         #[arg(long)]
         dry_run: bool,
         /// Put back what earlier `system tune` runs changed.
-        #[arg(long, conflicts_with = "dry_run")]
+        #[arg(long, conflicts_with_all = ["dry_run", "fixed_layout"])]
         undo: bool,
+        /// Also fix every process's memory layout (kernel.randomize_va_space 0), so that two
+        /// starts of one server do not differ in speed by where their memory landed: quieter
+        /// A/B regression runs, at the cost of a defence against memory-corruption exploits on
+        /// the whole machine. Only on a machine kept for measuring.
+        #[arg(long)]
+        fixed_layout: bool,
     },
 }
 
@@ -94,12 +100,20 @@ pub fn main(a: SystemArgs) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
         SystemAction::Tune { undo: true, .. } => undo(),
-        SystemAction::Tune { cpus, dry_run, .. } => tune(&cpus.cpus()?, dry_run),
+        SystemAction::Tune {
+            cpus,
+            dry_run,
+            fixed_layout,
+            ..
+        } => tune(&cpus.cpus()?, dry_run, fixed_layout),
     }
 }
 
-fn tune(cpus: &system::Cpus, dry_run: bool) -> Result<ExitCode, Failure> {
-    let changes = tune::plan(&system::Host, cpus);
+fn tune(cpus: &system::Cpus, dry_run: bool, fixed_layout: bool) -> Result<ExitCode, Failure> {
+    let mut changes = tune::plan(&system::Host, cpus);
+    if fixed_layout {
+        changes.extend(tune::fixed_layout(&system::Host));
+    }
     if changes.is_empty() {
         stdout("nothing to change: what system tune changes is as a benchmark wants it\n")?;
         return Ok(ExitCode::SUCCESS);

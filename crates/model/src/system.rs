@@ -40,6 +40,8 @@ pub enum Aspect {
     Swap,
     /// Other processes running on the chosen CPUs.
     BusyCpus,
+    /// Address-space layout randomization: each process's memory placed anew at every start.
+    AddressLayout,
 }
 
 impl Aspect {
@@ -55,6 +57,7 @@ impl Aspect {
             Aspect::HugePages => "transparent huge pages",
             Aspect::Swap => "swap",
             Aspect::BusyCpus => "busy CPUs",
+            Aspect::AddressLayout => "address-space layout",
         }
     }
 }

@@ -26,6 +26,7 @@ pub fn check(p: &dyn Probe, cpus: &Cpus, busy: &[Busy]) -> SystemCheck {
         swap(p),
     ];
     findings.push(busy_cpus(busy));
+    findings.push(address_layout(p));
     SystemCheck { findings }
 }
 
@@ -116,6 +117,25 @@ fn port_range(p: &dyn Probe) -> Finding {
         _ => (Level::Ok, ""),
     };
     finding(Aspect::PortRange, level, found, effect, !wide)
+}
+
+/// Where the kernel's layout randomization is set.
+pub(crate) const RANDOMIZE_VA_SPACE: &str = "/proc/sys/kernel/randomize_va_space";
+
+/// Layout randomization is no bias of a single measurement, but it makes two starts of one
+/// server differ: what A/B regression runs on fresh containers see as noise.
+fn address_layout(p: &dyn Probe) -> Finding {
+    match number(p, RANDOMIZE_VA_SPACE) {
+        Some(0) => finding(Aspect::AddressLayout, Level::Ok, "fixed (randomize_va_space 0)".into(), "", false),
+        Some(n) => finding(
+            Aspect::AddressLayout,
+            Level::Info,
+            format!("randomized (randomize_va_space {n})"),
+            "each start of a server places its memory anew, so two starts of one image can differ in speed; A/B regression runs, which start fresh containers every round, see it as noise (Apache's rounds more than 8% off fell from about 1 in 6 to 1 in 12 with it fixed, see docs/regression.md). `system tune --fixed-layout` fixes it, a security trade for a machine kept for measuring",
+            false,
+        ),
+        None => finding(Aspect::AddressLayout, Level::Info, "cannot be read".into(), "", false),
+    }
 }
 
 fn time_wait_reuse(p: &dyn Probe) -> Finding {

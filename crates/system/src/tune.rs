@@ -1,7 +1,7 @@
 //! What `benchctl system tune` changes, and its exact undo: each change says what it found,
 //! so undoing it puts back that value, not a default.
 
-use crate::check::{loopback_exempt, CONNTRACK_MAX, PORT_RANGE};
+use crate::check::{loopback_exempt, CONNTRACK_MAX, PORT_RANGE, RANDOMIZE_VA_SPACE};
 use crate::probe::{Cpus, Probe};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write as _};
@@ -110,7 +110,13 @@ fn tune_makes(c: &Change) -> bool {
             let plain =
                 |v: &str| v.len() <= 64 && v.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
             (governor
-                || [CONNTRACK_MAX_PATH, PORT_RANGE_PATH, TW_REUSE_PATH].contains(&path.as_str()))
+                || [
+                    CONNTRACK_MAX_PATH,
+                    PORT_RANGE_PATH,
+                    TW_REUSE_PATH,
+                    RANDOMIZE_VA_SPACE,
+                ]
+                .contains(&path.as_str()))
                 && plain(from)
                 && plain(to)
         }
@@ -171,6 +177,18 @@ pub fn plan(p: &dyn Probe, cpus: &Cpus) -> Vec<Change> {
         }
     }
     changes
+}
+
+/// The change that fixes every process's memory layout (`kernel.randomize_va_space` 0), unless
+/// it is fixed already: asked for apart from [`plan`] (`system tune --fixed-layout`), since it
+/// gives up a defence against memory-corruption exploits on the whole machine.
+pub fn fixed_layout(p: &dyn Probe) -> Option<Change> {
+    let now = setting(p, RANDOMIZE_VA_SPACE).filter(|now| now != "0")?;
+    Some(Change::Write {
+        path: RANDOMIZE_VA_SPACE.to_string(),
+        from: now,
+        to: "0".to_string(),
+    })
 }
 
 /// The two rules that take loopback traffic out of connection tracking.

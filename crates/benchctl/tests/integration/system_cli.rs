@@ -40,7 +40,7 @@ fn check_as_json_is_what_a_record_keeps() {
     ]);
     assert_eq!(f.code, Some(0), "{}", f.describe());
     let check: report::record::SystemCheck = serde_json::from_str(&f.stdout).unwrap();
-    assert_eq!(check.findings.len(), 9, "{check:?}");
+    assert_eq!(check.findings.len(), 10, "{check:?}");
 }
 
 #[test]
@@ -65,4 +65,25 @@ fn a_dry_run_of_tune_changes_nothing() {
     );
     let after = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok();
     assert_eq!(before, after);
+}
+
+#[test]
+fn a_dry_run_with_a_fixed_layout_names_the_setting_and_changes_nothing() {
+    let path = "/proc/sys/kernel/randomize_va_space";
+    let before = std::fs::read_to_string(path).ok();
+    let f = benchctl(&["system", "tune", "--dry-run", "--fixed-layout"]);
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    if before.as_deref().is_some_and(|v| v.trim() != "0") {
+        assert!(
+            f.stdout.contains(&format!(
+                "would change {path}: {} -> 0",
+                before.as_deref().unwrap().trim()
+            )),
+            "{}",
+            f.describe()
+        );
+    }
+    assert_eq!(before, std::fs::read_to_string(path).ok());
+    let f = benchctl(&["system", "tune", "--undo", "--fixed-layout"]);
+    assert_eq!(f.code, Some(2), "{}", f.describe());
 }

@@ -30,7 +30,8 @@ fn tuned() -> Machine {
         .with(
             "/proc/meminfo",
             "MemTotal: 8000000 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n",
-        );
+        )
+        .with("/proc/sys/kernel/randomize_va_space", "0\n");
     m.raw = Some(EXEMPT.to_string());
     m
 }
@@ -50,7 +51,7 @@ fn of(c: &SystemCheck, a: Aspect) -> &Finding {
 fn a_tuned_machine_has_no_bias() {
     let c = check(&tuned(), &cpus(), &[]);
     assert_eq!(c.biases().count(), 0, "{c:#?}");
-    assert_eq!(c.findings.len(), 9);
+    assert_eq!(c.findings.len(), 10);
     assert!(c.findings.iter().all(|f| !f.tunable), "{c:#?}");
 }
 
@@ -176,4 +177,16 @@ fn boost_huge_pages_swap_and_busy_cpus() {
         (Level::Bias, "pid 7 (dockerd) 35% of cpu1")
     );
     assert_eq!(c.biases().count(), 1);
+}
+
+#[test]
+fn a_randomized_layout_is_worth_knowing_but_no_bias() {
+    let m = tuned().with("/proc/sys/kernel/randomize_va_space", "2\n");
+    let c = check(&m, &cpus(), &[]);
+    let f = of(&c, Aspect::AddressLayout);
+    assert_eq!(f.level, Level::Info);
+    assert_eq!(f.found, "randomized (randomize_va_space 2)");
+    assert!(f.effect.contains("--fixed-layout"), "{}", f.effect);
+    assert!(!f.tunable, "plain `system tune` leaves it");
+    assert_eq!(c.biases().count(), 0);
 }

@@ -208,3 +208,19 @@ fn saving_never_writes_through_a_planted_name() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     assert_eq!(Tuned::load(&path).unwrap(), t);
 }
+
+#[test]
+fn a_fixed_layout_is_asked_for_apart_and_undone_like_the_rest() {
+    let m = untuned().with("/proc/sys/kernel/randomize_va_space", "2\n");
+    assert!(
+        !plan(&m, &cpus())
+            .iter()
+            .any(|c| c.describe().contains("randomize_va_space")),
+        "not in the plain plan"
+    );
+    let c = fixed_layout(&m).expect("a change");
+    assert_eq!(c.describe(), "/proc/sys/kernel/randomize_va_space: 2 -> 0");
+    assert!(tune_makes(&c) && tune_makes(&c.undo()));
+    let fixed = m.with("/proc/sys/kernel/randomize_va_space", "0\n");
+    assert_eq!(fixed_layout(&fixed), None);
+}

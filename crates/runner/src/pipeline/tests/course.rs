@@ -197,7 +197,7 @@ async fn the_machine_is_checked_before_the_run_and_the_record_keeps_it() {
         .system
         .as_ref()
         .expect("the machine's check");
-    assert_eq!(check.findings.len(), 9, "{check:?}");
+    assert_eq!(check.findings.len(), 10, "{check:?}");
     // A bias is said once, before anything starts.
     let biased = ran.lines("biased ");
     assert_eq!(
