@@ -17,6 +17,13 @@ h2load (Debian's nghttp2-client) at the same connections and streams, -c 10 -m 1
 --seconds; in cleartext by prior knowledge (h2c), or with --tls over HTTPS chosen by ALPN. The
 report then goes to bench/results/peers-h2c-latest.* or peers-h2-tls-latest.*.
 
+With --h3, the one mode is HTTP/3 over QUIC, served by Caddy (Debian's package, unpacked into
+target/caddy by ./x bench-deps: nginx in this Debian release has no HTTP/3 module) on UDP and TCP at the same port, HTTPS with a self-signed
+ECDSA P-256 certificate made for the run: benchctl (`--h3 -k --streams`) against oha built with
+its HTTP/3 support (`oha-h3`: `cargo install oha --features http3 --root target/oha-h3`, which
+`./x bench-deps` does) at the same connections and streams, -c 10 x 10, each for --seconds.
+The report then goes to bench/results/peers-h3-latest.*.
+
 With --tls, nginx serves the page over HTTPS with a self-signed ECDSA P-256 certificate made
 for the run (openssl), and every tool fetches https:// without verifying it (ab and benchctl
 never verify unless asked; oha gets --insecure): keep-alive then measures encryption, close
@@ -39,7 +46,7 @@ and a JSON copy go to bench/results/peers-latest.{md,json} (with --modes naming 
 peers-MODE-...-latest, so that a partial run does not replace the whole report), and the
 Markdown is kept as well under bench/results/history/ with its date and commit.
 
-Usage:  python3 bench/peers.py [--rounds 3] [--seconds 5] [--tools benchctl,wrk,ab,oha] [--tls] [--h2]
+Usage:  python3 bench/peers.py [--rounds 3] [--seconds 5] [--tools benchctl,wrk,ab,oha] [--tls] [--h2] [--h3]
         (build first: cargo build --release -p benchctl; `just bench` does both)
         A change to the generator against the build before it: --tools benchctl,benchctl-base
         --base OLD/benchctl (both run the same commands, paired as the peers are).
@@ -75,6 +82,10 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_BENCHCTL = REPO / "target" / "release" / "benchctl"
 DEFAULT_OUT_DIR = REPO / "bench" / "results"
 NGINX = "/usr/sbin/nginx"
+# Debian's Caddy package, unpacked (not installed: that would start a service) by ./x bench-deps.
+CADDY = str(REPO / "target" / "caddy" / "usr" / "bin" / "caddy")
+# oha with its HTTP/3 support, installed apart from the plain one (./x bench-deps).
+OHA_H3 = REPO / "target" / "oha-h3" / "bin" / "oha"
 BODY = b"Hello, World!"  # 13 bytes, as in the posts being reproduced
 
 TOOLS = (
@@ -86,6 +97,7 @@ TOOLS = (
     "wrk",
     "ab",
     "oha",
+    "oha-h3",
     "h2load",
     "floor-epoll",
     "floor-uring",
@@ -96,12 +108,12 @@ DEFAULT_TOOLS = ("benchctl", "benchctl-woken", "wrk", "ab", "oha", "floor-epoll"
 FLOOR_DIR = REPO / "bench" / "floor"
 FLOOR_BUILD = REPO / "target" / "floor"
 MODES = ("keep-alive", "close", "pipeline")
-CONCURRENCY = {"keep-alive": 100, "close": 300, "pipeline": 100, "h2": 10}
+CONCURRENCY = {"keep-alive": 100, "close": 300, "pipeline": 100, "h2": 10, "h3": 10}
 # Pipelined mode: requests written back to back on each connection (benchctl --pipeline, the
 # argument of wrk's script).
 PIPELINE_DEPTH = 16
 # Modes where the server is the bottleneck and benchctl runs between every two other runs.
-BRACKETED_MODES = ("keep-alive", "pipeline", "h2")
+BRACKETED_MODES = ("keep-alive", "pipeline", "h2", "h3")
 # wrk's pipelining is a Lua script: `init` builds DEPTH copies of wrk's own request (method,
 # path, headers as wrk sends them) and `request` hands wrk the whole batch for every write;
 # wrk counts the responses, one per request.
@@ -120,6 +132,9 @@ end
 # HTTP/2: streams open at once on each connection (benchctl --streams, h2load -m).
 H2_STREAMS = 10
 H2_TOOLS = ("benchctl", "h2load")
+# HTTP/3: streams open at once on each connection (benchctl --streams, oha -p).
+H3_STREAMS = 10
+H3_TOOLS = ("benchctl", "oha-h3")
 
 # Close mode fills the TIME_WAIT table; the local port range is 32768-60999 (28k ports).
 TIME_WAIT_LIMIT = 5000
@@ -308,6 +323,63 @@ http {{
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class Caddy(Nginx):
+    """Debian's Caddy binary (quic-go inside) with a throw-away configuration: HTTPS on TCP and
+    HTTP/3 on UDP at the same port, one site serving the page, no admin endpoint, no logs,
+    Go's scheduler on one thread (GOMAXPROCS=1) as nginx has one worker."""
+
+    def __init__(self, cpu: int | None):
+        super().__init__(cpu, tls=True)
+        self.dir = Path(tempfile.mkdtemp(prefix="benchctl-peers-caddy-"))
+
+    def start(self) -> None:
+        if not os.access(CADDY, os.X_OK):
+            raise Fatal(f"{CADDY} not found: ./x bench-deps unpacks Debian's caddy package there")
+        html = self.dir / "html"
+        html.mkdir()
+        (html / "index.html").write_bytes(BODY)
+        self._make_certificate()
+        env = dict(os.environ, GOMAXPROCS="1", XDG_CONFIG_HOME=str(self.dir / "config"), XDG_DATA_HOME=str(self.dir / "data"))
+        for attempt in range(5):
+            self.port = free_port()
+            conf = self.dir / "Caddyfile"
+            conf.write_text(self._config(html))
+            cmd = pin(self.cpu) + [CADDY, "run", "--config", str(conf), "--adapter", "caddyfile"]
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+            if self._wait_ready(10.0):
+                return
+            err = self._stop_and_collect()
+            if "address already in use" in err.lower() and attempt < 4:
+                continue
+            raise Fatal(f"caddy did not start on 127.0.0.1:{self.port}: {err.strip()[-400:] or 'no output'}")
+
+    def _config(self, html: Path) -> str:
+        d = self.dir
+        return f"""# written by bench/peers.py for one benchmark run
+{{
+	admin off
+	auto_https off
+	log {{
+		output stderr
+		level ERROR
+	}}
+	servers {{
+		protocols h1 h2 h3
+	}}
+}}
+https://:{self.port} {{
+	bind 127.0.0.1
+	tls {d}/cert.pem {d}/key.pem
+	root * {html}
+	file_server
+}}
+"""
+
+    def version(self) -> str:
+        out = subprocess.run([CADDY, "version"], capture_output=True, text=True, timeout=10)
+        return "Caddy " + (out.stdout.strip().split() or [""])[0]
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -428,6 +500,7 @@ class Tool:
 class Benchctl(Tool):
     name = "benchctl"
     h2 = False
+    h3 = False
     pipelines = True
 
     def command(self, mode, url, cfg, round_no):
@@ -435,6 +508,8 @@ class Benchctl(Tool):
         cmd = [self.path, "load", url, "-c", str(c)]
         if mode == "h2":
             cmd += ["--h2", "--streams", str(H2_STREAMS), "--duration", f"{cfg.seconds}s"]
+        elif mode == "h3":
+            cmd += ["--h3", "-k", "--streams", str(H3_STREAMS), "--duration", f"{cfg.seconds}s"]
         elif mode == "keep-alive":
             cmd += ["-k", "--duration", f"{cfg.seconds}s"]
         elif mode == "pipeline":
@@ -447,6 +522,8 @@ class Benchctl(Tool):
 
     def smoke_command(self, url):
         h2 = ["--h2", "--streams", "2"] if self.h2 else []
+        if self.h3:
+            h2 = ["--h3", "-k", "--streams", "2"]
         return [self.path, "load", url, "-n", "100", "-c", "2", *h2, "--json"]
 
     def parse(self, stdout, stderr, r):
@@ -646,6 +723,23 @@ class Oha(Tool):
         return out.stdout.strip()
 
 
+class OhaH3(Oha):
+    """oha built with its HTTP/3 support (experimental there): `--http-version 3`, -c
+    connections x -p requests at once on each."""
+
+    name = "oha-h3"
+
+    def command(self, mode, url, cfg, round_no):
+        c = CONCURRENCY[mode]
+        return [
+            self.path, "--no-tui", *self.json_flags, *self.extra, "--insecure", "--http-version", "3",
+            "-c", str(c), "-p", str(H3_STREAMS), "-z", f"{cfg.seconds}s", url,
+        ]
+
+    def smoke_command(self, url):
+        return [self.path, "--no-tui", *self.json_flags, "--insecure", "--http-version", "3", "-n", "100", "-c", "2", url]
+
+
 class H2load(Tool):
     """nghttp2's h2load: HTTP/2 by prior knowledge for http://, by ALPN for https://."""
 
@@ -754,6 +848,7 @@ TOOL_CLASSES = {
     "wrk": Wrk,
     "ab": Ab,
     "oha": Oha,
+    "oha-h3": OhaH3,
     "h2load": H2load,
     "floor-epoll": Floor,
     "floor-uring": FloorUring,
@@ -1041,6 +1136,8 @@ def mode_title(mode: str, cfg: Config) -> str:
     c = CONCURRENCY[mode]
     if mode == "h2":
         return f"HTTP/2, -c {c} connections x {H2_STREAMS} streams, {cfg.seconds} s per run"
+    if mode == "h3":
+        return f"HTTP/3, -c {c} connections x {H3_STREAMS} streams, {cfg.seconds} s per run"
     if mode == "keep-alive":
         return f"keep-alive, -c {c}, {cfg.seconds} s per run (ab: -n sized to ~{cfg.seconds} s)"
     if mode == "pipeline":
@@ -1067,7 +1164,9 @@ def render_text(summary: dict, cfg: Config) -> str:
 def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
     lines = [
         (
-            "# Peer benchmark: benchctl load against h2load over HTTP/2"
+            "# Peer benchmark: benchctl load against oha over HTTP/3"
+            if meta.get("h3")
+            else "# Peer benchmark: benchctl load against h2load over HTTP/2"
             + (" (TLS, ALPN)" if meta.get("tls") else " (cleartext, prior knowledge)")
             if meta.get("h2")
             else "# Peer benchmark: benchctl load against wrk, ab and oha" + (" over HTTPS" if meta.get("tls") else "")
@@ -1079,9 +1178,12 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         meta["reproduce"],
         "```",
         "",
-        f"- server: {meta['nginx']} (native, 1 worker, 13-byte page, access log off"
+        f"- server: {meta['nginx']} (native, "
+        + ("GOMAXPROCS=1, HTTP/3 on UDP and HTTPS on TCP at one port" if meta.get("h3") else "1 worker")
+        + ", 13-byte page, access log off"
         + (", http2 listener" if meta.get("h2") else "")
-        + (", HTTPS with a self-signed ECDSA P-256 certificate, no session cache or tickets" if meta.get("tls") else "")
+        + (", a self-signed ECDSA P-256 certificate" if meta.get("h3") else "")
+        + (", HTTPS with a self-signed ECDSA P-256 certificate, no session cache or tickets" if meta.get("tls") and not meta.get("h3") else "")
         + "), "
         f"CPU {meta['server_cpu']}; clients on CPU {meta['client_cpu']}",
         f"- host: {meta['cpu_model']}, {meta['cores']} cores, Linux {meta['kernel']}, "
@@ -1103,7 +1205,8 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         "",
     ]
     if meta.get("commands"):
-        lines += ["Each tool's command line (URL: nginx on a free 127.0.0.1 port; clients run under `taskset -c "
+        server = "Caddy" if meta.get("h3") else "nginx"
+        lines += [f"Each tool's command line (URL: {server} on a free 127.0.0.1 port; clients run under `taskset -c "
                   f"{meta['client_cpu']}`):", "", "```"]
         lines += meta["commands"]
         lines += ["```", ""]
@@ -1175,6 +1278,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "(cleartext h2c, or with --tls by ALPN); reports go to peers-h2c-latest.* or peers-h2-tls-latest.*",
     )
     p.add_argument(
+        "--h3",
+        action="store_true",
+        help="HTTP/3 mode only: benchctl --h3 against oha's HTTP/3 at the same connections and streams, "
+        "on Caddy (HTTPS, HTTP/3); the report goes to peers-h3-latest.*",
+    )
+    p.add_argument(
         "--tls",
         action="store_true",
         help="nginx serves HTTPS with a self-signed certificate made for the run; reports go to peers-tls-latest.*",
@@ -1189,6 +1298,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     tools_given = "--tools" in argv or any(x.startswith("--tools=") for x in argv)
     a.tools = [t.strip() for t in a.tools.split(",") if t.strip()]
     a.modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    if a.h3:
+        if a.h2:
+            p.error("give one of --h2 and --h3")
+        if not tools_given:
+            a.tools = list(H3_TOOLS)
+        bad = [t for t in a.tools if t not in H3_TOOLS]
+        if bad:
+            p.error(f"--h3 compares {' and '.join(H3_TOOLS)} only, not {', '.join(bad)}")
+        a.modes = ["h3"]
+        a.tls = True
+        return a
+    if "oha-h3" in a.tools:
+        p.error("oha-h3 speaks HTTP/3: give --h3")
     if a.h2:
         if not tools_given:
             a.tools = list(H2_TOOLS)
@@ -1228,6 +1350,12 @@ def find_tools(args: argparse.Namespace) -> tuple[dict[str, Tool], dict[str, str
             path = args.benchctl
             if not os.access(path, os.X_OK):
                 raise Fatal(f"{path} is missing: build it first with `cargo build --release -p benchctl`")
+        elif name == "oha-h3":
+            path = str(OHA_H3) if os.access(OHA_H3, os.X_OK) else ""
+            if not path:
+                skipped[name] = "not installed (cargo install oha --features http3 --root target/oha-h3; ./x bench-deps does it)"
+                log(f"{name}: not installed, skipped")
+                continue
         else:
             path = shutil.which(name) or ""
             if not path and name == "oha":
@@ -1288,12 +1416,13 @@ def main(argv: list[str]) -> int:
     for name, tool in tools.items():
         if isinstance(tool, Benchctl):
             tool.h2 = args.h2
-    nginx = Nginx(server_cpu, tls=args.tls, h2=args.h2)
+            tool.h3 = args.h3
+    nginx = Caddy(server_cpu) if args.h3 else Nginx(server_cpu, tls=args.tls, h2=args.h2)
     results: list[RunResult] = []
     try:
         nginx.start()
         url = nginx.url()
-        log(f"nginx ({nginx.version()}) on {url}, CPU {server_cpu}; clients on CPU {client_cpu}")
+        log(f"server ({nginx.version()}) on {url}, CPU {server_cpu}; clients on CPU {client_cpu}")
 
         for name, tool in list(tools.items()):
             why = smoke(tool, url, cfg)
@@ -1373,11 +1502,14 @@ def main(argv: list[str]) -> int:
             "commands": commands,
             "tls": args.tls,
             "h2": args.h2,
+            "h3": args.h3,
             **host,
         }
         out_dir = Path(args.out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        if args.h2:
+        if args.h3:
+            stem = "peers-h3"
+        elif args.h2:
             stem = "peers-h2-tls" if args.tls else "peers-h2c"
         else:
             stem = "peers-tls" if args.tls else "peers"
