@@ -168,13 +168,14 @@ class Nginx:
         self.h2 = h2
         # More than one worker holds more than 4,096 connections (bench/memory.py).
         self.workers = workers
-        self.dir = Path(tempfile.mkdtemp(prefix="benchctl-peers-nginx-"))
+        self.dir = Path(tempfile.mkdtemp(prefix=f"benchctl-peers-{self.NAME}-"))
         self.proc: subprocess.Popen | None = None
         self.port = 0
 
-    def start(self) -> None:
-        if not os.access(NGINX, os.X_OK):
-            raise Fatal(f"{NGINX} not found: apt-get install nginx (./x bench-deps does it)")
+    NAME = "nginx"
+
+    def _write_page(self) -> Path:
+        """The page, in a folder of the run's own; returns the folder."""
         html = self.dir / "html"
         html.mkdir()
         (html / "index.html").write_bytes(BODY)
@@ -182,21 +183,31 @@ class Nginx:
         for p in (self.dir, html):
             os.chmod(p, 0o755)
         os.chmod(html / "index.html", 0o644)
-        if self.tls:
-            self._make_certificate()
+        return html
 
+    def _launch(self, conf_name: str, html: Path, argv, env=None) -> None:
+        """Writes the config for a free port and starts the server on it, up to five ports
+        when another process takes the port between the probe and the server's bind."""
         for attempt in range(5):
             self.port = free_port()
-            conf = self.dir / "nginx.conf"
+            conf = self.dir / conf_name
             conf.write_text(self._config(html))
-            cmd = pin(self.cpu) + [NGINX, "-p", str(self.dir), "-c", str(conf), "-e", str(self.dir / "error.log")]
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            cmd = pin(self.cpu) + argv(conf)
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
             if self._wait_ready(10.0):
                 return
             err = self._stop_and_collect()
-            if "Address already in use" in err and attempt < 4:
-                continue  # someone took the port between our probe and nginx's bind
-            raise Fatal(f"nginx did not start on 127.0.0.1:{self.port}: {err.strip() or 'no output'}")
+            if "address already in use" in err.lower() and attempt < 4:
+                continue
+            raise Fatal(f"{self.NAME} did not start on 127.0.0.1:{self.port}: {err.strip()[-400:] or 'no output'}")
+
+    def start(self) -> None:
+        if not os.access(NGINX, os.X_OK):
+            raise Fatal(f"{NGINX} not found: apt-get install nginx (./x bench-deps does it)")
+        html = self._write_page()
+        if self.tls:
+            self._make_certificate()
+        self._launch("nginx.conf", html, lambda conf: [NGINX, "-p", str(self.dir), "-c", str(conf), "-e", str(self.dir / "error.log")])
 
     def _make_certificate(self) -> None:
         """A self-signed ECDSA P-256 certificate for 127.0.0.1, made for this run."""
@@ -328,30 +339,18 @@ class Caddy(Nginx):
     HTTP/3 on UDP at the same port, one site serving the page, no admin endpoint, no logs,
     Go's scheduler on one thread (GOMAXPROCS=1) as nginx has one worker."""
 
+    NAME = "caddy"
+
     def __init__(self, cpu: int | None):
         super().__init__(cpu, tls=True)
-        self.dir = Path(tempfile.mkdtemp(prefix="benchctl-peers-caddy-"))
 
     def start(self) -> None:
         if not os.access(CADDY, os.X_OK):
             raise Fatal(f"{CADDY} not found: ./x bench-deps unpacks Debian's caddy package there")
-        html = self.dir / "html"
-        html.mkdir()
-        (html / "index.html").write_bytes(BODY)
+        html = self._write_page()
         self._make_certificate()
         env = dict(os.environ, GOMAXPROCS="1", XDG_CONFIG_HOME=str(self.dir / "config"), XDG_DATA_HOME=str(self.dir / "data"))
-        for attempt in range(5):
-            self.port = free_port()
-            conf = self.dir / "Caddyfile"
-            conf.write_text(self._config(html))
-            cmd = pin(self.cpu) + [CADDY, "run", "--config", str(conf), "--adapter", "caddyfile"]
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-            if self._wait_ready(10.0):
-                return
-            err = self._stop_and_collect()
-            if "address already in use" in err.lower() and attempt < 4:
-                continue
-            raise Fatal(f"caddy did not start on 127.0.0.1:{self.port}: {err.strip()[-400:] or 'no output'}")
+        self._launch("Caddyfile", html, lambda conf: [CADDY, "run", "--config", str(conf), "--adapter", "caddyfile"], env)
 
     def _config(self, html: Path) -> str:
         d = self.dir
