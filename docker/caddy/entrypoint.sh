@@ -85,6 +85,16 @@ case ${BENCH_HTTP2:-} in
     1) if [ $tls = 1 ]; then protocols="h1 h2"; else protocols="h1 h2c"; fi ;;
     *) echo "benchctl/caddy: BENCH_HTTP2 must be 1 or 0, got '$BENCH_HTTP2'" >&2; exit 64 ;;
 esac
+# BENCH_HTTP3=1: HTTP/3 over QUIC as well, on UDP at the same address and port number; QUIC is
+# always encrypted, so it needs BENCH_TLS=1. HTTPS over TCP stays served beside it.
+case ${BENCH_HTTP3:-} in
+    ''|0) ;;
+    1)
+        [ $tls = 1 ] || { echo "benchctl/caddy: BENCH_HTTP3=1 needs BENCH_TLS=1 (HTTP/3 runs over QUIC, which is always encrypted)" >&2; exit 64; }
+        protocols="$protocols h3"
+        ;;
+    *) echo "benchctl/caddy: BENCH_HTTP3 must be 1 or 0, got '$BENCH_HTTP3'" >&2; exit 64 ;;
+esac
 sed -e "s/@BENCH_HOST@/$host/g" -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$host:$BENCH_PORT/g" \
     -e "s/@BENCH_SCHEME@/$scheme/g" -e "s|@BENCH_TLS_CONF@|$tls_conf|g" -e "s/@BENCH_PROTOCOLS@/$protocols/g" \
     /etc/caddy/bench.Caddyfile.template > /run/benchctl/Caddyfile

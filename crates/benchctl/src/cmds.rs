@@ -325,6 +325,14 @@ pub fn servers(a: ServersArgs) -> Result<ExitCode, Failure> {
                         (false, _) => "serves HTTP/1.x only: unavailable in a scenario with http = \"2\"",
                     }
                 );
+                say!(
+                    "  {}",
+                    if m.http3 {
+                        "serves HTTP/3 over QUIC (UDP, same port number) in a scenario with http = \"3\""
+                    } else {
+                        "serves no HTTP/3: unavailable in a scenario with http = \"3\""
+                    }
+                );
                 let c = &m.container;
                 say!(
                     "  runs as {}, {} capabilit{}, pids {}, writes {}",

@@ -114,6 +114,30 @@ impl std::fmt::Display for Listener {
     }
 }
 
+/// Where a server may wait for others: the TCP address it serves on and, when it serves
+/// HTTP/3, the UDP socket of the same address and port number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Socket {
+    pub udp: bool,
+    pub addr: SocketAddr,
+}
+
+impl Socket {
+    pub fn tcp(addr: SocketAddr) -> Socket {
+        Socket { udp: false, addr }
+    }
+
+    pub fn udp(addr: SocketAddr) -> Socket {
+        Socket { udp: true, addr }
+    }
+}
+
+impl std::fmt::Display for Socket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", if self.udp { "udp" } else { "tcp" }, self.addr)
+    }
+}
+
 /// The listeners of one `/proc/net/{tcp,tcp6,udp,udp6}` table.
 pub fn parse_net_table(text: &str, udp: bool) -> Vec<Listener> {
     const TCP_LISTEN: &str = "0A";
@@ -226,11 +250,17 @@ fn listeners_of(pids: &[u32]) -> std::io::Result<Vec<Listener>> {
     Ok(out)
 }
 
-/// The listeners that are not among `allowed` (TCP only: a server serves over TCP).
-pub fn unexpected_listeners(found: &[Listener], allowed: &[SocketAddr]) -> Vec<Listener> {
+/// The listeners that are not among `allowed` (a server serves over TCP, and over UDP only
+/// where HTTP/3 is asked of it).
+pub fn unexpected_listeners(found: &[Listener], allowed: &[Socket]) -> Vec<Listener> {
     let mut out: Vec<Listener> = found
         .iter()
-        .filter(|l| l.udp || !allowed.contains(&l.addr))
+        .filter(|l| {
+            !allowed.contains(&Socket {
+                udp: l.udp,
+                addr: l.addr,
+            })
+        })
         .copied()
         .collect();
     out.sort_by_key(|l| (l.udp, l.addr));
@@ -243,7 +273,7 @@ impl Orchestrator {
     /// however the image or manifest spelled its user; and, on this machine's engine, no
     /// socket listening anywhere but at `allowed` (with host networking, a server listening on
     /// 0.0.0.0 would be served to the network). `Err(Refused)` says why.
-    pub async fn audit(&self, guard: &ContainerGuard, allowed: &[SocketAddr]) -> Result<()> {
+    pub async fn audit(&self, guard: &ContainerGuard, allowed: &[Socket]) -> Result<()> {
         let refused = |why: String| OrchestratorError::Refused {
             name: guard.name().to_string(),
             why,
@@ -289,7 +319,7 @@ impl Orchestrator {
         let extra = unexpected_listeners(&found, allowed);
         if !extra.is_empty() {
             let list: Vec<String> = extra.iter().map(|l| l.to_string()).collect();
-            let want: Vec<String> = allowed.iter().map(|a| format!("tcp {a}")).collect();
+            let want: Vec<String> = allowed.iter().map(|a| a.to_string()).collect();
             return Err(refused(format!(
                 "it listens on {} beyond {} (with host networking, a socket on another address or port is served to whatever reaches this machine): make it listen only on $BENCH_ADDR:$BENCH_PORT",
                 list.join(", "),
@@ -435,7 +465,7 @@ mod tests {
             addr: a.parse().unwrap(),
             inode: 1,
         };
-        let allowed: Vec<SocketAddr> = vec!["127.0.0.1:8080".parse().unwrap()];
+        let allowed = vec![Socket::tcp("127.0.0.1:8080".parse().unwrap())];
         assert!(unexpected_listeners(&[at(false, "127.0.0.1:8080")], &allowed).is_empty());
         let extra = unexpected_listeners(
             &[
@@ -456,5 +486,21 @@ mod tests {
                 "udp 127.0.0.1:8080"
             ]
         );
+        // A server of HTTP/3 also waits on UDP at its own address and port, and nowhere else.
+        let allowed = vec![
+            Socket::tcp("127.0.0.1:8080".parse().unwrap()),
+            Socket::udp("127.0.0.1:8080".parse().unwrap()),
+        ];
+        let extra = unexpected_listeners(
+            &[
+                at(false, "127.0.0.1:8080"),
+                at(true, "127.0.0.1:8080"),
+                at(true, "0.0.0.0:8080"),
+                at(true, "127.0.0.1:8443"),
+            ],
+            &allowed,
+        );
+        let shown: Vec<String> = extra.iter().map(|l| l.to_string()).collect();
+        assert_eq!(shown, ["udp 0.0.0.0:8080", "udp 127.0.0.1:8443"]);
     }
 }

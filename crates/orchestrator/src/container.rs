@@ -74,8 +74,8 @@ fn container_labels(spec: &ContainerSpec) -> HashMap<String, String> {
     labels
 }
 
-/// The container's environment: the spec's, with `BENCH_PORT`, `BENCH_TLS` and `BENCH_HTTP2`
-/// set from the spec whatever it says of them.
+/// The container's environment: the spec's, with `BENCH_PORT`, `BENCH_TLS`, `BENCH_HTTP2` and
+/// `BENCH_HTTP3` set from the spec whatever it says of them.
 fn container_env(spec: &ContainerSpec) -> Vec<String> {
     let mut env: Vec<String> = spec
         .env
@@ -91,6 +91,10 @@ fn container_env(spec: &ContainerSpec) -> Vec<String> {
     if spec.http2 {
         env.retain(|e| !e.starts_with("BENCH_HTTP2="));
         env.push("BENCH_HTTP2=1".to_string());
+    }
+    if spec.http3 {
+        env.retain(|e| !e.starts_with("BENCH_HTTP3="));
+        env.push("BENCH_HTTP3=1".to_string());
     }
     env
 }
@@ -201,6 +205,29 @@ fn name_part(s: &str) -> String {
         .collect()
 }
 
+/// What a container's ports and protocols need before it is created: its port free on this
+/// machine (TCP, and UDP too for HTTP/3), and a certificate where it serves QUIC.
+fn check_ports(spec: &ContainerSpec, address: std::net::IpAddr, local: bool) -> Result<()> {
+    // With host networking a port already taken means either a failed bind inside the
+    // container or, worse, probing and measuring whatever else listens there. (On another
+    // machine's engine the port cannot be checked from here: a server that cannot bind
+    // exits, and says so in its log.)
+    if local && std::net::TcpListener::bind((address, spec.port)).is_err() {
+        return Err(OrchestratorError::PortBusy { port: spec.port });
+    }
+    // HTTP/3 listens on UDP at the same port number: that must be free as well.
+    if local && spec.http3 && std::net::UdpSocket::bind((address, spec.port)).is_err() {
+        return Err(OrchestratorError::PortBusy { port: spec.port });
+    }
+    if spec.http3 && spec.tls_dir.is_none() {
+        return Err(OrchestratorError::Invalid(format!(
+            "container {}: HTTP/3 needs the run's certificate (QUIC is always encrypted), and the spec gives none",
+            spec.name
+        )));
+    }
+    Ok(())
+}
+
 impl Orchestrator {
     /// Creates and starts a container for `spec` and returns the guard that will remove it.
     pub async fn start(&self, spec: &ContainerSpec) -> Result<ContainerGuard> {
@@ -219,13 +246,7 @@ impl Orchestrator {
                 )))
             }
         };
-        // With host networking a port already taken means either a failed bind inside the
-        // container or, worse, probing and measuring whatever else listens there. (On another
-        // machine's engine the port cannot be checked from here: a server that cannot bind
-        // exits, and says so in its log.)
-        if local && std::net::TcpListener::bind((address, spec.port)).is_err() {
-            return Err(OrchestratorError::PortBusy { port: spec.port });
-        }
+        check_ports(spec, address, local)?;
 
         let seq = self.sequence.fetch_add(1, Ordering::Relaxed);
         let name = format!(

@@ -104,9 +104,11 @@ pub enum OrchestratorError {
     },
 
     /// The server did not answer in time although its container kept running.
-    #[error("container {name} did not answer HTTP on {} within {waited:?}; check that it listens on $BENCH_ADDR:$BENCH_PORT; its last log lines:\n{}", std::net::SocketAddr::new(*address, *port), indent(log_tail))]
+    #[error("container {name} did not answer {} on {} within {waited:?}; check that it listens on $BENCH_ADDR:$BENCH_PORT; its last log lines:\n{}", asked_over(*quic), std::net::SocketAddr::new(*address, *port), indent(log_tail))]
     NotReady {
         name: String,
+        /// Asked over QUIC (HTTP/3 on UDP) rather than HTTP over TCP.
+        quic: bool,
         address: std::net::IpAddr,
         port: u16,
         waited: Duration,
@@ -196,12 +198,14 @@ impl OrchestratorError {
             ),
             OrchestratorError::NotReady {
                 name,
+                quic,
                 address,
                 port,
                 waited,
                 ..
             } => format!(
-                "container {name} did not answer HTTP on {} within {waited:?}; check that it listens on $BENCH_ADDR:$BENCH_PORT",
+                "container {name} did not answer {} on {} within {waited:?}; check that it listens on $BENCH_ADDR:$BENCH_PORT",
+                asked_over(*quic),
                 std::net::SocketAddr::new(*address, *port)
             ),
             OrchestratorError::Bootstrap { image, message, .. } => {
@@ -290,4 +294,13 @@ pub(crate) fn is_removal_in_progress(err: &bollard::errors::Error) -> bool {
         bollard::errors::Error::DockerResponseServerError { status_code: 409, message }
             if message.contains("already in progress")
     )
+}
+
+/// What readiness was asked over, in a message.
+fn asked_over(quic: bool) -> &'static str {
+    if quic {
+        "HTTP/3 over QUIC (UDP)"
+    } else {
+        "HTTP"
+    }
 }

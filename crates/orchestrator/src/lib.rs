@@ -30,7 +30,7 @@ mod probe;
 pub mod ssh;
 mod stats;
 
-pub use audit::{parse_net_table, parse_process_table, root_among, Listener, ProcessIds};
+pub use audit::{parse_net_table, parse_process_table, root_among, Listener, ProcessIds, Socket};
 pub use client::Orchestrator;
 pub use container::{
     remove_run_blocking, remove_run_blocking_on, Confinement, ContainerGuard, ContainerSpec, Tmpfs,

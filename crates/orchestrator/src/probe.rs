@@ -8,13 +8,15 @@
 //!
 //! Over TLS, and with HTTP/2, readiness asks with the client verification uses (in cleartext
 //! HTTP/2 an HTTP/1.x answer proves the server up too, so that one serving no HTTP/2 fails
-//! verification saying so rather than readiness by its deadline).
+//! verification saying so rather than readiness by its deadline). Over HTTP/3 both ask over
+//! QUIC, with a client of another implementation than the load generator's (`quic`).
 //!
 //! Verification fetches every document with an HTTP client that never uses a proxy (every
 //! request goes to the server's own address: 127.0.0.1, or another engine's host), hashing the body as it streams so a 100 MB file is never held in
 //! memory, and records the Server header, which the results keep as the server's version.
 
 mod expected;
+mod quic;
 pub use expected::{ExpectedDoc, Scheme, Verified};
 
 use crate::client::Orchestrator;
@@ -90,20 +92,34 @@ impl Orchestrator {
     ) -> Result<Duration> {
         let until = Instant::now() + deadline;
         let max_attempts = (deadline.as_millis() / POLL_INTERVAL.as_millis()).max(1) as u32 + 1;
+        let addr = SocketAddr::new(guard.address(), port);
         let client = match scheme {
-            Scheme::Http { http2: false } => None,
+            Scheme::Http { http2: false } | Scheme::H3 { .. } => None,
             _ => Some(scheme.client(ATTEMPT_TIMEOUT)?),
         };
+        let quic = match scheme {
+            Scheme::H3 { cert_pem } => Some(quic::H3Client::new(cert_pem, addr)?),
+            _ => None,
+        };
         for attempt in 0..max_attempts {
-            let addr = SocketAddr::new(guard.address(), port);
-            let up = match (&client, scheme) {
-                (None, _) => answers_http(addr, path).await,
-                // In cleartext an answer in HTTP/1.x proves the server up as well: whether it
-                // serves HTTP/2 is for verification to say, in so many words.
-                (Some(c), Scheme::Http { .. }) => {
-                    answers_client(c, scheme, addr, path).await || answers_http(addr, path).await
+            let up = if let Some(q) = &quic {
+                // Any HTTP/3 response's head proves it up, and serving QUIC with the run's
+                // certificate.
+                matches!(
+                    tokio::time::timeout(ATTEMPT_TIMEOUT, q.get(addr, path, None)).await,
+                    Ok(Ok(_))
+                )
+            } else {
+                match (&client, scheme) {
+                    (None, _) => answers_http(addr, path).await,
+                    // In cleartext an answer in HTTP/1.x proves the server up as well: whether
+                    // it serves HTTP/2 is for verification to say, in so many words.
+                    (Some(c), Scheme::Http { .. }) => {
+                        answers_client(c, scheme, addr, path).await
+                            || answers_http(addr, path).await
+                    }
+                    (Some(c), _) => answers_client(c, scheme, addr, path).await,
                 }
-                (Some(c), Scheme::Https { .. }) => answers_client(c, scheme, addr, path).await,
             };
             if up {
                 return Ok(guard.started_at().elapsed());
@@ -120,6 +136,7 @@ impl Orchestrator {
         self.fail_if_exited(guard).await?;
         Err(OrchestratorError::NotReady {
             name: guard.name().to_string(),
+            quic: scheme.http3(),
             address: guard.address(),
             port,
             waited: deadline,
@@ -186,8 +203,11 @@ pub async fn verify_served(
     addr: SocketAddr,
     docs: &[ExpectedDoc],
 ) -> Result<Verified> {
+    if let Scheme::H3 { cert_pem } = scheme {
+        return verify_h3(cert_pem, addr, docs).await;
+    }
     let port = addr.port();
-    let client = scheme.client(Duration::from_secs(120))?;
+    let client = scheme.client(VERIFY_TIMEOUT)?;
     let mut verified = Verified::default();
     for (i, doc) in docs.iter().enumerate() {
         let fail = |what: String| OrchestratorError::Verify {
@@ -246,35 +266,113 @@ pub async fn verify_served(
                 resp.status()
             )));
         }
-        let mut hasher = Sha256::new();
-        let mut length: u64 = 0;
-        while let Some(chunk) = resp
-            .chunk()
-            .await
-            .map_err(|e| fail(format!("reading the body failed after {length} bytes: {e}")))?
-        {
-            length += chunk.len() as u64;
-            if length > doc.length {
-                return Err(fail(format!(
-                    "body is longer than the expected {} bytes",
-                    doc.length
-                )));
-            }
-            hasher.update(&chunk);
+        let mut body = Body::new(doc);
+        while let Some(chunk) = resp.chunk().await.map_err(|e| {
+            fail(format!(
+                "reading the body failed after {} bytes: {e}",
+                body.length
+            ))
+        })? {
+            body.take(&chunk).map_err(fail)?;
         }
-        if length != doc.length {
-            return Err(fail(format!(
-                "body is {length} bytes where {} were expected",
-                doc.length
-            )));
+        body.finish().map_err(fail)?;
+    }
+    Ok(verified)
+}
+
+/// How long verification waits for one document, the largest included.
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A document's body as it arrives: counted and hashed, never held.
+struct Body<'a> {
+    doc: &'a ExpectedDoc,
+    hasher: Sha256,
+    length: u64,
+}
+
+impl<'a> Body<'a> {
+    fn new(doc: &'a ExpectedDoc) -> Body<'a> {
+        Body {
+            doc,
+            hasher: Sha256::new(),
+            length: 0,
         }
-        let got = hex::encode(hasher.finalize());
-        if !got.eq_ignore_ascii_case(&doc.sha256_hex) {
-            return Err(fail(format!(
+    }
+
+    /// The next chunk; an error once the body is longer than the document.
+    fn take(&mut self, chunk: &[u8]) -> std::result::Result<(), String> {
+        self.length += chunk.len() as u64;
+        if self.length > self.doc.length {
+            return Err(format!(
+                "body is longer than the expected {} bytes",
+                self.doc.length
+            ));
+        }
+        self.hasher.update(chunk);
+        Ok(())
+    }
+
+    /// The whole body: its exact length and SHA-256.
+    fn finish(self) -> std::result::Result<(), String> {
+        if self.length != self.doc.length {
+            return Err(format!(
+                "body is {} bytes where {} were expected",
+                self.length, self.doc.length
+            ));
+        }
+        let got = hex::encode(self.hasher.finalize());
+        if !got.eq_ignore_ascii_case(&self.doc.sha256_hex) {
+            return Err(format!(
                 "SHA-256 is {got} where {} was expected (same length, different bytes)",
-                doc.sha256_hex
+                self.doc.sha256_hex
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// [`verify_served`] over HTTP/3: each document on a QUIC connection of its own.
+async fn verify_h3(cert_pem: &[u8], addr: SocketAddr, docs: &[ExpectedDoc]) -> Result<Verified> {
+    let client = quic::H3Client::new(cert_pem, addr)?;
+    let mut verified = Verified::default();
+    for (i, doc) in docs.iter().enumerate() {
+        let fail = |what: String| OrchestratorError::Verify {
+            address: addr.ip(),
+            port: addr.port(),
+            url_path: doc.url_path.clone(),
+            what,
+        };
+        if !doc.url_path.starts_with('/') {
+            return Err(fail("the path must start with '/'".to_string()));
+        }
+        let mut body = Body::new(doc);
+        let head = {
+            let mut each = |chunk: &[u8]| body.take(chunk);
+            tokio::time::timeout(
+                VERIFY_TIMEOUT,
+                client.get(addr, &doc.url_path, Some(&mut each)),
+            )
+            .await
+        };
+        let head = head
+            .map_err(|_| {
+                fail(format!(
+                    "no complete answer over HTTP/3 within {} s",
+                    VERIFY_TIMEOUT.as_secs()
+                ))
+            })?
+            .map_err(|e| fail(format!("request over HTTP/3 (QUIC, ALPN h3) failed: {e}")))?;
+        if i == 0 {
+            verified.server_header = head.server.clone();
+            verified.via = head.via.clone();
+        }
+        if head.status != 200 {
+            return Err(fail(format!(
+                "status {} where 200 was expected",
+                head.status
             )));
         }
+        body.finish().map_err(fail)?;
     }
     Ok(verified)
 }

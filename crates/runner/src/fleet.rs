@@ -11,7 +11,7 @@
 
 use orchestrator::{
     BuildSource, BuiltImage, ContainerGuard, ContainerSpec, ContainerUsage, Endpoint, EngineFacts,
-    ExpectedDoc, Orchestrator, OrchestratorError, Scheme, ShippedImage, Verified,
+    ExpectedDoc, Orchestrator, OrchestratorError, Scheme, ShippedImage, Socket, Verified,
 };
 use std::future::Future;
 use std::net::SocketAddr;
@@ -87,7 +87,7 @@ pub trait Engine: Send + Sync + Sized + 'static {
     fn audit(
         &self,
         c: &Self::Container,
-        allowed: &[SocketAddr],
+        allowed: &[Socket],
     ) -> impl Future<Output = Result<()>> + Send;
     /// Fetches every document from `addr` over `scheme` and checks its bytes.
     fn verify(
@@ -222,7 +222,7 @@ impl Engine for Orchestrator {
         self.wait_ready_over(c, scheme, port, path, deadline).await
     }
 
-    async fn audit(&self, c: &ContainerGuard, allowed: &[SocketAddr]) -> Result<()> {
+    async fn audit(&self, c: &ContainerGuard, allowed: &[Socket]) -> Result<()> {
         Orchestrator::audit(self, c, allowed).await
     }
 

@@ -435,7 +435,8 @@ fn new_record(
 
 /// How servers are reached: HTTPS trusting the run's own certificate, made in `run_dir` for
 /// every host's address, when the scenario says `tls = true` (with that certificate's folder);
-/// HTTP/2 when it says `http = "2"`.
+/// HTTP/2 when it says `http = "2"`; HTTP/3 over QUIC, with that certificate, when it says
+/// `http = "3"`.
 fn scheme_for(plan: &Plan, run_dir: &RunDir) -> Result<(Scheme, Option<PathBuf>), String> {
     if !plan.tls {
         return Ok((Scheme::Http { http2: plan.http2 }, None));
@@ -444,13 +445,15 @@ fn scheme_for(plan: &Plan, run_dir: &RunDir) -> Result<(Scheme, Option<PathBuf>)
     let c =
         crate::tls::RunCertificate::create(&run_dir.path().join("tls"), plan.tls_key, &addresses)
             .map_err(|e| format!("{e}"))?;
-    Ok((
+    let scheme = if plan.http3 {
+        Scheme::H3 { cert_pem: c.ca_pem }
+    } else {
         Scheme::Https {
             cert_pem: c.ca_pem,
             http2: plan.http2,
-        },
-        Some(c.dir),
-    ))
+        }
+    };
+    Ok((scheme, Some(c.dir)))
 }
 
 /// Removes what runs of this machine whose owners are gone left on every engine and in the

@@ -75,6 +75,9 @@ pub struct Manifest {
     /// It serves HTTP/2 when started with `BENCH_HTTP2=1` (`[server] http2 = true`): by ALPN
     /// over TLS when it also serves TLS, by prior knowledge (h2c) in cleartext.
     pub http2: bool,
+    /// It serves HTTP/3 over QUIC on UDP, on the same port number as its HTTPS, when started
+    /// with `BENCH_TLS=1` and `BENCH_HTTP3=1` (`[server] http3 = true`, which needs `tls = true`).
+    pub http3: bool,
     pub container: ContainerNeeds,
     /// Scenario options of this kind and the environment variable each one sets.
     pub options: BTreeMap<String, OptionDecl>,
@@ -131,6 +134,7 @@ struct RawServer {
     plain_port: bool,
     #[serde(default)]
     http2: bool,
+    http3: Option<Spanned<bool>>,
 }
 
 #[derive(Deserialize)]
@@ -370,6 +374,7 @@ impl Manifest {
             tls: server.tls,
             plain_port: server.plain_port,
             http2: server.http2,
+            http3: server.http3.as_ref().is_some_and(|h| *h.get_ref()),
             container,
             options,
         })
@@ -378,6 +383,14 @@ impl Manifest {
 
 /// The `[server]` table: its name and source said, and the header its version is read from.
 fn check_server_table(d: &mut Diagnostics, server: &RawServer) -> VersionHeader {
+    if let Some(h3) = &server.http3 {
+        if *h3.get_ref() && !server.tls {
+            d.error(
+                h3.span(),
+                "http3 = true needs tls = true: HTTP/3 runs over QUIC, which is always encrypted (serve HTTPS with BENCH_TLS=1 and say tls = true, or remove http3)",
+            );
+        }
+    }
     for (value, key) in [(&server.name, "name"), (&server.source, "source")] {
         if value.get_ref().trim().is_empty() {
             d.error(
@@ -643,6 +656,28 @@ below = "memory"
         assert_eq!(m.container.pids_limit, DEFAULT_PIDS_LIMIT);
         let paths: Vec<&str> = m.container.tmpfs.iter().map(|t| t.path.as_str()).collect();
         assert_eq!(paths, ["/tmp", "/run"]);
+    }
+
+    #[test]
+    fn http3_is_served_over_tls_only() {
+        let m = parse(
+            "[server]\nname = \"n\"\nsource = \"s\"\ntls = true\nhttp3 = true\n\
+             [container]\nuser = \"33:33\"\n",
+        )
+        .unwrap();
+        assert!(m.tls && m.http3 && !m.http2);
+        let m = parse("[server]\nname = \"n\"\nsource = \"s\"\n[container]\nuser = \"33:33\"\n")
+            .unwrap();
+        assert!(!m.http3);
+        let errs = parse(
+            "[server]\nname = \"n\"\nsource = \"s\"\nhttp3 = true\n[container]\nuser = \"33:33\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with("4:9: http3 = true needs tls = true"),
+            "{errs:?}"
+        );
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub struct Plan {
     /// A search, after the loads, for the highest rate each server keeps within a latency
     /// target (`[capacity]`); `None` when the scenario asks for none.
     pub capacity: Option<crate::capacity::CapacitySpec>,
-    /// Every server serves HTTPS with a certificate made for the run (`tls = true`).
+    /// Every server serves HTTPS with a certificate made for the run (`tls = true`, or
+    /// `http = "3"`).
     pub tls: bool,
     /// The key of that certificate (`tls_key`); ECDSA P-256 unless the scenario asks for RSA.
     pub tls_key: TlsKey,
@@ -44,6 +45,11 @@ pub struct Plan {
     /// with `tls`, by prior knowledge (h2c) without. Each document's [`LoadSpec::version`] is
     /// then [`model::HttpVersion::Http2`], with its `streams` per connection.
     pub http2: bool,
+    /// Every server serves HTTP/3 over QUIC (UDP, on the same port number as its HTTPS) and
+    /// every load speaks it (`http = "3"`, which implies `tls`). Each document's
+    /// [`LoadSpec::version`] is then [`model::HttpVersion::Http3`], with its `streams` per
+    /// connection; without keep-alive each request opens a QUIC connection of its own.
+    pub http3: bool,
     /// The Docker engines named by `[[host]]` tables, in file order; the local engine is not
     /// among them (it needs no table).
     pub hosts: Vec<HostSpec>,

@@ -40,8 +40,8 @@ pub(crate) struct RawScenario {
     /// The key type of the run's server certificate: `"ecdsa-p256"` (default) or `"rsa-2048"`.
     pub tls_key: Option<Spanned<String>>,
     /// The HTTP version of every load: `"2"` (the servers serve HTTP/2: by ALPN with `tls`, by
-    /// prior knowledge without), or `"1.1"` / `"1.0"` (the request line of every load that does
-    /// not set its own `http`).
+    /// prior knowledge without), `"3"` (HTTP/3 over QUIC, always with the run's certificate),
+    /// or `"1.1"` / `"1.0"` (the request line of every load that does not set its own `http`).
     pub http: Option<Spanned<String>>,
     /// `[[host]]` tables: Docker engines other than the local one that servers may run on.
     #[serde(default)]

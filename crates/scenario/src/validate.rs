@@ -72,7 +72,13 @@ pub(crate) fn validate(
         .capacity
         .as_ref()
         .and_then(|c| crate::capacity::check(&mut d, c));
-    let tls_key = check_tls_key(&mut d, &raw);
+    if let (Some(c), Some((v, line))) = (&raw.capacity, protocol.multiplexed()) {
+        d.error(
+            c.span(),
+            format!("a capacity search sends open-model loads at a rate, which the load generator does not support over HTTP/{v} yet (http = \"{v}\", line {line}): remove [capacity], or the top-level http"),
+        );
+    }
+    let tls_key = check_tls_key(&mut d, &raw, &protocol);
     let generators = check_generators(&mut d, &raw, &servers, &documents);
 
     if raw.server.is_empty() {
@@ -110,16 +116,17 @@ pub(crate) fn validate(
         servers,
         documents,
         capacity,
-        tls: raw.tls.unwrap_or(false),
+        tls: raw.tls.unwrap_or(false) || protocol.http3.is_some(),
         tls_key,
         http2: protocol.http2.is_some(),
+        http3: protocol.http3.is_some(),
         hosts,
         generators,
     })
 }
 
 /// `tls_key`: one of [`TlsKey::ALL`], and only where the scenario serves TLS.
-fn check_tls_key(d: &mut Diagnostics, raw: &RawScenario) -> TlsKey {
+fn check_tls_key(d: &mut Diagnostics, raw: &RawScenario, protocol: &Protocol) -> TlsKey {
     let Some(k) = &raw.tls_key else {
         return TlsKey::default();
     };
@@ -138,7 +145,7 @@ fn check_tls_key(d: &mut Diagnostics, raw: &RawScenario) -> TlsKey {
         );
         return TlsKey::default();
     };
-    if raw.tls != Some(true) {
+    if raw.tls != Some(true) && protocol.http3.is_none() {
         d.error(
             k.span(),
             "tls_key sets the key of the run's TLS certificate, but the scenario does not serve TLS (add tls = true, or remove tls_key)",
@@ -218,20 +225,33 @@ fn check_protocol(d: &mut Diagnostics, raw: &RawScenario) -> Protocol {
     match h.get_ref().trim() {
         "2" => Protocol {
             http2: Some(line_of(d, h.span())),
-            http11: None,
+            ..Protocol::default()
         },
+        "3" => {
+            // QUIC is always encrypted: HTTP/3 implies the run's certificate.
+            if raw.tls == Some(false) {
+                d.error(
+                    h.span(),
+                    "http = \"3\" runs over QUIC, which is always encrypted, and the scenario says tls = false (remove tls = false: HTTP/3 serves the run's certificate anyway)",
+                );
+            }
+            Protocol {
+                http3: Some(line_of(d, h.span())),
+                ..Protocol::default()
+            }
+        }
         "1.1" => Protocol {
-            http2: None,
             http11: Some(true),
+            ..Protocol::default()
         },
         "1.0" => Protocol {
-            http2: None,
             http11: Some(false),
+            ..Protocol::default()
         },
         other => {
             d.error(
                 h.span(),
-                format!("http version `{other}` is not supported (use \"2\" for HTTP/2, or \"1.1\" or \"1.0\")"),
+                format!("http version `{other}` is not supported (use \"2\" for HTTP/2, \"3\" for HTTP/3, or \"1.1\" or \"1.0\")"),
             );
             Protocol::default()
         }

@@ -24,7 +24,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// of nightly records shows per night, and an A/B run's `interval` (how its intervals are made).
 /// Older records are read as made by a binary of unknown commit, their A/B runs judged with
 /// Student's t as they were.
-pub const SCHEMA_VERSION: u32 = 5;
+///
+/// 6 added HTTP/3 loads (`protocol` "h3", a reader of version 5 would refuse it) and lists the
+/// notes of HTTP/2 errors and of QUIC's accounting. Older records are read as they are: none of
+/// their loads spoke HTTP/3.
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// Everything one `benchctl run` produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -312,12 +316,12 @@ pub struct LoadRecord {
     /// `server_share`, or the share headroom settled on); absent when it had its whole cpuset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_share: Option<f64>,
-    /// How the load reached the server when not in plain HTTP/1.x (a scenario's `tls = true`
-    /// or `http = "2"`); absent for cleartext HTTP/1.x.
+    /// How the load reached the server when not in plain HTTP/1.x (a scenario's `tls = true`,
+    /// `http = "2"` or `http = "3"`); absent for cleartext HTTP/1.x.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<Protocol>,
-    /// HTTP/2: the requests at once on each connection (a scenario's `streams`); absent
-    /// otherwise.
+    /// HTTP/2 and HTTP/3: the requests at once on each connection (a scenario's `streams`);
+    /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streams: Option<u32>,
     /// With `[load] generators`: each generator's part, in the scenario's order (`load` is the
@@ -337,6 +341,8 @@ pub enum Protocol {
     H2,
     /// Cleartext HTTP/2, by prior knowledge.
     H2c,
+    /// HTTP/3 over QUIC v1 (always encrypted, chosen by ALPN "h3").
+    H3,
 }
 
 impl Protocol {
@@ -352,6 +358,11 @@ impl Protocol {
 
     pub fn is_http2(self) -> bool {
         matches!(self, Protocol::H2 | Protocol::H2c)
+    }
+
+    /// Whether requests ran side by side as streams on each connection (HTTP/2, HTTP/3).
+    pub fn is_multiplexed(self) -> bool {
+        matches!(self, Protocol::H2 | Protocol::H2c | Protocol::H3)
     }
 }
 
@@ -372,6 +383,7 @@ impl LoadRecord {
             Protocol::Https => format!("{version} over TLS"),
             Protocol::H2 => format!("HTTP/2 over TLS (h2), {}", streams(self.streams)),
             Protocol::H2c => format!("HTTP/2 in cleartext (h2c), {}", streams(self.streams)),
+            Protocol::H3 => format!("HTTP/3 over QUIC v1 (h3), {}", streams(self.streams)),
         })
     }
 }

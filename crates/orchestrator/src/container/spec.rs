@@ -45,6 +45,9 @@ pub struct ContainerSpec {
     /// Serve HTTP/2 as well (`BENCH_HTTP2=1`): by ALPN over TLS, by prior knowledge (h2c) in
     /// cleartext, for a server whose manifest says `http2 = true`.
     pub http2: bool,
+    /// Serve HTTP/3 over QUIC as well (`BENCH_HTTP3=1`), on UDP at the same port number, for a
+    /// server whose manifest says `http3 = true`; it needs `tls_dir` (QUIC is always encrypted).
+    pub http3: bool,
     /// The run this container belongs to; names it and labels it.
     pub run_id: String,
     /// Additional labels.

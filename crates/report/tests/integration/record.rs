@@ -9,7 +9,7 @@ use report::{Protocol, ReportError};
 use std::path::{Path, PathBuf};
 
 fn schema() -> serde_json::Value {
-    let path = testsupport::repo_root().join("results/schema/run-record.v5.json");
+    let path = testsupport::repo_root().join("results/schema/run-record.v6.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -65,6 +65,16 @@ fn serialized_records_validate_against_the_checked_in_schema() {
             limit: 1024,
         },
         loadgen::Note::PortsExhausted { connections: 3 },
+        loadgen::Note::Http2Errors {
+            connections: 1,
+            first: "a header block beyond the generator's limits".into(),
+        },
+        loadgen::Note::Quic {
+            sent_packets: 4000,
+            lost_packets: 3,
+            udp_drops: 2,
+            window_stalls: 1,
+        },
         loadgen::Note::GeneratorBound {
             read_delay_mean_us: 900.0,
             total_mean_us: 200.0,
@@ -85,6 +95,14 @@ fn serialized_records_validate_against_the_checked_in_schema() {
         l.protocol = Some(p);
         l.streams = p.is_http2().then_some(8);
     }
+    // Loads over HTTP/3, with streams and without.
+    let mut h3 = common::fixture(1, None);
+    for (l, streams) in h3.loads.iter_mut().zip([Some(8), None]) {
+        l.protocol = Some(Protocol::H3);
+        l.streams = streams;
+        l.load.settings.http3 = true;
+        l.load.settings.streams = streams;
+    }
     // A server on another engine, and that engine.
     let mut remote = common::fixture(1, None);
     remote.servers[1].host = Some("srv1".into());
@@ -96,6 +114,7 @@ fn serialized_records_validate_against_the_checked_in_schema() {
         searched,
         ab,
         h2,
+        h3,
         remote,
     ] {
         let value = serde_json::to_value(&rec).unwrap();
@@ -113,7 +132,7 @@ fn the_schema_rejects_what_the_reader_rejects() {
     let good = serde_json::to_value(common::fixture(1, None)).unwrap();
     assert!(validator.is_valid(&good));
     for (pointer, bad) in [
-        ("/schema_version", serde_json::json!(6)),
+        ("/schema_version", serde_json::json!(7)),
         ("/status", serde_json::json!({"state": "failed"})),
         ("/scenario/sha256", serde_json::json!("not-a-hash")),
         ("/loads/0/round", serde_json::json!(-1)),
@@ -276,7 +295,7 @@ fn version_0_was_never_written_and_is_refused() {
 #[test]
 fn a_newer_schema_asks_for_a_newer_benchctl() {
     let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();
-    v["schema_version"] = serde_json::json!(6);
+    v["schema_version"] = serde_json::json!(report::SCHEMA_VERSION + 1);
     // Newer files may have fields this reader does not know: the version is what to report.
     v["new_field"] = serde_json::json!(true);
     let dir = tempfile::tempdir().unwrap();
@@ -285,13 +304,13 @@ fn a_newer_schema_asks_for_a_newer_benchctl() {
     assert!(matches!(
         err,
         ReportError::NewerVersion {
-            found: 6,
-            supported: 5,
+            found: 7,
+            supported: 6,
             ..
         }
     ));
     let msg = err.to_string();
-    assert!(msg.contains("schema version 6"), "{msg}");
+    assert!(msg.contains("schema version 7"), "{msg}");
     assert!(msg.contains("upgrade benchctl"), "{msg}");
 
     let mut v = serde_json::to_value(common::fixture(1, None)).unwrap();

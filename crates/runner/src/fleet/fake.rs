@@ -8,7 +8,7 @@
 use super::{Container, Engine, Fleet};
 use orchestrator::{
     BuildSource, BuiltImage, ContainerSpec, ContainerUsage, Endpoint, EngineFacts, ExpectedDoc,
-    Orchestrator, OrchestratorError, Scheme, ShippedImage, Verified,
+    Orchestrator, OrchestratorError, Scheme, ShippedImage, Socket, Verified,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -478,7 +478,7 @@ impl Engine for FakeEngine {
         Ok(c.started.elapsed())
     }
 
-    async fn audit(&self, c: &FakeContainer, _allowed: &[SocketAddr]) -> Result<()> {
+    async fn audit(&self, c: &FakeContainer, _allowed: &[Socket]) -> Result<()> {
         if self.shared.script.root.contains(&c.name) {
             return Err(OrchestratorError::Invalid(format!(
                 "{}: process 1 runs as uid 0",

@@ -6,7 +6,8 @@ use crate::against::BaselineImage;
 use crate::events::Event;
 use crate::fleet::{Container, Engine};
 use orchestrator::{
-    BuiltImage, Confinement, ContainerSpec, ExpectedDoc, OrchestratorError, Scheme, Tmpfs, Verified,
+    BuiltImage, Confinement, ContainerSpec, ExpectedDoc, OrchestratorError, Scheme, Socket, Tmpfs,
+    Verified,
 };
 use report::{ServerRecord, ServerStatus};
 use scenario::{ImageSource, Manifest, OptionValue, VersionHeader};
@@ -118,6 +119,23 @@ pub(super) fn free_port() -> std::io::Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
+/// A port free here for TCP and, with `udp` (a server of HTTP/3 listens on both), for UDP.
+pub(super) fn free_port_for(udp: bool) -> std::io::Result<u16> {
+    const TRIES: u32 = 32;
+    let mut last = None;
+    for _ in 0..TRIES {
+        let port = free_port()?;
+        if !udp {
+            return Ok(port);
+        }
+        match std::net::UdpSocket::bind(("127.0.0.1", port)) {
+            Ok(_) => return Ok(port),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no port free for both TCP and UDP")))
+}
+
 impl<E: Engine> Ctx<'_, E> {
     /// Starts server `i` (from `baseline`'s image on an A/B run's baseline side) and adds it to
     /// `live`; its record says whether it could be.
@@ -216,7 +234,8 @@ impl<E: Engine> Ctx<'_, E> {
             attempt += 1;
             let port = match fixed {
                 Some(p) => p,
-                None => free_port().map_err(|e| unavailable(format!("no free port: {e}")))?,
+                None => free_port_for(self.scheme.http3())
+                    .map_err(|e| unavailable(format!("no free port: {e}")))?,
             };
             let mut env = env.clone();
             // In a TLS or HTTP/2 run, a server that another one fronts also listens for plain
@@ -288,33 +307,44 @@ impl<E: Engine> Ctx<'_, E> {
         })
     }
 
-    /// Whether server `i`'s kind serves the run's protocol: HTTPS and HTTP/2 where the scenario
-    /// asks for them.
+    /// Whether server `i`'s kind serves the run's protocol: HTTPS, HTTP/2 and HTTP/3 where the
+    /// scenario asks for them. (A kind without a manifest is not asked: its build says.)
     fn serves_protocol(&self, i: usize) -> Result<(), NotStarted> {
         let spec = &self.plan.servers[i];
-        let kind = spec.kind.as_str();
-        let manifest = spec.manifest.as_ref();
-        if let (Scheme::Https { .. }, Some(m)) = (&self.scheme, manifest) {
-            if !m.tls {
-                return Err(NotStarted {
-                    image: None,
-                    reason: format!(
-                        "serves no HTTPS here: docker/{kind}/server.toml does not say tls = true, and the scenario says tls = true"
-                    ),
-                });
-            }
+        let Some(m) = spec.manifest.as_ref() else {
+            return Ok(());
+        };
+        let https = matches!(self.scheme, Scheme::Https { .. });
+        // What the run asks, whether the kind's manifest says it serves it, the manifest key
+        // and the scenario's words. HTTP/3 comes first: a kind that serves it serves TLS (its
+        // manifest cannot say otherwise), so the one thing to say of another is that.
+        let asks = [
+            (
+                self.scheme.http3(),
+                m.http3,
+                "HTTP/3",
+                "http3",
+                "http = \"3\"",
+            ),
+            (https, m.tls, "HTTPS", "tls", "tls = true"),
+            (
+                self.scheme.http2(),
+                m.http2,
+                "HTTP/2",
+                "http2",
+                "http = \"2\"",
+            ),
+        ];
+        match asks.into_iter().find(|&(asked, served, ..)| asked && !served) {
+            Some((_, _, what, key, says)) => Err(NotStarted {
+                image: None,
+                reason: format!(
+                    "serves no {what} here: docker/{}/server.toml does not say {key} = true, and the scenario says {says}",
+                    spec.kind.as_str()
+                ),
+            }),
+            None => Ok(()),
         }
-        if let (true, Some(m)) = (self.scheme.http2(), manifest) {
-            if !m.http2 {
-                return Err(NotStarted {
-                    image: None,
-                    reason: format!(
-                        "serves no HTTP/2 here: docker/{kind}/server.toml does not say http2 = true, and the scenario says http = \"2\""
-                    ),
-                });
-            }
-        }
-        Ok(())
     }
 
     /// Server `i`'s image: built (or found) where it runs or, for a host that has its images
@@ -453,7 +483,7 @@ impl<E: Engine> Ctx<'_, E> {
                     match (&self.scheme, dep.plain) {
                         (_, Some(plain)) => plain.to_string(),
                         (Scheme::Http { .. }, None) => dep.guard.socket_addr().to_string(),
-                        (Scheme::Https { .. }, None) => {
+                        (Scheme::Https { .. } | Scheme::H3 { .. }, None) => {
                             let dep_kind = &self.plan.servers[d].kind;
                             return Err(format!(
                                 "{:?}, which it fronts over plain HTTP, serves only HTTPS in a TLS run: docker/{dep_kind}/server.toml does not say plain_port = true",
@@ -486,7 +516,12 @@ impl<E: Engine> Ctx<'_, E> {
         expected: &[ExpectedDoc],
     ) -> Result<Verified, String> {
         let orch = self.orch(i);
-        let allowed: Vec<SocketAddr> = std::iter::once(guard.socket_addr()).chain(plain).collect();
+        // Over HTTP/3 the server also waits for QUIC on UDP at its address and port number.
+        let addr = guard.socket_addr();
+        let allowed: Vec<Socket> = std::iter::once(Socket::tcp(addr))
+            .chain(self.scheme.http3().then(|| Socket::udp(addr)))
+            .chain(plain.map(Socket::tcp))
+            .collect();
         orch.audit(guard, &allowed)
             .await
             .map_err(|e| self.explain(name, "failed its confinement check", &e))?;
@@ -521,6 +556,7 @@ impl<E: Engine> Ctx<'_, E> {
             docroot: Some(self.run_dir.docroot()),
             tls_dir: self.tls_dir.clone(),
             http2: self.scheme.http2(),
+            http3: self.scheme.http3(),
             run_id: self.run_id.to_string(),
             labels: vec![("benchctl.kind".to_string(), spec.kind.as_str().to_string())],
             cmd: None,

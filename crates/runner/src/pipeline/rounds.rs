@@ -531,8 +531,12 @@ impl<E: Engine> Ctx<'_, E> {
             server_usage: usage,
             client_bound,
             server_share: share,
-            protocol: report::Protocol::of(self.plan.tls, self.plan.http2),
-            streams: self.plan.http2.then_some(spec.load.streams),
+            protocol: if self.plan.http3 {
+                Some(report::Protocol::H3)
+            } else {
+                report::Protocol::of(self.plan.tls, self.plan.http2)
+            },
+            streams: (self.plan.http2 || self.plan.http3).then_some(spec.load.streams),
             generators,
         };
         let loads = match (baseline, record.against.as_mut()) {

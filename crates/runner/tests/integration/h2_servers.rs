@@ -14,7 +14,7 @@ use scenario::TlsKey;
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -22,7 +22,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-const READY: Duration = Duration::from_secs(15);
+pub(crate) const READY: Duration = Duration::from_secs(15);
 
 #[tokio::test]
 async fn nginx_serves_http2_by_alpn_and_by_prior_knowledge() {
@@ -51,14 +51,14 @@ async fn h2o_serves_http2_by_alpn_and_by_prior_knowledge() {
 }
 
 /// A document root with one page in the run's private folder, and the run's certificate.
-struct Run {
+pub(crate) struct Run {
     dir: tempfile::TempDir,
     body: &'static [u8],
-    cert: RunCertificate,
+    pub(crate) cert: RunCertificate,
 }
 
 impl Run {
-    fn new() -> Run {
+    pub(crate) fn new() -> Run {
         let dir = tempfile::tempdir().unwrap();
         let www = dir.path().join("www");
         std::fs::create_dir(&www).unwrap();
@@ -69,7 +69,7 @@ impl Run {
         Run { dir, body, cert }
     }
 
-    fn doc(&self) -> ExpectedDoc {
+    pub(crate) fn doc(&self) -> ExpectedDoc {
         ExpectedDoc {
             url_path: "/index.html".to_string(),
             length: self.body.len() as u64,
@@ -77,7 +77,7 @@ impl Run {
         }
     }
 
-    fn spec(&self, kind: &str, image: &str, tls: bool, http2: bool) -> ContainerSpec {
+    pub(crate) fn spec(&self, kind: &str, image: &str, tls: bool, http2: bool) -> ContainerSpec {
         ContainerSpec {
             name: kind.to_string(),
             image: image.to_string(),
@@ -94,7 +94,7 @@ impl Run {
         }
     }
 
-    fn https(&self, http2: bool) -> Scheme {
+    pub(crate) fn https(&self, http2: bool) -> Scheme {
         Scheme::Https {
             cert_pem: self.cert.ca_pem.clone(),
             http2,
@@ -108,7 +108,7 @@ fn manifest(kind: &str) -> scenario::Manifest {
     k.manifest.clone().unwrap_or_else(|e| panic!("{e:?}"))
 }
 
-async fn build(orch: &Orchestrator, kind: &str) -> String {
+pub(crate) async fn build(orch: &Orchestrator, kind: &str) -> String {
     let logs = tempfile::tempdir().unwrap();
     orch.build_image(
         kind,
@@ -121,7 +121,7 @@ async fn build(orch: &Orchestrator, kind: &str) -> String {
 }
 
 /// Starts `spec`, waits for it over `scheme` and verifies the page over it.
-async fn start_and_verify(
+pub(crate) async fn start_and_verify(
     orch: &Orchestrator,
     run: &Run,
     spec: &ContainerSpec,

@@ -12,6 +12,7 @@ mod against_run;
 mod capacity;
 mod capacity_run;
 mod h2_servers;
+mod h3_servers;
 mod hosts_run;
 mod pipeline;
 mod tls_servers;

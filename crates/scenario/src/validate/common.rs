@@ -65,6 +65,19 @@ pub(super) fn size_value(d: &mut Diagnostics, value: &Spanned<RawSize>, key: &st
 pub(super) struct Protocol {
     /// `http = "2"`, with the line it is on.
     pub(super) http2: Option<usize>,
+    /// `http = "3"`, with the line it is on.
+    pub(super) http3: Option<usize>,
     /// `http = "1.1"` (true) or `"1.0"` (false): the request line of loads that name none.
     pub(super) http11: Option<bool>,
+}
+
+impl Protocol {
+    /// HTTP/2 or HTTP/3 (`"2"` or `"3"`), with the line that chose it: requests as streams.
+    pub(super) fn multiplexed(&self) -> Option<(&'static str, usize)> {
+        match (self.http2, self.http3) {
+            (Some(line), _) => Some(("2", line)),
+            (None, Some(line)) => Some(("3", line)),
+            (None, None) => None,
+        }
+    }
 }

@@ -30,7 +30,7 @@ pub(super) struct LoadLevel {
     pub(super) user_timestamps: Option<bool>,
     pub(super) coalesce: Option<Coalesce>,
     pub(super) engine: Option<model::Engine>,
-    /// HTTP/2 streams per connection.
+    /// HTTP/2 or HTTP/3 streams per connection.
     pub(super) streams: Option<u32>,
     pub(super) poisoned: bool,
 }
@@ -58,22 +58,24 @@ impl LoadLevel {
     fn check_connections(&mut self, d: &mut Diagnostics, raw: &RawLoad, protocol: &Protocol) {
         if let Some(s) = &raw.streams {
             let n = *s.get_ref();
-            if protocol.http2.is_none() {
+            if protocol.http2.is_none() && protocol.http3.is_none() {
                 d.error(
                     s.span(),
-                    "streams is the number of requests at once on one HTTP/2 connection, and this scenario speaks HTTP/1.x (add http = \"2\" at the top of the file, or remove streams)",
+                    "streams is the number of requests at once on one HTTP/2 or HTTP/3 connection, and this scenario speaks HTTP/1.x (add http = \"2\" or http = \"3\" at the top of the file, or remove streams)",
                 );
                 self.poisoned = true;
             } else if n < 1 || n > i64::from(MAX_STREAMS) {
                 d.error(
                     s.span(),
-                    format!("streams must be 1 to {MAX_STREAMS}, not {n} (requests at once on each HTTP/2 connection, as h2load's -m)"),
+                    format!("streams must be 1 to {MAX_STREAMS}, not {n} (requests at once on each connection, as h2load's -m)"),
                 );
                 self.poisoned = true;
             } else {
                 self.streams = Some(n as u32);
             }
         }
+        // HTTP/3 without keep-alive is a new QUIC connection (and handshake) per request, as a
+        // browser's first visit; HTTP/2 has no such mode.
         if let (Some(line), Some(k)) = (protocol.http2, &raw.keep_alive) {
             if !*k.get_ref() {
                 d.error(
@@ -174,22 +176,22 @@ impl LoadLevel {
         }
     }
 
-    /// A load's own `http`, which may only repeat an HTTP/1.x version.
+    /// A load's own `http`, which may only repeat an HTTP/1.x version, or the scenario's own.
     fn check_http(&mut self, d: &mut Diagnostics, raw: &RawLoad, protocol: &Protocol) {
         if let Some(h) = &raw.http {
-            match (h.get_ref().trim(), protocol.http2) {
-                ("2", None) => {
+            match (h.get_ref().trim(), protocol.multiplexed()) {
+                (v @ ("2" | "3"), None) => {
                     d.error(
                         h.span(),
-                        "HTTP/2 is chosen for the whole scenario, not per load, as the servers are started for it (write http = \"2\" at the top of the file, before any table)",
+                        format!("HTTP/{v} is chosen for the whole scenario, not per load, as the servers are started for it (write http = \"{v}\" at the top of the file, before any table)"),
                     );
                     self.poisoned = true;
                 }
-                ("2", Some(_)) => {}
-                (v @ ("1.0" | "1.1"), Some(line)) => {
+                (v @ ("2" | "3"), Some((c, _))) if v == c => {}
+                (v @ ("1.0" | "1.1" | "2" | "3"), Some((c, line))) => {
                     d.error(
                         h.span(),
-                        format!("http = \"{v}\" cannot apply: the scenario speaks HTTP/2 (http = \"2\", line {line}) in every load (remove this one, or the top-level http)"),
+                        format!("http = \"{v}\" cannot apply: the scenario speaks HTTP/{c} (http = \"{c}\", line {line}) in every load (remove this one, or the top-level http)"),
                     );
                     self.poisoned = true;
                 }
@@ -319,6 +321,24 @@ pub(super) fn resolve_load(
         .or(protocol.http11)
         .unwrap_or(false);
     let http2 = protocol.http2.is_some();
+    let http3 = protocol.http3.is_some();
+    let streams = own.streams.or(defaults.streams).unwrap_or(1);
+    let keep_alive = http2 || own.keep_alive.or(defaults.keep_alive).unwrap_or(false);
+    if http3 && streams > 1 && !keep_alive && !poisoned {
+        d.error(
+            doc_span.clone(),
+            format!("document `{doc_name}` asks for {streams} streams per connection without keep_alive: over HTTP/3 that is a new QUIC connection per request, which carries one stream (add keep_alive = true, or remove streams)"),
+        );
+    }
+    let rate = own.rate.or(defaults.rate);
+    if let (Some(_), Some((v, line))) = (rate, protocol.multiplexed()) {
+        if !poisoned {
+            d.error(
+                doc_span.clone(),
+                format!("document `{doc_name}` has a rate, and the load generator does not send open-model loads over HTTP/{v} yet (http = \"{v}\", line {line}): remove rate"),
+            );
+        }
+    }
     let head = own.head.or(defaults.head).unwrap_or(false);
     let user_timestamps = own
         .user_timestamps
@@ -329,9 +349,11 @@ pub(super) fn resolve_load(
         duration: duration.map(|(t, _)| t),
         concurrency: concurrency.map_or(1, |(c, _)| c),
         // HTTP/2 keeps its connections open: a request is a stream on one of them.
-        keep_alive: http2 || own.keep_alive.or(defaults.keep_alive).unwrap_or(false),
+        keep_alive,
         version: if http2 {
             HttpVersion::Http2
+        } else if http3 {
+            HttpVersion::Http3
         } else if http11 {
             HttpVersion::Http11
         } else {
@@ -340,11 +362,11 @@ pub(super) fn resolve_load(
         method: if head { Method::Head } else { Method::Get },
         timeout: own.timeout.or(defaults.timeout).unwrap_or(DEFAULT_TIMEOUT),
         warmup: own.warmup.or(defaults.warmup).unwrap_or(Duration::ZERO),
-        rate: own.rate.or(defaults.rate),
+        rate,
         rx_stamps: !user_timestamps,
         coalesce: own.coalesce.or(defaults.coalesce).unwrap_or(Coalesce::Auto),
         engine: own.engine.or(defaults.engine).unwrap_or_default(),
         min_duration: min_duration.filter(|_| has_requests).map(|(t, _)| t),
-        streams: own.streams.or(defaults.streams).unwrap_or(1),
+        streams,
     }
 }

@@ -281,7 +281,7 @@ async fn ready_then_audit(
     orch.wait_ready(&guard, spec.port, "/", Duration::from_secs(10))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let allowed = [guard.socket_addr()];
+    let allowed = [orchestrator::Socket::tcp(guard.socket_addr())];
     let audit = orch.audit(&guard, &allowed).await;
     (guard, audit)
 }
@@ -341,7 +341,7 @@ async fn a_server_as_root_however_spelled_or_listening_beyond_its_port_is_refuse
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let err = orch
-        .audit(&guard, &[guard.socket_addr()])
+        .audit(&guard, &[orchestrator::Socket::tcp(guard.socket_addr())])
         .await
         .expect_err("a second listener")
         .to_string();

@@ -139,6 +139,27 @@ async fn a_run_where_no_server_could_start_measured_nothing_and_failed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http3_a_kind_that_serves_none_is_unavailable_and_never_started() {
+    let setup = Setup::new(&format!("http = \"3\"\n{TWO}"));
+    assert!(setup.plan.http3 && setup.plan.tls);
+    let ran = run(&setup, Script::new()).await;
+    for server in ["a", "b"] {
+        let reason = ran.reason(server);
+        assert!(
+            reason.starts_with("serves no HTTP/3 here: docker/")
+                && reason.ends_with(
+                    "/server.toml does not say http3 = true, and the scenario says http = \"3\""
+                ),
+            "{reason}"
+        );
+    }
+    let calls = ran.fake.calls();
+    assert!(!calls.iter().any(|c| c.starts_with("start ")), "{calls:?}");
+    assert!(matches!(ran.record().status, RunStatus::Failed { .. }));
+    ran.left_nothing();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cache_whose_backend_is_unavailable_is_not_started() {
     let setup = Setup::new(&format!(
         "{TWO}[[server]]\nname = \"front\"\nkind = \"cache\"\nbackend = \"b\"\n"

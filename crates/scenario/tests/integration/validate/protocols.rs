@@ -204,6 +204,50 @@ load = { streams = 1, keep_alive = true }
 }
 
 #[test]
+fn http_3_makes_every_load_http3_over_tls_with_or_without_keep_alive() {
+    let p = Path::new("h3.toml");
+    let src = format!(
+        "http = \"3\"\n{}",
+        MINIMAL.replace(
+            "requests = 10",
+            "requests = 10\nstreams = 8\nconcurrency = 2\nkeep_alive = true"
+        )
+    ) + r#"
+[[document]]
+name = "page"
+path = "/page.html"
+generate = "html"
+size = 468
+load = { streams = 1, keep_alive = false }
+"#;
+    let plan = parse_str(&src, p).unwrap();
+    // QUIC is always encrypted: the run makes its certificate without tls = true.
+    assert!(plan.http3 && plan.tls && !plan.http2);
+    let loads: Vec<_> = plan
+        .documents
+        .iter()
+        .map(|d| (d.load.version, d.load.streams, d.load.keep_alive))
+        .collect();
+    // Without keep-alive, a QUIC connection (and handshake) per request.
+    assert_eq!(
+        loads,
+        [
+            (HttpVersion::Http3, 8, true),
+            (HttpVersion::Http3, 1, false)
+        ]
+    );
+    // Saying tls = true as well changes nothing; so does a load repeating the version.
+    let plan = parse_str(&format!("tls = true\n{src}"), p).unwrap();
+    assert!(plan.tls && plan.http3);
+    let plan = parse_str(&src.replace("keep_alive = false", "http = \"3\""), p).unwrap();
+    let l = &plan.documents[1].load;
+    assert_eq!(
+        (l.version, l.streams, l.keep_alive),
+        (HttpVersion::Http3, 1, true)
+    );
+}
+
+#[test]
 fn a_top_level_http_1_x_is_the_request_line_of_loads_that_name_none() {
     let p = Path::new("h11.toml");
     let src = format!("http = \"1.1\"\n{MINIMAL}")
@@ -226,17 +270,26 @@ load = { http = "1.0" }
 }
 
 #[test]
-fn the_kinds_say_whether_they_serve_http2() {
-    let serves = |kind: &str| {
+fn the_kinds_say_whether_they_serve_http2_and_http3() {
+    let manifest = |kind: &str| {
         kinds()
             .get(kind)
-            .and_then(|k| k.manifest.as_ref().ok())
-            .map(|m| m.http2)
+            .and_then(|k| k.manifest.clone().ok())
+            .unwrap_or_else(|| panic!("no manifest for {kind}"))
     };
-    for kind in ["nginx", "apache", "lighttpd", "caddy", "h2o", "varnish"] {
-        assert_eq!(serves(kind), Some(true), "{kind}");
-    }
-    for kind in ["tornado", "gatling", "cherokee"] {
-        assert_eq!(serves(kind), Some(false), "{kind}");
+    // (kind, HTTP/2, HTTP/3)
+    for (kind, h2, h3) in [
+        ("nginx", true, false),
+        ("apache", true, false),
+        ("lighttpd", true, false),
+        ("caddy", true, true),
+        ("h2o", true, false),
+        ("varnish", true, false),
+        ("tornado", false, false),
+        ("gatling", false, false),
+        ("cherokee", false, false),
+    ] {
+        let m = manifest(kind);
+        assert_eq!((m.http2, m.http3), (h2, h3), "{kind}");
     }
 }
