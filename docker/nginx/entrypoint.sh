@@ -73,20 +73,45 @@ case ${BENCH_TLS:-} in
         ;;
     *) echo "benchctl/nginx: BENCH_TLS must be 1 or 0, got '$BENCH_TLS'" >&2; exit 64 ;;
 esac
+# nginx's version as MAJOR*1000+MINOR (1.22 is 1022), from `nginx -v`.
+nginx_version() {
+    v=$(nginx -v 2>&1 | sed -n 's|^nginx version: nginx/\([0-9]*\)\.\([0-9]*\).*|\1 \2|p')
+    set -- $v
+    echo $(( ${1:-0} * 1000 + ${2:-0} ))
+}
 # BENCH_HTTP2=1: HTTP/2 on the same port. With TLS by ALPN (h2, HTTP/1.1 still offered); without,
 # cleartext HTTP/2 by prior knowledge (h2c), which nginx 1.22 serves only on a listener without ssl
-# and then only HTTP/2: an HTTP/1.x request on that port is refused.
+# and then only HTTP/2: an HTTP/1.x request on that port is refused. nginx 1.25 and later switch
+# it with a directive (`http2 on`; the listen parameter is deprecated there) and tell HTTP/1.x
+# from h2c by its first bytes.
 http2=""
+directives=""
 case ${BENCH_HTTP2:-} in
     ''|0) ;;
-    1) http2=" http2" ;;
+    1) if [ "$(nginx_version)" -ge 1025 ]; then directives="http2 on;"; else http2=" http2"; fi ;;
     *) echo "benchctl/nginx: BENCH_HTTP2 must be 1 or 0, got '$BENCH_HTTP2'" >&2; exit 64 ;;
+esac
+# BENCH_HTTP3=1: HTTP/3 over QUIC as well, on UDP at the same address and port number (nginx
+# 1.25 and later built with its HTTP/3 module, as Debian trixie's is). `reuseport` gives each
+# worker its own UDP socket, and the kernel keeps a connection's packets on one of them; GSO
+# sends a burst of QUIC packets in one system call. No Alt-Svc header: benchctl's clients are
+# told the protocol, and the header would add bytes to every response over TCP.
+quic_listen=""
+case ${BENCH_HTTP3:-} in
+    ''|0) ;;
+    1)
+        [ -n "$ssl" ] || { echo "benchctl/nginx: BENCH_HTTP3=1 needs BENCH_TLS=1 (HTTP/3 runs over QUIC, which is always encrypted)" >&2; exit 64; }
+        nginx -V 2>&1 | grep -q -- --with-http_v3_module || { echo "benchctl/nginx: BENCH_HTTP3=1, but $(nginx -v 2>&1 | sed 's/^nginx version: //') is built without its HTTP/3 module" >&2; exit 64; }
+        quic_listen="listen $listen quic reuseport;"
+        directives="$directives quic_gso on;"
+        ;;
+    *) echo "benchctl/nginx: BENCH_HTTP3 must be 1 or 0, got '$BENCH_HTTP3'" >&2; exit 64 ;;
 esac
 # BENCH_PLAIN_PORT (with BENCH_TLS=1 or BENCH_HTTP2=1): plain HTTP/1.x on the same address and
 # this port as well, for a cache in front of this server (Varnish's backends are plain HTTP/1.1).
 plain_listen=""
 if [ -n "${BENCH_PLAIN_PORT:-}" ]; then
-    [ -n "$ssl$http2" ] || { echo "benchctl/nginx: BENCH_PLAIN_PORT is for a second, plain HTTP/1.x listener beside TLS or HTTP/2; without BENCH_TLS=1 or BENCH_HTTP2=1 the server is plain HTTP/1.x already" >&2; exit 64; }
+    [ -n "$ssl$http2$directives" ] || { echo "benchctl/nginx: BENCH_PLAIN_PORT is for a second, plain HTTP/1.x listener beside TLS or HTTP/2; without BENCH_TLS=1 or BENCH_HTTP2=1 the server is plain HTTP/1.x already" >&2; exit 64; }
     case $BENCH_PLAIN_PORT in
         *[!0-9]*) echo "benchctl/nginx: BENCH_PLAIN_PORT must be a port number, got '$BENCH_PLAIN_PORT'" >&2; exit 64 ;;
     esac
@@ -97,6 +122,7 @@ if [ -n "${BENCH_PLAIN_PORT:-}" ]; then
 fi
 sed -e "s/@BENCH_PORT@/$BENCH_PORT/g" -e "s/@BENCH_LISTEN@/$listen/g" -e "s/@BENCH_SSL@/$ssl$http2/g" \
     -e "s|@BENCH_TLS_CONF@|$tls_conf|g" -e "s/@BENCH_PLAIN_LISTEN@/$plain_listen/g" \
+    -e "s/@BENCH_QUIC_LISTEN@/$quic_listen/g" -e "s/@BENCH_DIRECTIVES@/$directives/g" \
     /etc/nginx/bench.conf.template > /run/benchctl/nginx.conf
 # -e stderr: errors before the config is read go to stderr too, not to /var/log/nginx.
 exec nginx -e stderr -c /run/benchctl/nginx.conf

@@ -633,4 +633,61 @@ mod tests {
         std::fs::rename(&p, dir.path().join("conf/b.conf")).unwrap();
         assert_ne!(h2, context_hash(dir.path()).unwrap());
     }
+
+    /// Unpacks a context archive into (path, mode, type, content) rows.
+    fn entries(tar: &[u8]) -> Vec<(String, u32, tar::EntryType, Vec<u8>)> {
+        let mut a = tar::Archive::new(tar);
+        a.entries()
+            .unwrap()
+            .map(|e| {
+                let mut e = e.unwrap();
+                let path = e.path().unwrap().to_string_lossy().into_owned();
+                let (mode, kind) = (e.header().mode().unwrap(), e.header().entry_type());
+                let mut data = Vec::new();
+                std::io::Read::read_to_end(&mut e, &mut data).unwrap();
+                (path, mode, kind, data)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_symlink_to_another_kinds_file_enters_as_that_file_and_any_other_stays_a_link() {
+        let kinds = tempfile::tempdir().unwrap();
+        let (base, child) = (kinds.path().join("base"), kinds.path().join("child"));
+        for d in [&base, &child, &kinds.path().join("notakind")] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(base.join("Dockerfile"), "FROM x\n").unwrap();
+        std::fs::write(base.join("run.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(base.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        std::fs::write(kinds.path().join("notakind/secret"), "x").unwrap();
+        std::fs::write(child.join("Dockerfile"), "FROM y\n").unwrap();
+        std::fs::write(child.join("own.conf"), "own").unwrap();
+        let link = |to: &str, at: &str| std::os::unix::fs::symlink(to, child.join(at)).unwrap();
+        link("../base/run.sh", "run.sh");
+        link("own.conf", "same.conf");
+        link("../notakind/secret", "secret");
+        link("/etc/hostname", "host");
+        link("../base", "dir");
+
+        let rows = entries(&context_tar(&child, None).unwrap());
+        let row = |p: &str| rows.iter().find(|r| r.0 == p).unwrap().clone();
+        assert_eq!(
+            row("run.sh"),
+            (
+                "run.sh".into(),
+                0o755,
+                tar::EntryType::Regular,
+                b"#!/bin/sh\n".to_vec()
+            )
+        );
+        for p in ["same.conf", "secret", "host", "dir"] {
+            assert_eq!(row(p).2, tar::EntryType::Symlink, "{p}");
+        }
+        // The shared file's content is part of the child's identity.
+        let before = context_hash(&child).unwrap();
+        std::fs::write(base.join("run.sh"), "#!/bin/sh\nexit 0\n").unwrap();
+        assert_ne!(before, context_hash(&child).unwrap());
+    }
 }

@@ -22,6 +22,13 @@ pub(super) enum EntryKind {
 }
 
 /// Every entry under `root`, sorted by relative path so hash and tar do not depend on readdir order.
+///
+/// A symlink to a regular file in another kind's folder beside `root` (a sibling folder with a
+/// Dockerfile: `entrypoint.sh -> ../nginx/entrypoint.sh`) enters as that file, with its content
+/// and executable bit: two kinds that differ in their base image share their scripts and
+/// configuration without a copy, and a change to the shared file changes both tags. Any other
+/// symlink stays a symlink, as Docker keeps it (one that leads out of the context then fails
+/// the build where it is used, never reads a file of this machine into an image).
 pub(super) fn collect(root: &Path) -> Result<Vec<Entry>> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
@@ -45,6 +52,10 @@ pub(super) fn collect(root: &Path) -> Result<Vec<Entry>> {
                     ))
                 })?
                 .to_string();
+            let (path, meta) = match shared_file(root, &path, &meta) {
+                Some(target) => target,
+                None => (path, meta),
+            };
             // Only the executable bit counts, as in git: a checkout made under another umask
             // (0664 instead of 0644) is the same context and must find the same image.
             let mode = if meta.is_dir() || meta.permissions().mode() & 0o111 != 0 {
@@ -76,6 +87,27 @@ pub(super) fn collect(root: &Path) -> Result<Vec<Entry>> {
     }
     out.sort_by(|a, b| a.rel.cmp(&b.rel));
     Ok(out)
+}
+
+/// Where `link` (a symlink in the context at `root`) leads, with its metadata, when that is a
+/// regular file in a sibling kind's folder; `None` for any other entry.
+fn shared_file(
+    root: &Path,
+    link: &Path,
+    meta: &std::fs::Metadata,
+) -> Option<(PathBuf, std::fs::Metadata)> {
+    if !meta.file_type().is_symlink() {
+        return None;
+    }
+    let root = std::fs::canonicalize(root).ok()?;
+    let kinds = root.parent()?;
+    let target = std::fs::canonicalize(link).ok()?;
+    let kind = kinds.join(target.strip_prefix(kinds).ok()?.components().next()?);
+    if kind == root || !kind.join("Dockerfile").is_file() {
+        return None;
+    }
+    let target_meta = std::fs::metadata(&target).ok()?;
+    target_meta.is_file().then_some((target, target_meta))
 }
 
 /// The tag an image of `server` built from `context_dir` gets: `benchctl/<server>:<the first

@@ -30,6 +30,12 @@ async fn nginx_serves_http2_by_alpn_and_by_prior_knowledge() {
 }
 
 #[tokio::test]
+async fn nginx_trixie_serves_http2_by_alpn_and_by_prior_knowledge() {
+    // nginx 1.26: HTTP/2 switched by a directive, not the listen parameter.
+    serves_http2("nginx-trixie", true).await;
+}
+
+#[tokio::test]
 async fn apache_serves_http2_by_alpn_and_by_prior_knowledge() {
     serves_http2("apache", true).await;
 }

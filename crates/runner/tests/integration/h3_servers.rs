@@ -1,8 +1,9 @@
-//! Servers over HTTP/3: Caddy, whose manifest says `http3 = true`, serves HTTP/3 over QUIC on
-//! UDP at its HTTPS port when told to (`BENCH_HTTP3=1`), readiness and verification then go
-//! over QUIC byte for byte, and the confinement check lets it hold that one UDP socket. The
-//! same server without HTTP/3 never becomes ready over QUIC. Then a whole scenario with
-//! `http = "3"`: Caddy measured over HTTP/3 with and without keep-alive, nginx unavailable.
+//! Servers over HTTP/3: each kind whose manifest says `http3 = true` (Caddy, nginx-trixie)
+//! serves HTTP/3 over QUIC on UDP at its HTTPS port when told to (`BENCH_HTTP3=1`), beside
+//! HTTP/2 and HTTP/1.1 over TLS on the same port number; readiness and verification then go
+//! over QUIC byte for byte, and the confinement check lets it hold that UDP socket. A server
+//! without HTTP/3 never becomes ready over QUIC. Then a whole scenario with `http = "3"`:
+//! Caddy measured over HTTP/3 with and without keep-alive, nginx unavailable.
 
 use crate::common;
 use crate::h2_servers::{build, free_port, start_and_verify, Run, READY};
@@ -19,30 +20,42 @@ fn h3(run: &Run) -> Scheme {
 }
 
 #[tokio::test]
-async fn caddy_serves_http3_beside_https_and_may_hold_that_udp_socket() {
-    if !common::daemon_or_skip("caddy over HTTP/3").await {
+async fn caddy_serves_http3_beside_h2_and_https_and_may_hold_that_udp_socket() {
+    serves_http3("caddy").await;
+}
+
+#[tokio::test]
+async fn nginx_trixie_serves_http3_beside_h2_and_https_and_may_hold_that_udp_socket() {
+    serves_http3("nginx-trixie").await;
+}
+
+async fn serves_http3(kind: &str) {
+    if !common::daemon_or_skip(kind).await {
         return;
     }
     let _one = common::exclusive();
     let orch = Orchestrator::connect().await.unwrap();
-    let image = build(&orch, "caddy").await;
+    let image = build(&orch, kind).await;
     let run = Run::new();
 
-    let mut spec = run.spec("caddy", &image, true, false);
+    // All three at once, as a run over every protocol starts it.
+    let mut spec = run.spec(kind, &image, true, true);
     spec.http3 = true;
     let (guard, verified) = start_and_verify(&orch, &run, &spec, &h3(&run)).await;
-    verified.unwrap_or_else(|e| panic!("caddy over HTTP/3: {e}"));
+    verified.unwrap_or_else(|e| panic!("{kind} over HTTP/3: {e}"));
     let doc = run.doc();
     let doc = std::slice::from_ref(&doc);
-    // HTTPS over TCP stays served on the same port.
-    orch.verify_over(&run.https(false), guard.socket_addr(), doc)
-        .await
-        .unwrap_or_else(|e| panic!("over TLS beside HTTP/3: {e}"));
+    // HTTP/2 and HTTP/1.1 over TLS stay served on the same port number.
+    for http2 in [true, false] {
+        orch.verify_over(&run.https(http2), guard.socket_addr(), doc)
+            .await
+            .unwrap_or_else(|e| panic!("{kind} over TLS (h2: {http2}) beside HTTP/3: {e}"));
+    }
     // Its UDP socket is the one a run allows it, and only then.
     let addr = guard.socket_addr();
     orch.audit(&guard, &[Socket::tcp(addr), Socket::udp(addr)])
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap_or_else(|e| panic!("{kind}: {e}"));
     let err = orch
         .audit(&guard, &[Socket::tcp(addr)])
         .await

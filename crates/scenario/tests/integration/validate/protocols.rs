@@ -280,6 +280,7 @@ fn the_kinds_say_whether_they_serve_http2_and_http3() {
     // (kind, HTTP/2, HTTP/3)
     for (kind, h2, h3) in [
         ("nginx", true, false),
+        ("nginx-trixie", true, true),
         ("apache", true, false),
         ("lighttpd", true, false),
         ("caddy", true, true),
