@@ -614,8 +614,12 @@ fn describe_load(l: &LoadSpec) -> String {
     if l.keep_alive {
         parts.push("-k".into());
     }
-    if l.version == HttpVersion::Http11 {
-        parts.push("HTTP/1.1".into());
+    // As `benchctl load` says it.
+    match l.version {
+        HttpVersion::Http10 => {}
+        HttpVersion::Http11 => parts.push("HTTP/1.1".into()),
+        HttpVersion::Http2 => parts.push(format!("--h2 --streams {}", l.streams)),
+        HttpVersion::Http3 => parts.push(format!("--h3 --streams {}", l.streams)),
     }
     if let Some(r) = l.rate {
         parts.push(format!("at {r} req/s"));

@@ -39,6 +39,7 @@ use crate::fleet::{Engine, Fleet};
 use crate::results::Results;
 use crate::rundir::{self, RunDir};
 use crate::schedule::Schedule;
+use loadgen::HttpVersion;
 use orchestrator::{BuildSource, Scheme};
 use report::{AgainstRecord, HostFacts, RecordFile, RunRecord, RunStatus, ScenarioRecord, Slowed};
 use scenario::{HostImages, ImageSource, Plan};
@@ -433,27 +434,42 @@ fn new_record(
     }
 }
 
-/// How servers are reached: HTTPS trusting the run's own certificate, made in `run_dir` for
-/// every host's address, when the scenario says `tls = true` (with that certificate's folder);
-/// HTTP/2 when it says `http = "2"`; HTTP/3 over QUIC, with that certificate, when it says
-/// `http = "3"`.
+/// How servers are reached first (readiness, and the first document's version): HTTPS
+/// trusting the run's own certificate, made in `run_dir` for every host's address, when the
+/// scenario serves TLS (with that certificate's folder); HTTP/2 or HTTP/3 where its first load
+/// speaks it. [`scheme_over`] gives each load's.
 fn scheme_for(plan: &Plan, run_dir: &RunDir) -> Result<(Scheme, Option<PathBuf>), String> {
+    let first = plan
+        .documents
+        .first()
+        .map_or(HttpVersion::Http11, |d| d.load.version);
     if !plan.tls {
-        return Ok((Scheme::Http { http2: plan.http2 }, None));
+        return Ok((scheme_over(&Scheme::HTTP, first), None));
     }
     let addresses: Vec<IpAddr> = plan.hosts.iter().map(|h| h.address).collect();
     let c =
         crate::tls::RunCertificate::create(&run_dir.path().join("tls"), plan.tls_key, &addresses)
             .map_err(|e| format!("{e}"))?;
-    let scheme = if plan.http3 {
-        Scheme::H3 { cert_pem: c.ca_pem }
-    } else {
-        Scheme::Https {
-            cert_pem: c.ca_pem,
-            http2: plan.http2,
-        }
+    let tls = Scheme::Https {
+        cert_pem: c.ca_pem,
+        http2: false,
     };
-    Ok((scheme, Some(c.dir)))
+    Ok((scheme_over(&tls, first), Some(c.dir)))
+}
+
+/// `scheme` (the run's: with its certificate or without) for a load over `version`.
+pub(super) fn scheme_over(scheme: &Scheme, version: HttpVersion) -> Scheme {
+    let http2 = version == HttpVersion::Http2;
+    match (scheme.cert_pem(), version) {
+        (None, _) => Scheme::Http { http2 },
+        (Some(cert), HttpVersion::Http3) => Scheme::H3 {
+            cert_pem: cert.to_vec(),
+        },
+        (Some(cert), _) => Scheme::Https {
+            cert_pem: cert.to_vec(),
+            http2,
+        },
+    }
 }
 
 /// Removes what runs of this machine whose owners are gone left on every engine and in the

@@ -31,7 +31,9 @@ pub struct Plan {
     pub cpus: CpuPlan,
     /// In dependency order: a server another one needs (a Varnish's backend) comes first.
     pub servers: Vec<ServerSpec>,
-    /// In file order.
+    /// In file order. A scenario that measures each document over a list of versions
+    /// (`http = ["1.1", "2", "3"]`) has one per document and version, in the list's order,
+    /// named after both (`page-h1`, `page-h2`, `page-h3`), with the same path and bytes.
     pub documents: Vec<DocumentSpec>,
     /// A search, after the loads, for the highest rate each server keeps within a latency
     /// target (`[capacity]`); `None` when the scenario asks for none.
@@ -41,14 +43,15 @@ pub struct Plan {
     pub tls: bool,
     /// The key of that certificate (`tls_key`); ECDSA P-256 unless the scenario asks for RSA.
     pub tls_key: TlsKey,
-    /// Every server serves HTTP/2 and every load speaks it (`http = "2"`): by ALPN over TLS
-    /// with `tls`, by prior knowledge (h2c) without. Each document's [`LoadSpec::version`] is
-    /// then [`model::HttpVersion::Http2`], with its `streams` per connection.
+    /// Every server serves HTTP/2 (`http = "2"`, or a list with `"2"`): by ALPN over TLS with
+    /// `tls`, by prior knowledge (h2c) without. The loads whose [`LoadSpec::version`] is
+    /// [`model::HttpVersion::Http2`] (every one, for `http = "2"`) speak it, with their
+    /// `streams` per connection.
     pub http2: bool,
-    /// Every server serves HTTP/3 over QUIC (UDP, on the same port number as its HTTPS) and
-    /// every load speaks it (`http = "3"`, which implies `tls`). Each document's
-    /// [`LoadSpec::version`] is then [`model::HttpVersion::Http3`], with its `streams` per
-    /// connection; without keep-alive each request opens a QUIC connection of its own.
+    /// Every server serves HTTP/3 over QUIC (UDP, on the same port number as its HTTPS):
+    /// `http = "3"`, which implies `tls`, or a list with `"3"`. The loads whose version is
+    /// [`model::HttpVersion::Http3`] speak it, with their `streams` per connection; without
+    /// keep-alive each request opens a QUIC connection of its own.
     pub http3: bool,
     /// The Docker engines named by `[[host]]` tables, in file order; the local engine is not
     /// among them (it needs no table).

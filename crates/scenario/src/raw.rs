@@ -41,8 +41,9 @@ pub(crate) struct RawScenario {
     pub tls_key: Option<Spanned<String>>,
     /// The HTTP version of every load: `"2"` (the servers serve HTTP/2: by ALPN with `tls`, by
     /// prior knowledge without), `"3"` (HTTP/3 over QUIC, always with the run's certificate),
-    /// or `"1.1"` / `"1.0"` (the request line of every load that does not set its own `http`).
-    pub http: Option<Spanned<String>>,
+    /// or `"1.1"` / `"1.0"` (the request line of every load that does not set its own `http`);
+    /// or a list of `"1.1"`, `"2"` and `"3"`: every document measured over each, over TLS.
+    pub http: Option<Spanned<RawHttp>>,
     /// `[[host]]` tables: Docker engines other than the local one that servers may run on.
     #[serde(default)]
     pub host: Vec<Spanned<RawHost>>,
@@ -173,6 +174,38 @@ pub(crate) struct RawDocument {
 pub(crate) enum RawSize {
     Number(i64),
     Text(String),
+}
+
+/// The top-level `http`: one version, or a list of them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum RawHttp {
+    One(String),
+    Each(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for RawHttp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct HttpVisitor;
+        impl<'de> Visitor<'de> for HttpVisitor {
+            type Value = RawHttp;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "an HTTP version such as \"2\", or a list such as [\"1.1\", \"2\", \"3\"]",
+                )
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawHttp, E> {
+                Ok(RawHttp::One(v.to_string()))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawHttp, A::Error> {
+                let mut each = Vec::new();
+                while let Some(v) = seq.next_element::<String>()? {
+                    each.push(v);
+                }
+                Ok(RawHttp::Each(each))
+            }
+        }
+        deserializer.deserialize_any(HttpVisitor)
+    }
 }
 
 impl<'de> Deserialize<'de> for RawSize {

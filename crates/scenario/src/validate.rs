@@ -19,12 +19,13 @@ pub(crate) use server_keys::unknown_server_keys;
 use crate::error::{Diagnostics, ScenarioError};
 use crate::kinds::Kinds;
 use crate::plan::{CpuPlan, Plan, TlsKey};
-use crate::raw::RawScenario;
+use crate::raw::{RawHttp, RawScenario};
 use crate::units::parse_cpuset;
 use common::{check_name, line_of, Protocol};
 use docs::{check_documents, DocumentRoots};
 use hosts::{check_generators, check_hosts};
 use load::{check_load_level, LoadLevel};
+use model::HttpVersion;
 use serde_spanned::Spanned;
 use servers::check_servers;
 use std::path::Path;
@@ -72,10 +73,10 @@ pub(crate) fn validate(
         .capacity
         .as_ref()
         .and_then(|c| crate::capacity::check(&mut d, c));
-    if let (Some(c), Some((v, line))) = (&raw.capacity, protocol.multiplexed()) {
+    if let (Some(c), Some((v, said, line))) = (&raw.capacity, protocol.multiplexed()) {
         d.error(
             c.span(),
-            format!("a capacity search sends open-model loads at a rate, which the load generator does not support over HTTP/{v} yet (http = \"{v}\", line {line}): remove [capacity], or the top-level http"),
+            format!("a capacity search sends open-model loads at a rate, which the load generator does not support over HTTP/{v} yet ({said}, line {line}): remove [capacity], or the top-level http"),
         );
     }
     let tls_key = check_tls_key(&mut d, &raw, &protocol);
@@ -222,38 +223,107 @@ fn check_protocol(d: &mut Diagnostics, raw: &RawScenario) -> Protocol {
     let Some(h) = &raw.http else {
         return Protocol::default();
     };
-    match h.get_ref().trim() {
-        "2" => Protocol {
-            http2: Some(line_of(d, h.span())),
-            ..Protocol::default()
-        },
-        "3" => {
-            // QUIC is always encrypted: HTTP/3 implies the run's certificate.
-            if raw.tls == Some(false) {
+    let span = h.span();
+    let line = line_of(d, span.clone());
+    match h.get_ref() {
+        RawHttp::One(v) => {
+            let v = v.trim();
+            let mut p = Protocol {
+                said: format!("http = \"{v}\""),
+                ..Protocol::default()
+            };
+            match v {
+                "2" => p.http2 = Some(line),
+                "3" => p.http3 = Some(line),
+                "1.1" => p.http11 = Some(true),
+                "1.0" => p.http11 = Some(false),
+                other => d.error(
+                    span.clone(),
+                    format!("http version `{other}` is not supported (use \"2\" for HTTP/2, \"3\" for HTTP/3, or \"1.1\" or \"1.0\"; or a list of \"1.1\", \"2\" and \"3\" to measure each document over each)"),
+                ),
+            }
+            if p.http3.is_some() && raw.tls == Some(false) {
                 d.error(
-                    h.span(),
+                    span,
                     "http = \"3\" runs over QUIC, which is always encrypted, and the scenario says tls = false (remove tls = false: HTTP/3 serves the run's certificate anyway)",
                 );
             }
-            Protocol {
-                http3: Some(line_of(d, h.span())),
-                ..Protocol::default()
-            }
+            p
         }
-        "1.1" => Protocol {
-            http11: Some(true),
-            ..Protocol::default()
-        },
-        "1.0" => Protocol {
-            http11: Some(false),
-            ..Protocol::default()
-        },
-        other => {
-            d.error(
-                h.span(),
-                format!("http version `{other}` is not supported (use \"2\" for HTTP/2, \"3\" for HTTP/3, or \"1.1\" or \"1.0\")"),
-            );
-            Protocol::default()
-        }
+        RawHttp::Each(list) => check_protocol_list(d, raw, span, line, list),
     }
+}
+
+/// `http = ["1.1", "2", "3"]`: each document measured over each version, every server started
+/// once serving them all on one port number (HTTP/1.1 and HTTP/2 by ALPN over TLS, HTTP/3 over
+/// QUIC on UDP), so the run's certificate is a must.
+fn check_protocol_list(
+    d: &mut Diagnostics,
+    raw: &RawScenario,
+    span: std::ops::Range<usize>,
+    line: usize,
+    list: &[String],
+) -> Protocol {
+    let quoted: Vec<String> = list.iter().map(|v| format!("\"{}\"", v.trim())).collect();
+    let mut p = Protocol {
+        said: format!("http = [{}]", quoted.join(", ")),
+        http11: Some(true),
+        ..Protocol::default()
+    };
+    for v in list {
+        let version = match v.trim() {
+            "1.1" => HttpVersion::Http11,
+            "2" => HttpVersion::Http2,
+            "3" => HttpVersion::Http3,
+            "1.0" => {
+                d.error(
+                    span.clone(),
+                    "a list of HTTP versions compares HTTP/1.1, HTTP/2 and HTTP/3 over TLS; HTTP/1.0 is not among them (remove \"1.0\" from the list, or measure it in a scenario of its own with http = \"1.0\")",
+                );
+                continue;
+            }
+            other => {
+                d.error(
+                    span.clone(),
+                    format!("http version `{other}` in the list is not supported (use \"1.1\", \"2\" and \"3\")"),
+                );
+                continue;
+            }
+        };
+        if p.each.contains(&version) {
+            d.error(
+                span.clone(),
+                format!(
+                    "\"{}\" is in the http list twice (name each version once)",
+                    v.trim()
+                ),
+            );
+            continue;
+        }
+        p.each.push(version);
+    }
+    if list.is_empty() {
+        d.error(
+            span.clone(),
+            "http = [] names no version (list the ones to measure each document over, e.g. [\"1.1\", \"2\", \"3\"], or remove http)",
+        );
+    }
+    if p.each.contains(&HttpVersion::Http2) {
+        p.http2 = Some(line);
+    }
+    if p.each.contains(&HttpVersion::Http3) {
+        p.http3 = Some(line);
+        if raw.tls == Some(false) {
+            d.error(
+                span.clone(),
+                format!("{} measures HTTP/3, over QUIC, which is always encrypted, and the scenario says tls = false (remove tls = false: the list serves the run's certificate anyway)", p.said),
+            );
+        }
+    } else if list.len() > 1 && raw.tls != Some(true) {
+        d.error(
+            span,
+            format!("{} measures each document over each version on one port, which a server tells apart by ALPN over TLS: add tls = true", p.said),
+        );
+    }
+    p
 }

@@ -5,6 +5,7 @@ use super::ctx::{Ctx, Live};
 use crate::against::BaselineImage;
 use crate::events::Event;
 use crate::fleet::{Container, Engine};
+use loadgen::HttpVersion;
 use orchestrator::{
     BuiltImage, Confinement, ContainerSpec, ExpectedDoc, OrchestratorError, Scheme, Socket, Tmpfs,
     Verified,
@@ -234,7 +235,7 @@ impl<E: Engine> Ctx<'_, E> {
             attempt += 1;
             let port = match fixed {
                 Some(p) => p,
-                None => free_port_for(self.scheme.http3())
+                None => free_port_for(self.plan.http3)
                     .map_err(|e| unavailable(format!("no free port: {e}")))?,
             };
             let mut env = env.clone();
@@ -314,26 +315,14 @@ impl<E: Engine> Ctx<'_, E> {
         let Some(m) = spec.manifest.as_ref() else {
             return Ok(());
         };
-        let https = matches!(self.scheme, Scheme::Https { .. });
         // What the run asks, whether the kind's manifest says it serves it, the manifest key
         // and the scenario's words. HTTP/3 comes first: a kind that serves it serves TLS (its
         // manifest cannot say otherwise), so the one thing to say of another is that.
+        let p = self.plan;
         let asks = [
-            (
-                self.scheme.http3(),
-                m.http3,
-                "HTTP/3",
-                "http3",
-                "http = \"3\"",
-            ),
-            (https, m.tls, "HTTPS", "tls", "tls = true"),
-            (
-                self.scheme.http2(),
-                m.http2,
-                "HTTP/2",
-                "http2",
-                "http = \"2\"",
-            ),
+            (p.http3, m.http3, "HTTP/3", "http3", "http = \"3\""),
+            (p.tls, m.tls, "HTTPS", "tls", "tls = true"),
+            (p.http2, m.http2, "HTTP/2", "http2", "http = \"2\""),
         ];
         match asks.into_iter().find(|&(asked, served, ..)| asked && !served) {
             Some((_, _, what, key, says)) => Err(NotStarted {
@@ -519,15 +508,39 @@ impl<E: Engine> Ctx<'_, E> {
         // Over HTTP/3 the server also waits for QUIC on UDP at its address and port number.
         let addr = guard.socket_addr();
         let allowed: Vec<Socket> = std::iter::once(Socket::tcp(addr))
-            .chain(self.scheme.http3().then(|| Socket::udp(addr)))
+            .chain(self.plan.http3.then(|| Socket::udp(addr)))
             .chain(plain.map(Socket::tcp))
             .collect();
         orch.audit(guard, &allowed)
             .await
             .map_err(|e| self.explain(name, "failed its confinement check", &e))?;
-        orch.verify(&self.scheme, guard.socket_addr(), expected)
-            .await
-            .map_err(|e| self.explain(name, "verification failed", &e))
+        // Each document over its load's version: a scenario that measures them over several
+        // has each server verified over each.
+        let mut verified = None;
+        for (version, docs) in self.by_version(expected) {
+            let scheme = super::scheme_over(&self.scheme, version);
+            let v = orch
+                .verify(&scheme, addr, &docs)
+                .await
+                .map_err(|e| self.explain(name, "verification failed", &e))?;
+            verified.get_or_insert(v);
+        }
+        verified.ok_or_else(|| format!("{name}: no document to verify"))
+    }
+
+    /// `expected` (one per document of the plan, in its order) grouped by the version of each
+    /// document's load, in the order the versions first appear.
+    fn by_version(&self, expected: &[ExpectedDoc]) -> Vec<(HttpVersion, Vec<ExpectedDoc>)> {
+        debug_assert_eq!(expected.len(), self.plan.documents.len());
+        let mut groups: Vec<(HttpVersion, Vec<ExpectedDoc>)> = Vec::new();
+        for (doc, e) in self.plan.documents.iter().zip(expected) {
+            let v = doc.load.version;
+            match groups.iter_mut().find(|(g, _)| *g == v) {
+                Some((_, docs)) => docs.push(e.clone()),
+                None => groups.push((v, vec![e.clone()])),
+            }
+        }
+        groups
     }
 
     /// The container server `i` runs in, as `name`, from `image`, with `env`, listening on
@@ -555,8 +568,8 @@ impl<E: Engine> Ctx<'_, E> {
             memory_bytes: Some(spec.memory),
             docroot: Some(self.run_dir.docroot()),
             tls_dir: self.tls_dir.clone(),
-            http2: self.scheme.http2(),
-            http3: self.scheme.http3(),
+            http2: self.plan.http2,
+            http3: self.plan.http3,
             run_id: self.run_id.to_string(),
             labels: vec![("benchctl.kind".to_string(), spec.kind.as_str().to_string())],
             cmd: None,

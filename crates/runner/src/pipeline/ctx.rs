@@ -31,9 +31,10 @@ pub(super) struct Ctx<'a, E: Engine> {
     pub(super) observer_arc: &'a Arc<dyn Observer>,
     /// The capacity search to make after the loads, if any.
     pub(super) capacity: Option<scenario::CapacitySpec>,
-    /// How servers are reached: HTTPS trusting the run's own authority when the scenario
-    /// says `tls = true`, with the folder of the certificate the servers get; HTTP/2 when it
-    /// says `http = "2"`.
+    /// How servers are reached first (readiness; the first document's load): HTTPS trusting
+    /// the run's own authority when the scenario serves TLS, with the folder of the
+    /// certificate the servers get; HTTP/2 or HTTP/3 when that load speaks it. Each load's
+    /// is `super::scheme_over(scheme, its version)`.
     pub(super) scheme: Scheme,
     pub(super) tls_dir: Option<PathBuf>,
     /// An A/B run's plan.

@@ -12,6 +12,7 @@ use crate::headroom::{Headroom, MAX_TRIES};
 use crate::results::Results;
 use crate::schedule::Side;
 use crate::{headroom, rundir};
+use loadgen::HttpVersion;
 use orchestrator::ExpectedDoc;
 use report::{AgainstStop, LoadRecord, RunRecord};
 use scenario::MaterializedDoc;
@@ -531,12 +532,12 @@ impl<E: Engine> Ctx<'_, E> {
             server_usage: usage,
             client_bound,
             server_share: share,
-            protocol: if self.plan.http3 {
-                Some(report::Protocol::H3)
-            } else {
-                report::Protocol::of(self.plan.tls, self.plan.http2)
+            protocol: match spec.load.version {
+                HttpVersion::Http3 => Some(report::Protocol::H3),
+                v => report::Protocol::of(self.plan.tls, v == HttpVersion::Http2),
             },
-            streams: (self.plan.http2 || self.plan.http3).then_some(spec.load.streams),
+            streams: matches!(spec.load.version, HttpVersion::Http2 | HttpVersion::Http3)
+                .then_some(spec.load.streams),
             generators,
         };
         let loads = match (baseline, record.against.as_mut()) {

@@ -216,3 +216,102 @@ size = 468
     let back = report::RunRecord::load(&dir.path().join("run.json")).unwrap();
     assert_eq!(back.loads, outcome.record.loads);
 }
+
+/// A scenario with `http = ["1.1", "2", "3"]`, run whole: Caddy and nginx-trixie each started
+/// once serving all three, verified over each and measured over each, every document under
+/// its name and the version's; nginx (no HTTP/3) unavailable with its reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scenario_over_three_versions_measures_each_document_over_each() {
+    if !common::daemon_or_skip("three versions").await {
+        return;
+    }
+    let _one = common::exclusive();
+    let (dir, path) = common::scenario(
+        r#"
+name = "three-versions"
+http = ["1.1", "2", "3"]
+[load]
+requests = 300
+concurrency = 2
+streams = 3
+keep_alive = true
+timeout = "10s"
+[[server]]
+name = "caddy"
+kind = "caddy"
+[[server]]
+name = "nginx-trixie"
+kind = "nginx-trixie"
+[[server]]
+name = "nginx"
+kind = "nginx"
+optional = true
+[[document]]
+name = "page"
+path = "/page.html"
+generate = "html"
+size = 468
+[[document]]
+name = "png"
+path = "/img.png"
+generate = "png"
+size = 23000
+"#,
+    );
+    let plan = common::plan_with(&path, &common::repo_root().join("docker"));
+    assert!(plan.tls && plan.http2 && plan.http3);
+    let rec = std::sync::Arc::new(common::Recorder::default());
+    let opts = runner::RunOptions {
+        out: Some(dir.path().join("run.json")),
+        ..runner::RunOptions::new()
+    };
+    let outcome = runner::run(&plan, opts, rec.clone()).await.unwrap();
+    let lines = rec.lines();
+    assert!(outcome.succeeded(), "{:?}\n{lines:#?}", outcome.problems);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("unavailable nginx: serves no HTTP/3 here")),
+        "{lines:#?}"
+    );
+    let loads = &outcome.record.loads;
+    let mut seen: Vec<(&str, &str, Option<Protocol>, Option<u32>)> = loads
+        .iter()
+        .map(|l| {
+            assert_eq!((l.load.complete, l.load.failed), (300, 0), "{l:?}");
+            (
+                l.server.as_str(),
+                l.document.as_str(),
+                l.protocol,
+                l.streams,
+            )
+        })
+        .collect();
+    seen.sort_by_key(|s| (s.0, s.1));
+    let mut want = Vec::new();
+    for server in ["caddy", "nginx-trixie"] {
+        for doc in ["page", "png"] {
+            want.extend([
+                (server, format!("{doc}-h1"), Some(Protocol::Https), None),
+                (server, format!("{doc}-h2"), Some(Protocol::H2), Some(3)),
+                (server, format!("{doc}-h3"), Some(Protocol::H3), Some(3)),
+            ]);
+        }
+    }
+    let want: Vec<_> = want
+        .iter()
+        .map(|(s, d, p, n)| (*s, d.as_str(), *p, *n))
+        .collect();
+    assert_eq!(seen, want);
+    // Every load sent the document's bytes.
+    for l in loads {
+        let size = if l.document.starts_with("png") {
+            23000
+        } else {
+            468
+        };
+        assert_eq!(l.load.body_bytes, 300 * size, "{}", l.document);
+    }
+    let back = report::RunRecord::load(&dir.path().join("run.json")).unwrap();
+    assert_eq!(back.loads, outcome.record.loads);
+}

@@ -5,6 +5,7 @@ use super::limits::MAX_NAME_LEN;
 use crate::error::Diagnostics;
 use crate::raw::RawSize;
 use crate::units::parse_size;
+use model::HttpVersion;
 use serde_spanned::Spanned;
 use std::ops::Range;
 /// A name of the scenario, a server, a document or a host: `[a-z0-9-]+`, at most
@@ -60,23 +61,30 @@ pub(super) fn size_value(d: &mut Diagnostics, value: &Spanned<RawSize>, key: &st
     }
 }
 
-/// The scenario's top-level `http`: the HTTP version of every load.
+/// The scenario's top-level `http`: the HTTP version of every load, or the versions every
+/// document is measured over.
 #[derive(Default)]
 pub(super) struct Protocol {
-    /// `http = "2"`, with the line it is on.
+    /// Some load speaks HTTP/2 (`http = "2"`, or a list with `"2"`), with the line that says so.
     pub(super) http2: Option<usize>,
-    /// `http = "3"`, with the line it is on.
+    /// Some load speaks HTTP/3 (`http = "3"`, or a list with `"3"`), with the line.
     pub(super) http3: Option<usize>,
     /// `http = "1.1"` (true) or `"1.0"` (false): the request line of loads that name none.
     pub(super) http11: Option<bool>,
+    /// `http = [...]`: every document is measured over each of these, in the list's order;
+    /// empty for a single version.
+    pub(super) each: Vec<HttpVersion>,
+    /// The key as written, for messages: `http = "2"`, `http = ["1.1", "3"]`.
+    pub(super) said: String,
 }
 
 impl Protocol {
-    /// HTTP/2 or HTTP/3 (`"2"` or `"3"`), with the line that chose it: requests as streams.
-    pub(super) fn multiplexed(&self) -> Option<(&'static str, usize)> {
+    /// HTTP/2 or HTTP/3 (`"2"` or `"3"`) where some load speaks it, with what the scenario
+    /// says and on which line: requests as streams.
+    pub(super) fn multiplexed(&self) -> Option<(&'static str, &str, usize)> {
         match (self.http2, self.http3) {
-            (Some(line), _) => Some(("2", line)),
-            (None, Some(line)) => Some(("3", line)),
+            (Some(line), _) => Some(("2", &self.said, line)),
+            (None, Some(line)) => Some(("3", &self.said, line)),
             (None, None) => None,
         }
     }

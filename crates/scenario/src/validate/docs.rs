@@ -2,12 +2,13 @@
 //! scenario's own folder and only when every user may read them.
 
 use super::common::{check_name, line_of, size_value, Protocol};
-use super::load::{check_load_level, resolve_load, LoadLevel};
+use super::load::{check_load_level, over, resolve_load, LoadLevel};
 use crate::documents::{HELLO_WORLD, HTML_MIN_SIZE, PNG_MAX_SIZE, PNG_MIN_SIZE};
 use crate::error::Diagnostics;
 use crate::plan::{DocumentSource, DocumentSpec, GeneratorKind, SourceFile};
 use crate::raw::RawScenario;
 use crate::units::describe_bytes;
+use model::HttpVersion;
 use serde_spanned::Spanned;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -126,16 +127,26 @@ pub(super) fn check_documents(
         };
         let load = resolve_load(d, default_load, &own_load, protocol, table_span, name);
         if let (Some(disk_path), Some((source, length))) = (disk_path, source) {
-            docs.push(DocumentSpec {
+            let doc = DocumentSpec {
                 name: name.to_owned(),
                 path: url.to_owned(),
                 disk_path,
                 source,
                 length,
                 load,
-            });
+            };
+            if protocol.each.is_empty() {
+                docs.push(doc);
+            } else {
+                docs.extend(protocol.each.iter().map(|&v| DocumentSpec {
+                    name: listed_name(name, v),
+                    load: over(&doc.load, v),
+                    ..doc.clone()
+                }));
+            }
         }
     }
+    check_listed_names(d, raw, protocol, &names, &docs);
 
     // A document at /a and another at /a/b cannot both exist on disk: /a would have to be a
     // file and a folder at once.
@@ -157,6 +168,42 @@ pub(super) fn check_documents(
         }
     }
     docs
+}
+
+/// Over a list of versions each document is measured once per version, under its name and
+/// the version's (`page-h2`): no other document may have that name.
+fn check_listed_names(
+    d: &mut Diagnostics,
+    raw: &RawScenario,
+    protocol: &Protocol,
+    names: &HashMap<&str, usize>,
+    docs: &[DocumentSpec],
+) {
+    if protocol.each.is_empty() {
+        return;
+    }
+    for doc in docs {
+        if let Some(line) = names.get(doc.name.as_str()) {
+            d.error(
+                raw.http.as_ref().map_or(0..0, |h| h.span()),
+                format!(
+                    "{} measures each document under its name and the version's, and `{}` is also the name of the document on line {line} (rename that one)",
+                    protocol.said, doc.name
+                ),
+            );
+        }
+    }
+}
+
+/// The name a document's load over `version` has in a scenario that measures each document
+/// over a list of versions: `page-h1`, `page-h2`, `page-h3` (the versions' ALPN names).
+pub(super) fn listed_name(name: &str, version: HttpVersion) -> String {
+    let suffix = match version {
+        HttpVersion::Http10 | HttpVersion::Http11 => "h1",
+        HttpVersion::Http2 => "h2",
+        HttpVersion::Http3 => "h3",
+    };
+    format!("{name}-{suffix}")
 }
 
 /// Checks a URL path and maps it to its place under the document root.

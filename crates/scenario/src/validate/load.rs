@@ -78,9 +78,10 @@ impl LoadLevel {
         // browser's first visit; HTTP/2 has no such mode.
         if let (Some(line), Some(k)) = (protocol.http2, &raw.keep_alive) {
             if !*k.get_ref() {
+                let said = &protocol.said;
                 d.error(
                     k.span(),
-                    format!("keep_alive = false cannot apply: the scenario speaks HTTP/2 (http = \"2\", line {line}), which keeps its connections open (remove keep_alive)"),
+                    format!("keep_alive = false cannot apply: the scenario speaks HTTP/2 ({said}, line {line}), which keeps its connections open (remove keep_alive)"),
                 );
                 self.poisoned = true;
             }
@@ -180,6 +181,13 @@ impl LoadLevel {
     fn check_http(&mut self, d: &mut Diagnostics, raw: &RawLoad, protocol: &Protocol) {
         if let Some(h) = &raw.http {
             match (h.get_ref().trim(), protocol.multiplexed()) {
+                (v, Some(_)) if !protocol.each.is_empty() => {
+                    d.error(
+                        h.span(),
+                        format!("http = \"{v}\" cannot apply: the scenario measures every document over each version of its list ({}): remove this one", protocol.said),
+                    );
+                    self.poisoned = true;
+                }
                 (v @ ("2" | "3"), None) => {
                     d.error(
                         h.span(),
@@ -187,11 +195,11 @@ impl LoadLevel {
                     );
                     self.poisoned = true;
                 }
-                (v @ ("2" | "3"), Some((c, _))) if v == c => {}
-                (v @ ("1.0" | "1.1" | "2" | "3"), Some((c, line))) => {
+                (v @ ("2" | "3"), Some((c, _, _))) if v == c => {}
+                (v @ ("1.0" | "1.1" | "2" | "3"), Some((c, said, line))) => {
                     d.error(
                         h.span(),
-                        format!("http = \"{v}\" cannot apply: the scenario speaks HTTP/{c} (http = \"{c}\", line {line}) in every load (remove this one, or the top-level http)"),
+                        format!("http = \"{v}\" cannot apply: the scenario speaks HTTP/{c} ({said}, line {line}) in every load (remove this one, or the top-level http)"),
                     );
                     self.poisoned = true;
                 }
@@ -254,6 +262,20 @@ impl LoadLevel {
             }
         }
     }
+}
+
+/// `load` (a document's, resolved) over `version`, for a scenario that measures each document
+/// over a list of versions: HTTP/1.1 one request at a time on a connection, HTTP/2 with its
+/// connections kept open, HTTP/3 with or without (a QUIC connection per request).
+pub(super) fn over(load: &LoadSpec, version: HttpVersion) -> LoadSpec {
+    let mut l = load.clone();
+    l.version = version;
+    match version {
+        HttpVersion::Http2 => l.keep_alive = true,
+        HttpVersion::Http3 => {}
+        HttpVersion::Http10 | HttpVersion::Http11 => l.streams = 1,
+    }
+    l
 }
 
 /// Merges a document's load over the scenario's and applies the cross-field rules.
@@ -320,22 +342,24 @@ pub(super) fn resolve_load(
         .or(defaults.http11)
         .or(protocol.http11)
         .unwrap_or(false);
-    let http2 = protocol.http2.is_some();
-    let http3 = protocol.http3.is_some();
+    // With a list of versions this is the load over HTTP/1.1; `over` makes the others.
+    let listed = !protocol.each.is_empty();
+    let http2 = protocol.http2.is_some() && !listed;
+    let http3 = protocol.http3.is_some() && !listed;
     let streams = own.streams.or(defaults.streams).unwrap_or(1);
     let keep_alive = http2 || own.keep_alive.or(defaults.keep_alive).unwrap_or(false);
-    if http3 && streams > 1 && !keep_alive && !poisoned {
+    if protocol.http3.is_some() && streams > 1 && !keep_alive && !poisoned {
         d.error(
             doc_span.clone(),
             format!("document `{doc_name}` asks for {streams} streams per connection without keep_alive: over HTTP/3 that is a new QUIC connection per request, which carries one stream (add keep_alive = true, or remove streams)"),
         );
     }
     let rate = own.rate.or(defaults.rate);
-    if let (Some(_), Some((v, line))) = (rate, protocol.multiplexed()) {
+    if let (Some(_), Some((v, said, line))) = (rate, protocol.multiplexed()) {
         if !poisoned {
             d.error(
                 doc_span.clone(),
-                format!("document `{doc_name}` has a rate, and the load generator does not send open-model loads over HTTP/{v} yet (http = \"{v}\", line {line}): remove rate"),
+                format!("document `{doc_name}` has a rate, and the load generator does not send open-model loads over HTTP/{v} yet ({said}, line {line}): remove rate"),
             );
         }
     }

@@ -248,6 +248,93 @@ load = { streams = 1, keep_alive = false }
 }
 
 #[test]
+fn a_list_of_versions_measures_each_document_over_each_under_both_names() {
+    let p = Path::new("each.toml");
+    let src = format!(
+        "http = [\"1.1\", \"2\", \"3\"]\n{}",
+        MINIMAL.replace(
+            "requests = 10",
+            "requests = 10\nstreams = 4\nkeep_alive = true"
+        )
+    ) + r#"
+[[document]]
+name = "page"
+path = "/page.html"
+generate = "html"
+size = 468
+load = { keep_alive = false, streams = 1 }
+"#;
+    // keep_alive = false with HTTP/2 in the list is the HTTP/2 error.
+    let e = parse_str(&src, p).unwrap_err().to_string();
+    assert!(
+        e.contains("keep_alive = false cannot apply: the scenario speaks HTTP/2 (http = [\"1.1\", \"2\", \"3\"], line 1)"),
+        "{e}"
+    );
+    let plan = parse_str(&src.replace("keep_alive = false, ", ""), p).unwrap();
+    // HTTP/3 in the list: the run's certificate without tls = true; servers serve all three.
+    assert!(plan.tls && plan.http2 && plan.http3);
+    let loads: Vec<_> = plan
+        .documents
+        .iter()
+        .map(|d| {
+            let l = &d.load;
+            (
+                d.name.as_str(),
+                d.path.as_str(),
+                l.version,
+                l.streams,
+                l.keep_alive,
+            )
+        })
+        .collect();
+    let first = plan.documents[0].path.as_str();
+    assert_eq!(
+        loads,
+        [
+            (
+                plan.documents[0].name.as_str(),
+                first,
+                HttpVersion::Http11,
+                1,
+                true
+            ),
+            (
+                plan.documents[1].name.as_str(),
+                first,
+                HttpVersion::Http2,
+                4,
+                true
+            ),
+            (
+                plan.documents[2].name.as_str(),
+                first,
+                HttpVersion::Http3,
+                4,
+                true
+            ),
+            ("page-h1", "/page.html", HttpVersion::Http11, 1, true),
+            ("page-h2", "/page.html", HttpVersion::Http2, 1, true),
+            ("page-h3", "/page.html", HttpVersion::Http3, 1, true),
+        ]
+    );
+    assert!(plan.documents[0].name.ends_with("-h1"));
+    // Without "3" the list needs tls = true, and then has no HTTP/3.
+    let two = src
+        .replace("\"2\", \"3\"]", "\"2\"]")
+        .replace("keep_alive = false, ", "");
+    let e = parse_str(&two, p).unwrap_err().to_string();
+    assert!(e.contains("by ALPN over TLS: add tls = true"), "{e}");
+    let plan = parse_str(&format!("tls = true\n{two}"), p).unwrap();
+    assert!(plan.tls && plan.http2 && !plan.http3);
+    assert_eq!(plan.documents.len(), 4);
+    // A list of one is that version alone, under the document's own name.
+    let one = src.replace("[\"1.1\", \"2\", \"3\"]", "[\"3\"]");
+    let plan = parse_str(&one, p).unwrap();
+    assert_eq!(plan.documents.len(), 2);
+    assert_eq!(plan.documents[1].name, "page-h3");
+}
+
+#[test]
 fn a_top_level_http_1_x_is_the_request_line_of_loads_that_name_none() {
     let p = Path::new("h11.toml");
     let src = format!("http = \"1.1\"\n{MINIMAL}")
