@@ -19,6 +19,7 @@ mod numbers;
 mod rows;
 pub mod system;
 pub(crate) mod table;
+mod versions;
 use comparison::{comparison_context, paired_context};
 use doc_charts::{doc_charts, DocCharts};
 pub(crate) use filters::md_escape;
@@ -298,6 +299,7 @@ impl Renderer {
             });
         }
         Ok(ReportContext {
+            versions: versions::versions(record, &groups),
             run: run_info(record),
             servers: record
                 .servers
@@ -413,6 +415,9 @@ fn short_id(id: &str) -> &str {
 #[derive(Serialize)]
 struct ReportContext {
     run: RunInfo,
+    /// Each server and path over every HTTP version the run measured it over, when it measured
+    /// some over more than one.
+    versions: Option<versions::VersionsContext>,
     servers: Vec<ServerContext>,
     /// Some server ran on a `[[host]]`: the servers' list says where each ran.
     any_host: bool,

@@ -70,6 +70,67 @@ fn a_load_over_http2_or_tls_says_so_after_the_port_and_plain_http_as_ab_does() {
 }
 
 #[test]
+fn a_path_measured_over_several_versions_gets_them_side_by_side_in_every_format() {
+    let mut rec = common::fixture(3, None);
+    for f in all_formats(&rec) {
+        assert!(!f.contains("By HTTP version"), "{f}");
+    }
+    // As a scenario with http = ["1.1", "3"] records them: one document per version, one path.
+    for l in &mut rec.loads {
+        let (name, protocol) = if l.document == "hello" {
+            ("hello-h1", report::Protocol::Https)
+        } else {
+            ("hello-h3", report::Protocol::H3)
+        };
+        l.document = name.to_string();
+        l.url_path = "/hello.html".to_string();
+        l.protocol = Some(protocol);
+    }
+    let [text, md, html] = all_formats(&rec);
+    let section: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("By HTTP version"))
+        .skip(2)
+        .take(3)
+        .collect();
+    let words = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(
+        words(section[0]),
+        [
+            "server",
+            "path",
+            "HTTP/1",
+            "TLS",
+            "req/s",
+            "HTTP/3",
+            "req/s",
+            "HTTP/1",
+            "TLS",
+            "CPU-s/10k",
+            "HTTP/3",
+            "CPU-s/10k"
+        ]
+    );
+    // The fixture's second document: 200 requests where the first has 300, in longer times.
+    for (line, server) in section[1..].iter().zip(["apache", "nginx"]) {
+        let w = words(line);
+        assert_eq!(&w[..2], [server, "/hello.html"], "{text}");
+        assert_eq!(w[3], "(1.00x)", "{line}");
+        let h1: f64 = w[2].parse().unwrap();
+        let h3: f64 = w[4].parse().unwrap();
+        let ratio = format!("({:.2}x)", h3 / h1);
+        assert_eq!(w[5], ratio, "{line}");
+    }
+    assert!(md.contains("## By HTTP version"), "{md}");
+    assert!(md.contains("| server | path | HTTP/1 TLS req/s | HTTP/3 req/s | HTTP/1 TLS CPU-s/10k | HTTP/3 CPU-s/10k |"), "{md}");
+    assert!(html.contains("<h2>By HTTP version</h2>"), "{html}");
+    assert!(
+        html.contains("<th class=\"num\">HTTP&#x2F;3 req/s</th>"),
+        "{html}"
+    );
+}
+
+#[test]
 fn text_report_has_ab_blocks_and_the_head_to_head_table() {
     let text = render(&common::fixture(3, None), Format::Text, None).unwrap();
     assert!(
