@@ -140,7 +140,7 @@ async fn an_h3_scenario_measures_caddy_over_quic_with_and_without_keep_alive() {
         return;
     }
     let _one = common::exclusive();
-    let (dir, path) = common::scenario(
+    let (dir, plan, outcome, lines) = common::run_whole(
         r#"
 name = "h3-tiny"
 http = "3"
@@ -166,17 +166,9 @@ path = "/page.html"
 generate = "html"
 size = 468
 "#,
-    );
-    let plan = common::plan_with(&path, &common::repo_root().join("docker"));
+    )
+    .await;
     assert!(plan.http3 && plan.tls);
-    let rec = std::sync::Arc::new(common::Recorder::default());
-    let opts = runner::RunOptions {
-        out: Some(dir.path().join("run.json")),
-        ..runner::RunOptions::new()
-    };
-    let outcome = runner::run(&plan, opts, rec.clone()).await.unwrap();
-    let lines = rec.lines();
-    assert!(outcome.succeeded(), "{:?}\n{lines:#?}", outcome.problems);
     assert!(
         lines.iter().any(|l| l.starts_with(
             "unavailable nginx: serves no HTTP/3 here: docker/nginx/server.toml does not say http3 = true"
@@ -226,7 +218,7 @@ async fn a_scenario_over_three_versions_measures_each_document_over_each() {
         return;
     }
     let _one = common::exclusive();
-    let (dir, path) = common::scenario(
+    let (dir, plan, outcome, lines) = common::run_whole(
         r#"
 name = "three-versions"
 http = ["1.1", "2", "3"]
@@ -257,17 +249,9 @@ path = "/img.png"
 generate = "png"
 size = 23000
 "#,
-    );
-    let plan = common::plan_with(&path, &common::repo_root().join("docker"));
+    )
+    .await;
     assert!(plan.tls && plan.http2 && plan.http3);
-    let rec = std::sync::Arc::new(common::Recorder::default());
-    let opts = runner::RunOptions {
-        out: Some(dir.path().join("run.json")),
-        ..runner::RunOptions::new()
-    };
-    let outcome = runner::run(&plan, opts, rec.clone()).await.unwrap();
-    let lines = rec.lines();
-    assert!(outcome.succeeded(), "{:?}\n{lines:#?}", outcome.problems);
     assert!(
         lines
             .iter()

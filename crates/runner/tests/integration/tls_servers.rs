@@ -253,7 +253,7 @@ async fn a_tls_scenario_measures_over_https_and_lists_who_cannot() {
         return;
     }
     let _one = common::exclusive();
-    let (dir, path) = common::scenario(
+    let (_dir, plan, outcome, lines) = common::run_whole(
         r#"
 name = "tls-tiny"
 tls = true
@@ -287,17 +287,9 @@ path = "/page.html"
 generate = "html"
 size = 468
 "#,
-    );
-    let plan = common::plan_with(&path, &common::repo_root().join("docker"));
+    )
+    .await;
     assert!(plan.tls);
-    let rec = std::sync::Arc::new(common::Recorder::default());
-    let opts = runner::RunOptions {
-        out: Some(dir.path().join("tls.json")),
-        ..runner::RunOptions::new()
-    };
-    let outcome = runner::run(&plan, opts, rec.clone()).await.unwrap();
-    let lines = rec.lines();
-    assert!(outcome.succeeded(), "{:?}\n{lines:#?}", outcome.problems);
     assert!(
         lines
             .iter()

@@ -31,6 +31,29 @@ pub fn plan_with(path: &Path, docker_dir: &Path) -> scenario::Plan {
     scenario::load_file_with(path, &kinds).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// A run of the scenario `text` with the repository's kinds, whole, which must succeed: its
+/// folder (the record is `run.json` there), plan, outcome and the lines it reported.
+pub async fn run_whole(
+    text: &str,
+) -> (
+    tempfile::TempDir,
+    scenario::Plan,
+    runner::RunOutcome,
+    Vec<String>,
+) {
+    let (dir, path) = scenario(text);
+    let plan = plan_with(&path, &repo_root().join("docker"));
+    let rec = std::sync::Arc::new(Recorder::default());
+    let opts = runner::RunOptions {
+        out: Some(dir.path().join("run.json")),
+        ..runner::RunOptions::new()
+    };
+    let outcome = runner::run(&plan, opts, rec.clone()).await.unwrap();
+    let lines = rec.lines();
+    assert!(outcome.succeeded(), "{:?}\n{lines:#?}", outcome.problems);
+    (dir, plan, outcome, lines)
+}
+
 /// A copy of the repository's docker folder in which `kind`'s Dockerfile fails to build.
 pub fn docker_dir_with_broken(kinds: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
