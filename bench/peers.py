@@ -17,12 +17,15 @@ h2load (Debian's nghttp2-client) at the same connections and streams, -c 10 -m 1
 --seconds; in cleartext by prior knowledge (h2c), or with --tls over HTTPS chosen by ALPN. The
 report then goes to bench/results/peers-h2c-latest.* or peers-h2-tls-latest.*.
 
-With --h3, the one mode is HTTP/3 over QUIC, served by Caddy (Debian's package, unpacked into
-target/caddy by ./x bench-deps: nginx in this Debian release has no HTTP/3 module) on UDP and TCP at the same port, HTTPS with a self-signed
-ECDSA P-256 certificate made for the run: benchctl (`--h3 -k --streams`) against oha built with
-its HTTP/3 support (`oha-h3`: `cargo install oha --features http3 --root target/oha-h3`, which
-`./x bench-deps` does) at the same connections and streams, -c 10 x 10, each for --seconds.
-The report then goes to bench/results/peers-h3-latest.*.
+With --h3, the one mode is HTTP/3 over QUIC: benchctl (`--h3 -k --streams`) against oha built
+with its HTTP/3 support (`oha-h3`: `cargo install oha --features http3 --root target/oha-h3`,
+which `./x bench-deps` does) at the same connections and streams, -c 10 x 10, each for
+--seconds, HTTPS with a self-signed ECDSA P-256 certificate made for the run. The server
+(--h3-server) is nginx 1.26 with its HTTP/3 module (default: this Debian release's nginx has
+none, so it is benchctl's nginx-trixie image, built by `benchctl images build`, run by Docker
+on the host's network pinned to the server CPU, serving QUIC on UDP and HTTPS on TCP at one
+port), or Caddy (Debian's package, unpacked into target/caddy by ./x bench-deps, native). The
+report then goes to bench/results/peers-h3-latest.* (nginx) or peers-h3-caddy-latest.*.
 
 With --tls, nginx serves the page over HTTPS with a self-signed ECDSA P-256 certificate made
 for the run (openssl), and every tool fetches https:// without verifying it (ab and benchctl
@@ -377,6 +380,63 @@ https://:{self.port} {{
     def version(self) -> str:
         out = subprocess.run([CADDY, "version"], capture_output=True, text=True, timeout=10)
         return "Caddy " + (out.stdout.strip().split() or [""])[0]
+
+
+class NginxQuic(Nginx):
+    """nginx 1.26 with its HTTP/3 module, which the host's Debian does not ship: benchctl's
+    nginx-trixie image (built here with `benchctl images build nginx-trixie`), run by Docker in
+    the host's network namespace, pinned to the server CPU, with the kind's own configuration
+    (one worker on one CPU; HTTPS and HTTP/2 on TCP, HTTP/3 on UDP at one port) and a
+    certificate made for the run. Only the clients' CPU is measured, so the container costs the
+    comparison nothing."""
+
+    NAME = "nginx-quic"
+
+    def __init__(self, cpu: int | None):
+        super().__init__(cpu, tls=True)
+        self.image = ""
+        self.container = f"benchctl-peers-nginx-quic-{os.getpid()}"
+
+    def start(self) -> None:
+        if shutil.which("docker") is None:
+            raise Fatal("--h3 on nginx runs its image with Docker, and there is no docker CLI (./x bench-deps starts the engine)")
+        self.image = self._build_image()
+        html = self._write_page()
+        self._make_certificate()
+        cpus = ["--cpuset-cpus", str(self.cpu)] if self.cpu is not None else []
+        self._launch(
+            "nginx.env",
+            html,
+            lambda _conf: ["docker", "run", "--rm", "--name", self.container, "--network", "host", *cpus,
+                           "--read-only", "--tmpfs", "/run", "--tmpfs", "/tmp", "--cap-drop", "ALL",
+                           "--security-opt", "no-new-privileges", "--ulimit", "nofile=20000:20000",
+                           "-e", f"BENCH_PORT={self.port}", "-e", "BENCH_TLS=1", "-e", "BENCH_HTTP2=1",
+                           "-e", "BENCH_HTTP3=1", "-v", f"{html}:/srv/www:ro", "-v", f"{self.dir}:/etc/benchctl/tls:ro",
+                           self.image],
+        )
+
+    def _build_image(self) -> str:
+        """The nginx-trixie image's tag, built from docker/nginx-trixie unless it exists."""
+        benchctl = Path(os.environ.get("BENCHCTL", DEFAULT_BENCHCTL))
+        out = subprocess.run([str(benchctl), "images", "--docker-dir", str(REPO / "docker"), "build", "nginx-trixie"], capture_output=True, text=True, timeout=1800)
+        m = re.search(r"benchctl/nginx-trixie:[0-9a-f]{12}", out.stdout + out.stderr)
+        if out.returncode != 0 or m is None:
+            raise Fatal(f"benchctl images build nginx-trixie failed: {(out.stderr or out.stdout).strip()[-400:]}")
+        return m.group(0)
+
+    def _config(self, html: Path) -> str:
+        # The image writes its own configuration from the environment: this file only records it.
+        return f"BENCH_PORT={self.port} BENCH_TLS=1 BENCH_HTTP2=1 BENCH_HTTP3=1 {self.image}\n"
+
+    def _stop_and_collect(self) -> str:
+        # The container goes whatever state its docker client is in.
+        subprocess.run(["docker", "rm", "-f", self.container], capture_output=True, timeout=60)
+        return super()._stop_and_collect()
+
+    def version(self) -> str:
+        out = subprocess.run(["docker", "run", "--rm", "--entrypoint", "nginx", self.image, "-v"], capture_output=True, text=True, timeout=60)
+        v = (out.stderr or out.stdout).strip().removeprefix("nginx version: ")
+        return f"{v} (Debian trixie, image {self.image})"
 
 
 def free_port() -> int:
@@ -1163,7 +1223,7 @@ def render_text(summary: dict, cfg: Config) -> str:
 def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
     lines = [
         (
-            "# Peer benchmark: benchctl load against oha over HTTP/3"
+            f"# Peer benchmark: benchctl load against oha over HTTP/3, on {'Caddy' if meta.get('h3_server') == 'caddy' else 'nginx'}"
             if meta.get("h3")
             else "# Peer benchmark: benchctl load against h2load over HTTP/2"
             + (" (TLS, ALPN)" if meta.get("tls") else " (cleartext, prior knowledge)")
@@ -1177,8 +1237,14 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         meta["reproduce"],
         "```",
         "",
-        f"- server: {meta['nginx']} (native, "
-        + ("GOMAXPROCS=1, HTTP/3 on UDP and HTTPS on TCP at one port" if meta.get("h3") else "1 worker")
+        f"- server: {meta['nginx']} ("
+        + (
+            "in Docker on the host's network, 1 worker, HTTP/3 on UDP and HTTPS/HTTP/2 on TCP at one port"
+            if meta.get("h3_server") == "nginx"
+            else "native, GOMAXPROCS=1, HTTP/3 on UDP and HTTPS on TCP at one port"
+            if meta.get("h3")
+            else "native, 1 worker"
+        )
         + ", 13-byte page, access log off"
         + (", http2 listener" if meta.get("h2") else "")
         + (", a self-signed ECDSA P-256 certificate" if meta.get("h3") else "")
@@ -1204,7 +1270,7 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         "",
     ]
     if meta.get("commands"):
-        server = "Caddy" if meta.get("h3") else "nginx"
+        server = "Caddy" if meta.get("h3_server") == "caddy" else "nginx"
         lines += [f"Each tool's command line (URL: {server} on a free 127.0.0.1 port; clients run under `taskset -c "
                   f"{meta['client_cpu']}`):", "", "```"]
         lines += meta["commands"]
@@ -1280,7 +1346,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--h3",
         action="store_true",
         help="HTTP/3 mode only: benchctl --h3 against oha's HTTP/3 at the same connections and streams, "
-        "on Caddy (HTTPS, HTTP/3); the report goes to peers-h3-latest.*",
+        "on nginx or Caddy (--h3-server); the report goes to peers-h3-latest.* or peers-h3-caddy-latest.*",
+    )
+    p.add_argument(
+        "--h3-server",
+        choices=("nginx", "caddy"),
+        default="nginx",
+        help="with --h3: nginx 1.26 (benchctl's nginx-trixie image, in Docker on the host's network) or "
+        "Debian's Caddy (native); the report goes to peers-h3-latest.* or peers-h3-caddy-latest.*",
     )
     p.add_argument(
         "--tls",
@@ -1416,7 +1489,10 @@ def main(argv: list[str]) -> int:
         if isinstance(tool, Benchctl):
             tool.h2 = args.h2
             tool.h3 = args.h3
-    nginx = Caddy(server_cpu) if args.h3 else Nginx(server_cpu, tls=args.tls, h2=args.h2)
+    if args.h3:
+        nginx = Caddy(server_cpu) if args.h3_server == "caddy" else NginxQuic(server_cpu)
+    else:
+        nginx = Nginx(server_cpu, tls=args.tls, h2=args.h2)
     results: list[RunResult] = []
     try:
         nginx.start()
@@ -1502,12 +1578,13 @@ def main(argv: list[str]) -> int:
             "tls": args.tls,
             "h2": args.h2,
             "h3": args.h3,
+            "h3_server": args.h3_server if args.h3 else None,
             **host,
         }
         out_dir = Path(args.out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         if args.h3:
-            stem = "peers-h3"
+            stem = "peers-h3" if args.h3_server == "nginx" else "peers-h3-caddy"
         elif args.h2:
             stem = "peers-h2-tls" if args.tls else "peers-h2c"
         else:
