@@ -1,5 +1,6 @@
 //! HTTP/3 against a server of another implementation (the `h3` crate over `quinn`) started by
-//! the test on UDP 127.0.0.1 port 0: counts are exact, streams run side by side on a
+//! the test on UDP 127.0.0.1 port 0: counts are exact, a slow server's load is not flagged
+//! client-bound and a starved client's is, streams run side by side on a
 //! connection up to the smaller of `--streams` and the server's limit, a load without
 //! keep-alive makes a QUIC handshake per request, bodies of every size arrive whole, failures
 //! are counted by kind without a hang, and a server that does not answer QUIC is one clear
@@ -75,6 +76,9 @@ fn counts_are_exact_and_streams_run_side_by_side() {
     assert_eq!(m.settings.streams, Some(8));
     assert!(m.settings.http3);
     assert_eq!(udp_drops(&m), 0, "{:?}", m.notes);
+    // The server, 20 ms a request, set these figures: the client is not flagged.
+    let report = model::json::LoadReport::from_measurement(&m);
+    assert!(!model::record::is_client_bound(&report), "{:?}", m.notes);
     // Only the first request on each connection waited for its handshake.
     let connects = m
         .rec
