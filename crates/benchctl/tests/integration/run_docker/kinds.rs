@@ -184,6 +184,59 @@ fn modern_static_measures_every_server() {
     assert_no_container(&f);
 }
 
+/// scenarios/http3.toml as the README's command runs it (one round): nginx 1.26 and Caddy
+/// measured over HTTP/1.1 with TLS, HTTP/2 and HTTP/3, every load whole, the report's table of
+/// versions side by side, nothing left behind.
+#[test]
+fn http3_measures_nginx_and_caddy_over_every_version() {
+    if !testsupport::docker_or_skip() {
+        return;
+    }
+    let _lock = testsupport::exclusive();
+    let mut run = Run::start(
+        &testsupport::repo_root().join("scenarios/http3.toml"),
+        &["--runs", "1"],
+    );
+    let f = run.finish(FULL_RUN_LIMIT);
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    let record = run.record(&f);
+    for (name, header) in [("nginx", "nginx/1.26"), ("caddy", "Caddy")] {
+        let s = server(&record, name);
+        assert_eq!(s["status"]["state"], "available", "{name}: {s:#}");
+        assert!(
+            s["server_header"]
+                .as_str()
+                .is_some_and(|h| h.starts_with(header)),
+            "{name}: {s:#}"
+        );
+        let mut seen: Vec<(String, String)> = loads_of(&record, name)
+            .iter()
+            .map(|l| {
+                assert_eq!(l["load"]["failed"], 0, "{name}: {l:#}");
+                (
+                    l["document"].as_str().unwrap().to_string(),
+                    l["protocol"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        seen.sort();
+        let want: Vec<(String, String)> = ["html", "png"]
+            .iter()
+            .flat_map(|d| {
+                [("h1", "https"), ("h2", "h2"), ("h3", "h3")]
+                    .map(|(v, p)| (format!("{d}-{v}"), p.to_string()))
+            })
+            .collect();
+        assert_eq!(seen, want, "{name}");
+    }
+    assert!(
+        f.stdout.contains("By HTTP version") && f.stdout.contains("HTTP/3 req/s"),
+        "{}",
+        f.stdout
+    );
+    assert_no_container(&f);
+}
+
 const SMALL_NGINX: &str = r#"
 name = "small"
 runs = 1
