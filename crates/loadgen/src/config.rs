@@ -421,7 +421,7 @@ impl LoadConfig {
 
     /// What HTTP/2 cannot be combined with.
     fn validate_h2(&self) -> Result<(), ConfigError> {
-        self.validate_multiplexed("HTTP/2", "--h2")
+        self.validate_multiplexed("HTTP/2")
     }
 
     /// What HTTP/3 cannot be combined with: HTTP/2's limits, and QUIC's own (always TLS 1.3).
@@ -441,18 +441,15 @@ impl LoadConfig {
         if !self.load.keep_alive && self.load.streams > 1 {
             return bad("--streams needs keep-alive (-k) with HTTP/3: without it every request has a connection of its own");
         }
-        self.validate_multiplexed("HTTP/3", "--h3")
+        self.validate_multiplexed("HTTP/3")
     }
 
-    /// What a protocol that runs requests side by side as streams (`name`, asked for by `flag`)
-    /// cannot be combined with.
-    fn validate_multiplexed(&self, name: &str, flag: &str) -> Result<(), ConfigError> {
+    /// What a protocol that runs requests side by side as streams (`name`) cannot be combined
+    /// with.
+    fn validate_multiplexed(&self, name: &str) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Option(m));
         if self.pipeline > 1 {
             return bad(format!("--pipeline is HTTP/1.1's; {name} runs requests side by side as streams (--streams N) instead"));
-        }
-        if self.load.rate.is_some() {
-            return bad(format!("--rate is not supported with {name} ({flag}) yet: give a request count or a duration"));
         }
         if self.proxy.is_some() {
             return bad(format!("-X: {name} goes straight to the server; benchctl does not send it through an HTTP proxy"));

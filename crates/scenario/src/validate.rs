@@ -73,12 +73,6 @@ pub(crate) fn validate(
         .capacity
         .as_ref()
         .and_then(|c| crate::capacity::check(&mut d, c));
-    if let (Some(c), Some((v, said, line))) = (&raw.capacity, protocol.multiplexed()) {
-        d.error(
-            c.span(),
-            format!("a capacity search sends open-model loads at a rate, which the load generator does not support over HTTP/{v} yet ({said}, line {line}): remove [capacity], or the top-level http"),
-        );
-    }
     let tls_key = check_tls_key(&mut d, &raw, &protocol);
     let generators = check_generators(&mut d, &raw, &servers, &documents);
 

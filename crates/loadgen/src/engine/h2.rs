@@ -39,7 +39,8 @@
 //! the floods), its open streams counted as exceptions, and the run notes the reason.
 
 use super::worker::{
-    self, token, Core, Placement, Protocol, Request, Response, CONNECT_RETRY_PAUSE, TURN_BYTES,
+    self, token, Core, Placement, Protocol, Request, Response, Schedule, CONNECT_RETRY_PAUSE,
+    TURN_BYTES,
 };
 use crate::h2::{self, ConnError, Event, Head};
 use crate::sock::{self, Recv, Stamp};
@@ -82,6 +83,8 @@ struct H2Worker {
     scratch: Vec<u8>,
     /// Streams per connection (`--streams`).
     streams: u32,
+    /// `--rate`: the send times of this worker's share of the requests.
+    schedule: Schedule,
     /// Connections that may open streams or have output to write, once this round is done.
     dirty: Vec<usize>,
 }
@@ -95,6 +98,7 @@ pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
             .collect(),
         scratch: Vec::new(),
         streams,
+        schedule: Schedule::new(core.sh.cfg.load.rate, at.threads),
         dirty: Vec::new(),
         core,
     };
@@ -151,9 +155,12 @@ impl Protocol for H2Worker {
         !self.dirty.is_empty()
     }
 
-    fn timer(&mut self, idx: usize, _now: Instant) -> bool {
-        // A connect that failed may be tried again.
-        self.conns[idx].retry_at = None;
+    fn timer(&mut self, idx: usize, now: Instant) -> bool {
+        // A connect that failed may be tried again; a request due at a constant rate may go.
+        let c = &mut self.conns[idx];
+        if c.retry_at.is_some_and(|t| t <= now) {
+            c.retry_at = None;
+        }
         self.mark(idx);
         false
     }
@@ -163,6 +170,20 @@ impl Protocol for H2Worker {
     fn after_timers(&mut self) {
         for idx in std::mem::take(&mut self.dirty) {
             self.pump(idx, Instant::now());
+        }
+    }
+
+    /// At a constant rate, the requests still waiting for their responses are counted with
+    /// how long they had waited.
+    fn ended(&mut self) {
+        if self.schedule.paced() {
+            let waiting: Vec<Request> = self
+                .conns
+                .iter()
+                .flat_map(|c| c.slots.iter().filter(|s| s.id != 0))
+                .map(|s| s.req)
+                .collect();
+            self.core.count_unfinished(waiting.iter());
         }
     }
 
@@ -257,6 +278,17 @@ impl H2Worker {
                 // The server is not reading: the stream waits for the socket to take more.
                 break;
             }
+            let c = &mut self.conns[idx];
+            let intended = match self.schedule.next_for(&mut c.due, self.core.start, now) {
+                Ok(intended) => intended,
+                Err(wake) => {
+                    // Its request's constant-rate send time is still to come.
+                    if let Some(t) = wake {
+                        self.core.timers.push(Reverse((t, idx)));
+                    }
+                    break;
+                }
+            };
             let measured = now >= self.core.measure_start;
             if measured && (self.core.end.is_some_and(|e| now >= e) || !self.core.sh.take_ticket())
             {
@@ -275,7 +307,11 @@ impl H2Worker {
                     return false;
                 }
             }
-            self.open_stream(idx, now, measured);
+            if let Some(t) = intended {
+                // How late the worker got to it is the generator's own lateness.
+                self.core.note_send_lag(measured, t, now);
+            }
+            self.open_stream(idx, now, measured, intended);
         }
         true
     }
@@ -340,13 +376,13 @@ impl H2Worker {
         Ok(())
     }
 
-    fn open_stream(&mut self, idx: usize, now: Instant, measured: bool) {
+    fn open_stream(&mut self, idx: usize, now: Instant, measured: bool, intended: Option<Instant>) {
         let sh = &*self.core.sh;
         let blocks = sh
             .h2
             .as_ref()
             .expect("HTTP/2 runs encode their header blocks");
-        let req = Request::new(now, None, measured, sh.server.get().is_none());
+        let req = Request::new(now, intended, measured, sh.server.get().is_none());
         let deadline = now + self.core.timeout;
         let opened = self.conns[idx].open_stream(blocks, sh.cfg.body.is_some(), req, deadline);
         if opened && measured {

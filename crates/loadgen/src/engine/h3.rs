@@ -30,7 +30,9 @@
 //! connect failure with its reason; when no connection was ever made, the run ends with it.
 
 use super::worker::CONNECT_RETRY_PAUSE;
-use super::worker::{self, token, Core, Placement, Protocol, Request, Response, TURN_BYTES};
+use super::worker::{
+    self, token, Core, Placement, Protocol, Request, Response, Schedule, TURN_BYTES,
+};
 use crate::h3::{Setup, MAX_FIELD, MAX_FIELD_SECTION};
 use crate::sock::Stamp;
 use crate::stats::{FailureKind, Recorder};
@@ -75,6 +77,8 @@ struct H3Worker {
     /// request (`-k`).
     streams: u32,
     keep_alive: bool,
+    /// `--rate`: the send times of this worker's share of the requests.
+    schedule: Schedule,
     dirty: Vec<usize>,
     /// Receive buffers, [`RECV_BATCH`] of [`RECV_SLOT`] bytes, and what each got.
     rx: Box<[u8]>,
@@ -131,6 +135,7 @@ pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
             .collect(),
         streams,
         keep_alive: core.sh.cfg.load.keep_alive,
+        schedule: Schedule::new(core.sh.cfg.load.rate, at.threads),
         dirty: Vec::new(),
         rx: vec![0u8; RECV_BATCH * RECV_SLOT].into_boxed_slice(),
         metas: [RecvMeta::default(); RECV_BATCH],
@@ -254,8 +259,18 @@ impl Protocol for H3Worker {
     }
 
     /// Connections still open say goodbye, so that the server does not keep them until its
-    /// idle timeout.
+    /// idle timeout. At a constant rate, the requests still waiting for their responses are
+    /// counted with how long they had waited.
     fn ended(&mut self) {
+        if self.schedule.paced() {
+            let waiting: Vec<Request> = self
+                .conns
+                .iter()
+                .flat_map(|c| c.slots.iter().filter(|s| s.id.is_some()))
+                .map(|s| s.req)
+                .collect();
+            self.core.count_unfinished(waiting.iter());
+        }
         for idx in 0..self.conns.len() {
             if self.conns[idx].quic.is_some() {
                 self.close(idx);
@@ -351,6 +366,9 @@ impl H3Worker {
                 if c.done || full {
                     return true;
                 }
+                let Some(intended) = self.scheduled(idx, now) else {
+                    return true;
+                };
                 let measured = now >= self.core.measure_start;
                 if measured
                     && (self.core.end.is_some_and(|e| now >= e) || !self.core.sh.take_ticket())
@@ -361,9 +379,14 @@ impl H3Worker {
                 if measured {
                     self.core.rec.started += 1;
                 }
+                if let Some(t) = intended {
+                    // How late the worker got to it is the generator's own lateness.
+                    self.core.note_send_lag(measured, t, now);
+                }
                 self.conns[idx].held = Some(Held {
                     measured,
                     start: now,
+                    intended,
                 });
             }
             if self.conns[idx].quic.is_none() {
@@ -378,6 +401,22 @@ impl H3Worker {
             }
             if !self.open_stream(idx, now) {
                 return true;
+            }
+        }
+    }
+
+    /// With `--rate`, the send time of connection `idx`'s next request: `Some(None)` without a
+    /// rate, `Some(Some(t))` once it is due, `None` while it is still to come (a timer then
+    /// wakes the connection for it).
+    fn scheduled(&mut self, idx: usize, now: Instant) -> Option<Option<Instant>> {
+        let c = &mut self.conns[idx];
+        match self.schedule.next_for(&mut c.due, self.core.start, now) {
+            Ok(intended) => Some(intended),
+            Err(wake) => {
+                if let Some(t) = wake {
+                    self.core.timers.push(Reverse((t, idx)));
+                }
+                None
             }
         }
     }
@@ -452,7 +491,7 @@ impl H3Worker {
         c.held = None;
         let sh = &*self.core.sh;
         let want_server = sh.server.get().is_none();
-        let mut req = Request::new(h.start, None, h.measured, want_server);
+        let mut req = Request::new(h.start, h.intended, h.measured, want_server);
         if c.carried == 0 {
             req.connect = c.connected_at.saturating_duration_since(h.start);
         }

@@ -133,6 +133,35 @@ impl Schedule {
         }
     }
 
+    /// Requests keep to a constant rate.
+    pub(super) fn paced(&self) -> bool {
+        self.interval.is_some()
+    }
+
+    /// For a connection of streams whose next request waits for `due` (none yet: it draws the
+    /// next send time): `Ok` with its send time (`None` without a rate) when it may go at
+    /// `now`; `Err` while it waits, with the time a new timer must wake it at (`None`: its
+    /// timer is set already).
+    pub(super) fn next_for(
+        &mut self,
+        due: &mut Option<Instant>,
+        start: Instant,
+        now: Instant,
+    ) -> Result<Option<Instant>, Option<Instant>> {
+        let (t, new) = match due.take() {
+            Some(t) => (t, false),
+            None => match self.next(start, now) {
+                Ok(t) => return Ok(t),
+                Err(t) => (t, true),
+            },
+        };
+        if t > now {
+            *due = Some(t);
+            return Err(new.then_some(t));
+        }
+        Ok(Some(t))
+    }
+
     /// When the next request, ready at `now`, is due: `Ok` to send it now, with its send time
     /// (`None` without a rate), `Err` with the send time it must wait for.
     pub(super) fn next(

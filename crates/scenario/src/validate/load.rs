@@ -355,14 +355,6 @@ pub(super) fn resolve_load(
         );
     }
     let rate = own.rate.or(defaults.rate);
-    if let (Some(_), Some((v, said, line))) = (rate, protocol.multiplexed()) {
-        if !poisoned {
-            d.error(
-                doc_span.clone(),
-                format!("document `{doc_name}` has a rate, and the load generator does not send open-model loads over HTTP/{v} yet ({said}, line {line}): remove rate"),
-            );
-        }
-    }
     let head = own.head.or(defaults.head).unwrap_or(false);
     let user_timestamps = own
         .user_timestamps

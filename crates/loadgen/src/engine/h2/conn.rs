@@ -129,6 +129,9 @@ pub(super) struct Conn {
     /// the output (as `out_end`), oldest first; at most [`h2::MAX_QUEUED_REPLIES`].
     pub(super) replies: VecDeque<u64>,
     pub(super) retry_at: Option<Instant>,
+    /// With `--rate`: the send time the schedule gave the connection's next request, still to
+    /// come (the worker's heap holds a timer for it).
+    pub(super) due: Option<Instant>,
     pub(super) dirty: bool,
 }
 
@@ -165,6 +168,7 @@ impl Conn {
             cont: None,
             replies: VecDeque::new(),
             retry_at: None,
+            due: None,
             dirty: false,
         }
     }

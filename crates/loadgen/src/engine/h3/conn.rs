@@ -55,11 +55,12 @@ pub(super) struct Quic {
 }
 
 /// A ticket taken for a request that waits for the connection to take a stream: whether it is
-/// measured, and when the request began.
+/// measured, when the request began, and its constant-rate send time (`--rate`).
 #[derive(Clone, Copy)]
 pub(super) struct Held {
     pub(super) measured: bool,
     pub(super) start: Instant,
+    pub(super) intended: Option<Instant>,
 }
 
 pub(super) struct Conn {
@@ -78,6 +79,9 @@ pub(super) struct Conn {
     pub(super) open: u32,
     pub(super) carried: u64,
     pub(super) held: Option<Held>,
+    /// With `--rate`: the send time the schedule gave the connection's next request, still to
+    /// come (the worker's heap holds a timer for it).
+    pub(super) due: Option<Instant>,
     /// No tickets left for it, or it is over for good.
     pub(super) done: bool,
     pub(super) finished: bool,
@@ -110,6 +114,7 @@ impl Conn {
             open: 0,
             carried: 0,
             held: None,
+            due: None,
             done: false,
             finished: false,
             dirty: false,
