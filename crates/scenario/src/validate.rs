@@ -57,7 +57,8 @@ pub(crate) fn validate(
         },
     };
     let cpus = check_cpus(&mut d, &raw);
-    let protocol = check_protocol(&mut d, &raw);
+    let mut protocol = check_protocol(&mut d, &raw);
+    protocol.tls = raw.tls == Some(true) || protocol.http3.is_some();
 
     let default_load = match &raw.load {
         Some(l) => check_load_level(&mut d, l.get_ref(), &protocol),

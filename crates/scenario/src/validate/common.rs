@@ -76,9 +76,23 @@ pub(super) struct Protocol {
     pub(super) each: Vec<HttpVersion>,
     /// The key as written, for messages: `http = "2"`, `http = ["1.1", "3"]`.
     pub(super) said: String,
+    /// The servers serve TLS (`tls = true`, or HTTP/3 in `http`).
+    pub(super) tls: bool,
 }
 
 impl Protocol {
+    /// What keeps a load off the io_uring engine, which drives plain HTTP/1.x only: the
+    /// scenario's HTTP/2, HTTP/3 or TLS, as a message says it.
+    pub(super) fn beyond_plain_http1(&self) -> Option<String> {
+        match self.multiplexed() {
+            Some((v, said, line)) => Some(format!(
+                "the scenario speaks HTTP/{v} ({said}, line {line})"
+            )),
+            None if self.tls => Some("the scenario serves TLS".to_string()),
+            None => None,
+        }
+    }
+
     /// HTTP/2 or HTTP/3 (`"2"` or `"3"`) where some load speaks it, with what the scenario
     /// says and on which line: requests as streams.
     pub(super) fn multiplexed(&self) -> Option<(&'static str, &str, usize)> {

@@ -49,7 +49,7 @@ pub(super) fn check_load_level(
     level.check_amount(d, raw);
     level.check_durations(d, raw);
     level.check_http(d, raw, protocol);
-    level.check_request_shape(d, raw);
+    level.check_request_shape(d, raw, protocol);
     level
 }
 
@@ -217,7 +217,7 @@ impl LoadLevel {
     }
 
     /// `rate`, `coalesce` and `method`: how requests are sent.
-    fn check_request_shape(&mut self, d: &mut Diagnostics, raw: &RawLoad) {
+    fn check_request_shape(&mut self, d: &mut Diagnostics, raw: &RawLoad, protocol: &Protocol) {
         if let Some(r) = &raw.rate {
             let rate = *r.get_ref();
             if rate.is_finite() && rate > 0.0 {
@@ -241,6 +241,14 @@ impl LoadLevel {
         }
         if let Some(e) = &raw.engine {
             match e.get_ref().parse() {
+                Ok(model::Engine::Uring) if protocol.beyond_plain_http1().is_some() => {
+                    let why = protocol.beyond_plain_http1().unwrap_or_default();
+                    d.error(
+                        e.span(),
+                        format!("engine = \"uring\" drives plain HTTP/1.x only, and {why}: remove engine (the epoll engine runs it), or say engine = \"epoll\""),
+                    );
+                    self.poisoned = true;
+                }
                 Ok(v) => self.engine = Some(v),
                 Err(msg) => {
                     d.error(e.span(), format!("bad engine: {msg}"));
