@@ -153,6 +153,10 @@ pub struct LoadArgs {
     /// request has a connection and a QUIC handshake of its own.
     #[arg(long = "h3", conflicts_with = "h2")]
     h3: bool,
+    /// HTTP/3: write a qlog trace (JSON-SEQ, as qvis reads it) of the run's first QUIC
+    /// connections into DIR, one file each; for looking at, not for measuring.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<std::path::PathBuf>,
     /// HTTP/2 and HTTP/3: streams open at once on each connection (h2load's -m); needs --h2,
     /// or --h3 with -k.
     #[arg(long, alias = "max-concurrent-streams", value_name = "N")]
@@ -361,6 +365,7 @@ fn apply_request_options(c: &mut LoadConfig, a: &LoadArgs) -> Result<(), Failure
     // -r: a receive error never ends a run (it is counted under "Receive"); nothing to set.
     let _ = a.receive_errors_ok;
     c.pipeline = a.pipeline;
+    c.qlog = a.qlog.clone();
     c.tls = loadgen::tls::TlsOptions {
         verify: a.verify.clone(),
         resume: a.tls_resume,

@@ -194,6 +194,9 @@ pub struct LoadConfig {
     pub pipeline: u32,
     /// How `https://` connections are made (verification, resumption, ab's `-f` and `-Z`).
     pub tls: crate::tls::TlsOptions,
+    /// HTTP/3: write a qlog trace of the run's first connections into this folder
+    /// (`--qlog DIR`), one file each; see [`crate::h3::QLOG_CONNECTIONS`].
+    pub qlog: Option<std::path::PathBuf>,
 }
 
 /// An HTTP proxy the requests go through (ab's `-X HOST:PORT`).
@@ -293,6 +296,7 @@ impl LoadConfig {
             socket: crate::connect::SocketOptions::default(),
             pipeline: 1,
             tls: crate::tls::TlsOptions::default(),
+            qlog: None,
         }
     }
 
@@ -322,6 +326,9 @@ impl LoadConfig {
             return bad(
                 "more than one stream per connection needs HTTP/2 (--h2) or HTTP/3 (--h3)".into(),
             );
+        }
+        if self.qlog.is_some() && l.version != HttpVersion::Http3 {
+            return bad("--qlog traces QUIC connections: it needs --h3".into());
         }
         match l.version {
             HttpVersion::Http2 => self.validate_h2()?,

@@ -12,9 +12,11 @@
 
 use crate::config::LoadConfig;
 use quinn_proto::crypto::rustls::QuicClientConfig;
-use quinn_proto::{ClientConfig, EndpointConfig, TransportConfig, VarInt};
+use quinn_proto::{ClientConfig, EndpointConfig, QlogConfig, TransportConfig, VarInt};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The largest response head the client accepts (its SETTINGS_MAX_FIELD_SECTION_SIZE).
 pub const MAX_FIELD_SECTION: u64 = 64 << 10;
@@ -36,6 +38,42 @@ pub struct Setup {
     pub server_name: String,
     /// The request: its HEADERS frame, and with a body its DATA frame.
     pub request: Box<[u8]>,
+    /// The per-request timeout, which sets the idle timeout.
+    timeout: Duration,
+    /// `--qlog DIR`, and how many connections of the run have taken a trace file there.
+    qlog: Option<PathBuf>,
+    qlogs: Arc<AtomicU32>,
+}
+
+/// The connections of a run that `--qlog` traces at most: the first ones, each into a file of
+/// its own (a trace costs a write per packet, and a load of a handshake per request would
+/// otherwise leave one per request).
+pub const QLOG_CONNECTIONS: u32 = 8;
+
+/// The transport every connection of a run has: the client opens no bidirectional streams
+/// the server could, accepts the server's control and QPACK streams, lets each response send
+/// [`STREAM_WINDOW`] before reading, and gives up a connection idle longer than `timeout`.
+fn transport(timeout: Duration) -> TransportConfig {
+    let mut transport = TransportConfig::default();
+    transport
+        .max_concurrent_bidi_streams(VarInt::from_u32(0))
+        .max_concurrent_uni_streams(VarInt::from_u32(MAX_SERVER_UNI_STREAMS))
+        .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
+        // Many small streams: no point sharing the send path fairly between them.
+        .send_fairness(false)
+        // A connection idle longer than a request may take is over; never shorter than the
+        // time a slow handshake may need.
+        .max_idle_timeout(Some(
+            VarInt::from_u64(
+                timeout
+                    .max(Duration::from_secs(5))
+                    .as_millis()
+                    .min(u128::from(u32::MAX)) as u64,
+            )
+            .expect("a u32 fits a varint")
+            .into(),
+        ));
+    transport
 }
 
 impl Setup {
@@ -46,34 +84,56 @@ impl Setup {
             "QUIC needs TLS 1.3 with TLS_AES_128_GCM_SHA256 (its handshake starts with that suite): -f and -Z leave none"
                 .to_string()
         })?;
-        let mut transport = TransportConfig::default();
-        transport
-            .max_concurrent_bidi_streams(VarInt::from_u32(0))
-            .max_concurrent_uni_streams(VarInt::from_u32(MAX_SERVER_UNI_STREAMS))
-            .stream_receive_window(VarInt::from_u32(STREAM_WINDOW))
-            // Many small streams: no point sharing the send path fairly between them.
-            .send_fairness(false)
-            // A connection idle longer than a request may take is over; never shorter than the
-            // time a slow handshake may need.
-            .max_idle_timeout(Some(
-                VarInt::from_u64(
-                    cfg.load
-                        .timeout
-                        .max(Duration::from_secs(5))
-                        .as_millis()
-                        .min(u128::from(u32::MAX)) as u64,
-                )
-                .expect("a u32 fits a varint")
-                .into(),
-            ));
+        let timeout = cfg.load.timeout;
+        if let Some(dir) = &cfg.qlog {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("--qlog {}: cannot make the folder: {e}", dir.display()))?;
+        }
         let mut client = ClientConfig::new(Arc::new(crypto));
-        client.transport_config(Arc::new(transport));
+        client.transport_config(Arc::new(transport(timeout)));
         Ok(Setup {
             endpoint: Arc::new(EndpointConfig::default()),
             client,
+            timeout,
+            qlog: cfg.qlog.clone(),
+            qlogs: Arc::new(AtomicU32::new(0)),
             server_name: cfg.target.host.clone(),
             request: request(cfg).into_boxed_slice(),
         })
+    }
+}
+
+impl Setup {
+    /// The client configuration for a new connection: the run's, or with `--qlog` for one of
+    /// its first [`QLOG_CONNECTIONS`] connections the same with a trace into a file of its
+    /// own, `DIR/benchctl-PID-N.sqlog`, whose events are timed from `start`; `Err` when that
+    /// file cannot be made.
+    pub fn client_for_connection(&self, start: Instant) -> Result<ClientConfig, String> {
+        let Some(dir) = &self.qlog else {
+            return Ok(self.client.clone());
+        };
+        let n = self.qlogs.fetch_add(1, Relaxed);
+        if n >= QLOG_CONNECTIONS {
+            return Ok(self.client.clone());
+        }
+        let path = dir.join(format!("benchctl-{}-{n}.sqlog", std::process::id()));
+        let file = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) => return Err(format!("--qlog: cannot create {}: {e}", path.display())),
+        };
+        let mut qlog = QlogConfig::default();
+        qlog.writer(Box::new(std::io::BufWriter::new(file)))
+            .title(Some(format!("benchctl connection {n}")))
+            .start_time(start);
+        let mut transport = transport(self.timeout);
+        transport.qlog_stream(qlog.into_stream());
+        let mut client = self.client.clone();
+        client.transport_config(Arc::new(transport));
+        Ok(client)
     }
 }
 

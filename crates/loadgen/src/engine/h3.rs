@@ -432,6 +432,10 @@ impl H3Worker {
             Ipv6Addr::UNSPECIFIED.into()
         });
         let noted = |e: io::Error| sh.note_connect_error(&e);
+        let client = self.setup.client_for_connection(now).map_err(|e| {
+            sh.note_first_error(|| e.clone());
+            FailureKind::Generator
+        })?;
         let udp = UdpSocket::bind(SocketAddr::new(local, 0)).map_err(noted)?;
         udp.connect(addr).map_err(noted)?;
         let state = quinn_udp::UdpSocketState::new((&udp).into()).map_err(noted)?;
@@ -453,12 +457,7 @@ impl H3Worker {
             .map_err(noted)?;
         let (ch, conn) = self
             .endpoint
-            .connect(
-                now,
-                self.setup.client.clone(),
-                addr,
-                &self.setup.server_name,
-            )
+            .connect(now, client, addr, &self.setup.server_name)
             .map_err(|e| {
                 noted(io::Error::other(format!(
                     "cannot start a QUIC connection: {e}"

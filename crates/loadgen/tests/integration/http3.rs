@@ -157,6 +157,53 @@ fn at_a_rate_the_server_cannot_keep_waiting_is_counted_from_the_send_time_due() 
 }
 
 #[test]
+fn qlog_traces_the_first_connections_one_file_each() {
+    let s = H3Server::start(Alpn::H3, 100);
+    let dir = tempfile::tempdir().unwrap();
+    let qlog = dir.path().join("traces");
+    let mut cfg = h3(&s.url("/"), 200, 3, 4);
+    cfg.qlog = Some(qlog.clone());
+    assert_clean(&run_ok(cfg), 200);
+    let traces = |dir: &std::path::Path| {
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    let files = traces(&qlog);
+    assert_eq!(files.len(), 3, "one file per connection");
+    for f in &files {
+        // JSON-SEQ: each record after an RS byte; the first says what the file is.
+        let records: Vec<serde_json::Value> = f
+            .split(|&b| b == 0x1e)
+            .filter(|r| !r.is_empty())
+            .map(|r| serde_json::from_slice(r).expect("a JSON record"))
+            .collect();
+        assert_eq!(records[0]["qlog_format"], "JSON-SEQ", "{}", records[0]);
+        let named = |n: &str| records.iter().filter(|r| r["name"] == n).count();
+        assert!(named("transport:packet_sent") > 5, "{}", records.len());
+        assert!(named("transport:packet_received") > 5, "{}", records.len());
+    }
+    // A handshake per request: only the first connections leave a trace.
+    let more = dir.path().join("more");
+    let mut cfg = h3(&s.url("/"), 20, 2, 1);
+    cfg.load.keep_alive = false;
+    cfg.qlog = Some(more.clone());
+    assert_clean(&run_ok(cfg), 20);
+    assert_eq!(traces(&more).len(), loadgen::h3::QLOG_CONNECTIONS as usize);
+    // Only QUIC is traced.
+    let mut cfg = config(&s.url("/"), 1, 1);
+    cfg.qlog = Some(more);
+    assert!(cfg
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("--qlog traces QUIC connections"));
+}
+
+#[test]
 fn the_servers_stream_limit_caps_the_streams() {
     let s = H3Server::start(Alpn::H3, 3);
     let m = run_ok(h3(&s.url("/slow?ms=20"), 120, 1, 16));
