@@ -41,65 +41,28 @@ fn assert_clean(m: &Measurement, n: u64) {
     assert_eq!(m.rec.samples.as_ref().map(Vec::len), Some(n as usize));
 }
 
-/// `h2` over `url` at `rate` requests/s for `run_for`, on `c` connections of `streams`.
-fn paced(url: &str, rate: f64, c: u32, streams: u32, run_for: Duration) -> LoadConfig {
-    let mut cfg = h2(url, 1, c, streams);
-    cfg.load.requests = None;
-    cfg.load.duration = Some(run_for);
-    cfg.load.rate = Some(rate);
-    cfg.load.timeout = Duration::from_secs(10);
-    cfg
-}
-
 #[test]
 fn a_constant_rate_is_held_over_streams() {
     let s = H2Server::start(Mode::H2c, 100);
-    let m = run_ok(paced(
-        &s.url("http", "/"),
+    let cfg = support::paced(
+        h2(&s.url("http", "/"), 1, 2, 4),
         400.0,
-        2,
-        4,
         Duration::from_secs(2),
-    ));
-    assert_eq!(m.failed(), 0, "{:?}", m.rec.failures);
-    let achieved = m.complete() as f64 / m.elapsed.as_secs_f64();
-    assert!(
-        (360.0..=440.0).contains(&achieved),
-        "{achieved:.0} requests/s where 400 were asked ({} in {:?})",
-        m.complete(),
-        m.elapsed
     );
-    let corrected = m.rec.corrected.as_ref().expect("a corrected histogram");
-    assert_eq!(corrected.len(), m.rec.hist.total.len());
-    assert_eq!(m.settings.rate, Some(400.0));
+    support::assert_rate_held(&run_ok(cfg), 400.0);
 }
 
 #[test]
 fn at_a_rate_the_server_cannot_keep_waiting_is_counted_from_the_send_time_due() {
     // 200 ms a request and 2 streams on one connection: 10 requests/s at most, where 50 are
-    // asked for; the latency from each request's due send time grows through the run.
+    // asked for.
     let s = H2Server::start(Mode::H2c, 100);
-    let m = run_ok(paced(
-        &s.url("http", "/slow?ms=200"),
+    let cfg = support::paced(
+        h2(&s.url("http", "/slow?ms=200"), 1, 1, 2),
         50.0,
-        1,
-        2,
         Duration::from_secs(2),
-    ));
-    assert_eq!(m.failed(), 0, "{:?}", m.rec.failures);
-    let corrected = m.rec.corrected.as_ref().expect("a corrected histogram");
-    let (c99, u99) = (
-        corrected.value_at_quantile(0.99),
-        m.rec.hist.total.value_at_quantile(0.99),
     );
-    assert!(u99 < 400_000, "uncorrected p99 {u99} µs");
-    assert!(c99 > 1_000_000, "corrected p99 {c99} µs");
-    let unfinished = m
-        .rec
-        .unfinished
-        .as_ref()
-        .expect("unfinished requests counted");
-    assert!(!unfinished.is_empty());
+    support::assert_waiting_counted_from_due(&run_ok(cfg));
 }
 
 #[test]

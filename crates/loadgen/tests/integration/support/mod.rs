@@ -132,6 +132,51 @@ struct Counters {
     seen: Mutex<Vec<Seen>>,
 }
 
+/// `cfg` made a constant-rate load of `rate` requests/s for `run_for` (no request count).
+pub fn paced(mut cfg: loadgen::LoadConfig, rate: f64, run_for: Duration) -> loadgen::LoadConfig {
+    cfg.load.requests = None;
+    cfg.load.duration = Some(run_for);
+    cfg.load.rate = Some(rate);
+    cfg.load.timeout = Duration::from_secs(10);
+    cfg
+}
+
+/// A constant-rate run held its `rate` within 10%, without a failure, with one latency from
+/// the due send time per response.
+pub fn assert_rate_held(m: &loadgen::Measurement, rate: f64) {
+    assert_eq!(m.failed(), 0, "{:?}", m.rec.failures);
+    let achieved = m.complete() as f64 / m.elapsed.as_secs_f64();
+    assert!(
+        (rate * 0.9..=rate * 1.1).contains(&achieved),
+        "{achieved:.0} requests/s where {rate} were asked ({} in {:?})",
+        m.complete(),
+        m.elapsed
+    );
+    let corrected = m.rec.corrected.as_ref().expect("a corrected histogram");
+    assert_eq!(corrected.len(), m.rec.hist.total.len());
+    assert_eq!(m.settings.rate, Some(rate));
+}
+
+/// A run at a rate its server (200 ms a request) could not keep: its requests waited for a
+/// stream, so their latency from the send time they were due grew past a second at p99 while
+/// the server's own stayed under 400 ms, and the requests still waiting at the end are counted.
+pub fn assert_waiting_counted_from_due(m: &loadgen::Measurement) {
+    assert_eq!(m.failed(), 0, "{:?}", m.rec.failures);
+    let corrected = m.rec.corrected.as_ref().expect("a corrected histogram");
+    let (c99, u99) = (
+        corrected.value_at_quantile(0.99),
+        m.rec.hist.total.value_at_quantile(0.99),
+    );
+    assert!(u99 < 400_000, "uncorrected p99 {u99} µs");
+    assert!(c99 > 1_000_000, "corrected p99 {c99} µs");
+    let unfinished = m
+        .rec
+        .unfinished
+        .as_ref()
+        .expect("unfinished requests counted");
+    assert!(!unfinished.is_empty());
+}
+
 /// `n` requests to `url` over `c` connections with a 5 s timeout, the rest as `LoadSpec`'s
 /// defaults.
 pub fn config(url: &str, n: u64, c: u32) -> loadgen::LoadConfig {
