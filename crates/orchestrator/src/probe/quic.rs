@@ -58,12 +58,7 @@ impl H3Client {
         tls.alpn_protocols = vec![b"h3".to_vec()];
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
             .map_err(|e| invalid(format!("QUIC's TLS configuration: {e}")))?;
-        let local = match addr.ip() {
-            ip if ip.is_loopback() => SocketAddr::new(ip, 0),
-            IpAddr::V4(_) => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
-            IpAddr::V6(_) => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
-        };
-        let mut endpoint = quinn::Endpoint::client(local)
+        let mut endpoint = quinn::Endpoint::client(local_for(addr))
             .map_err(|e| OrchestratorError::io("a UDP socket for HTTP/3".to_string(), e))?;
         // A server that never answers the handshake is given up on after this long, not
         // after QUIC's default of 30 s.
@@ -87,16 +82,59 @@ impl H3Client {
     ) -> std::result::Result<Head, String> {
         // The run's certificate names each host by its address.
         let name = addr.ip().to_string();
-        let conn = self
+        let connecting = self
             .endpoint
             .connect(addr, &name)
-            .map_err(|e| format!("cannot start a QUIC connection: {e}"))?
-            .await
-            .map_err(|e| format!("the QUIC handshake failed: {e}"))?;
+            .map_err(|e| format!("cannot start a QUIC connection: {e}"))?;
+        // quinn's socket is not connected, so the kernel's word that nothing listens there
+        // never reaches it, and the handshake would wait for its idle timeout: a connected
+        // socket of its own hears it at once.
+        let closed = async {
+            if refused(addr).await {
+                return;
+            }
+            std::future::pending::<()>().await
+        };
+        let conn = tokio::select! {
+            c = connecting => c.map_err(|e| format!("the QUIC handshake failed: {e}"))?,
+            () = closed => return Err(format!(
+                "the QUIC handshake failed: nothing listens on UDP {addr} (the kernel refused a datagram sent there)"
+            )),
+        };
         let result = request(&conn, addr, path, body).await;
         conn.close(quinn::VarInt::from_u32(0), b"done");
         result
     }
+}
+
+/// The local address a socket towards `addr` binds: on the same loopback address when `addr`
+/// is one (nothing else may reach it), the unspecified address of its family otherwise.
+fn local_for(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        ip if ip.is_loopback() => SocketAddr::new(ip, 0),
+        IpAddr::V4(_) => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+        IpAddr::V6(_) => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 0),
+    }
+}
+
+/// Whether the kernel says no socket listens on UDP `addr`: a one-byte datagram from a
+/// connected socket, answered by "port unreachable" (the socket's next receive fails with
+/// ECONNREFUSED). A QUIC server drops such a datagram, as it is no packet; then this waits
+/// for as long as it is polled (another machine may never say).
+async fn refused(addr: SocketAddr) -> bool {
+    let Ok(s) = tokio::net::UdpSocket::bind(local_for(addr)).await else {
+        return false;
+    };
+    if s.connect(addr).await.is_err() {
+        return false;
+    }
+    let is_refused = |e: &std::io::Error| e.kind() == std::io::ErrorKind::ConnectionRefused;
+    if let Err(e) = s.send(&[0]).await {
+        return is_refused(&e);
+    }
+    // A server that answers anything is there.
+    let mut buf = [0u8; 1];
+    s.recv(&mut buf).await.is_err_and(|e| is_refused(&e))
 }
 
 impl Drop for H3Client {
