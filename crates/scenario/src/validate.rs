@@ -57,8 +57,7 @@ pub(crate) fn validate(
         },
     };
     let cpus = check_cpus(&mut d, &raw);
-    let mut protocol = check_protocol(&mut d, &raw);
-    protocol.tls = raw.tls == Some(true) || protocol.http3.is_some();
+    let protocol = check_protocol(&mut d, &raw);
 
     let default_load = match &raw.load {
         Some(l) => check_load_level(&mut d, l.get_ref(), &protocol),
@@ -112,7 +111,7 @@ pub(crate) fn validate(
         servers,
         documents,
         capacity,
-        tls: raw.tls.unwrap_or(false) || protocol.http3.is_some(),
+        tls: protocol.tls,
         tls_key,
         http2: protocol.http2.is_some(),
         http3: protocol.http3.is_some(),
@@ -141,7 +140,7 @@ fn check_tls_key(d: &mut Diagnostics, raw: &RawScenario, protocol: &Protocol) ->
         );
         return TlsKey::default();
     };
-    if raw.tls != Some(true) && protocol.http3.is_none() {
+    if !protocol.tls {
         d.error(
             k.span(),
             "tls_key sets the key of the run's TLS certificate, but the scenario does not serve TLS (add tls = true, or remove tls_key)",
@@ -215,6 +214,13 @@ fn check_cpus(d: &mut Diagnostics, raw: &RawScenario) -> CpuPlan {
 }
 
 fn check_protocol(d: &mut Diagnostics, raw: &RawScenario) -> Protocol {
+    let mut p = protocol_of(d, raw);
+    p.tls = raw.tls == Some(true) || p.http3.is_some();
+    p
+}
+
+/// The top-level `http`, without what `tls` adds.
+fn protocol_of(d: &mut Diagnostics, raw: &RawScenario) -> Protocol {
     let Some(h) = &raw.http else {
         return Protocol::default();
     };
