@@ -289,6 +289,18 @@ fn server<'a>(record: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no server {name} in the record: {record:#}"))
 }
 
+/// Server `name` was available in the record, and its Server header starts with `header`.
+fn assert_available_as(record: &Value, name: &str, header: &str) {
+    let s = server(record, name);
+    assert_eq!(s["status"]["state"], "available", "{name}: {s:#}");
+    assert!(
+        s["server_header"]
+            .as_str()
+            .is_some_and(|h| h.starts_with(header)),
+        "{name}: {s:#}"
+    );
+}
+
 fn loads_of<'a>(record: &'a Value, name: &str) -> Vec<&'a Value> {
     record["loads"]
         .as_array()

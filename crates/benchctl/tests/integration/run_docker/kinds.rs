@@ -1,7 +1,10 @@
 //! Server kinds beyond the seed servers: one added as a folder, the modern-static scenario's,
 //! and an A/B run whose baseline side is another benchctl binary's.
 
-use super::{assert_no_container, docker_dir_arg, loads_of, scenario, server, Run, FULL_RUN_LIMIT};
+use super::{
+    assert_available_as, assert_no_container, docker_dir_arg, loads_of, scenario, server, Run,
+    FULL_RUN_LIMIT,
+};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -166,14 +169,7 @@ fn modern_static_measures_every_server() {
         ("caddy", "Caddy"),
         ("h2o", "h2o/"),
     ] {
-        let s = server(&record, name);
-        assert_eq!(s["status"]["state"], "available", "{name}: {s:#}");
-        assert!(
-            s["server_header"]
-                .as_str()
-                .is_some_and(|h| h.starts_with(header)),
-            "{name}: {s:#}"
-        );
+        assert_available_as(&record, name, header);
         let loads = loads_of(&record, name);
         assert_eq!(loads.len(), 2, "{name}: both documents");
         for l in loads {
@@ -201,14 +197,7 @@ fn http3_measures_nginx_and_caddy_over_every_version() {
     assert_eq!(f.code, Some(0), "{}", f.describe());
     let record = run.record(&f);
     for (name, header) in [("nginx", "nginx/1.26"), ("caddy", "Caddy")] {
-        let s = server(&record, name);
-        assert_eq!(s["status"]["state"], "available", "{name}: {s:#}");
-        assert!(
-            s["server_header"]
-                .as_str()
-                .is_some_and(|h| h.starts_with(header)),
-            "{name}: {s:#}"
-        );
+        assert_available_as(&record, name, header);
         let mut seen: Vec<(String, String)> = loads_of(&record, name)
             .iter()
             .map(|l| {
