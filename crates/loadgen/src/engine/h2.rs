@@ -177,13 +177,9 @@ impl Protocol for H2Worker {
     /// how long they had waited.
     fn ended(&mut self) {
         if self.schedule.paced() {
-            let waiting: Vec<Request> = self
-                .conns
-                .iter()
-                .flat_map(|c| c.slots.iter().filter(|s| s.id != 0))
-                .map(|s| s.req)
-                .collect();
-            self.core.count_unfinished(waiting.iter());
+            let waiting = self.conns.iter().flat_map(|c| c.slots.iter());
+            self.core
+                .count_unfinished(waiting.filter(|s| s.id != 0).map(|s| &s.req));
         }
     }
 

@@ -263,13 +263,9 @@ impl Protocol for H3Worker {
     /// counted with how long they had waited.
     fn ended(&mut self) {
         if self.schedule.paced() {
-            let waiting: Vec<Request> = self
-                .conns
-                .iter()
-                .flat_map(|c| c.slots.iter().filter(|s| s.id.is_some()))
-                .map(|s| s.req)
-                .collect();
-            self.core.count_unfinished(waiting.iter());
+            let waiting = self.conns.iter().flat_map(|c| c.slots.iter());
+            self.core
+                .count_unfinished(waiting.filter(|s| s.id.is_some()).map(|s| &s.req));
         }
         for idx in 0..self.conns.len() {
             if self.conns[idx].quic.is_some() {
@@ -433,7 +429,7 @@ impl H3Worker {
         });
         let noted = |e: io::Error| sh.note_connect_error(&e);
         let client = self.setup.client_for_connection(now).map_err(|e| {
-            sh.note_first_error(|| e.clone());
+            sh.note_first_error(|| e);
             FailureKind::Generator
         })?;
         let udp = UdpSocket::bind(SocketAddr::new(local, 0)).map_err(noted)?;
