@@ -37,25 +37,28 @@ use crate::h3::{Setup, MAX_FIELD, MAX_FIELD_SECTION};
 use crate::sock::Stamp;
 use crate::stats::{FailureKind, Recorder};
 use bytes::{Bytes, BytesMut};
-use conn::{Conn, Held, Quic, Sock, Stream};
+use conn::{Conn, Held, Quic, Stream};
 use h3wire::frame::code;
 use h3wire::message::{Event as Msg, ResponseReader};
 use mio::event::Event as Readiness;
 use mio::unix::SourceFd;
 use mio::Interest;
 use quinn_proto::{
-    ConnectionError, DatagramEvent, Dir, Endpoint, EndpointEvent, Event, ReadError, StreamEvent,
-    StreamId, VarInt, WriteError,
+    DatagramEvent, Dir, Endpoint, EndpointEvent, Event, ReadError, StreamEvent, StreamId, VarInt,
+    WriteError,
 };
 use quinn_udp::RecvMeta;
 use std::cmp::Reverse;
 use std::io::{self, IoSliceMut};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
+use udp::Sock;
 
 mod conn;
+mod failures;
+mod udp;
 
 /// Datagram buffers filled per `recvmmsg`.
 const RECV_BATCH: usize = 8;
@@ -64,8 +67,6 @@ const RECV_SLOT: usize = 64 * 1024;
 /// Datagrams sent per `sendmsg` at most (quinn's own driver finds about 10 the best
 /// compromise between fewer system calls and ACKs processed in between).
 const MAX_GSO_SEGMENTS: usize = 10;
-/// The socket buffers asked for (the kernel caps them at `net.core.{r,w}mem_max`).
-const SOCKET_BUFFER: usize = 4 << 20;
 
 /// An HTTP/3 worker: its endpoint and connections, and those with work after this round.
 struct H3Worker {
@@ -89,34 +90,6 @@ struct H3Worker {
     max_gso: usize,
     /// What QUIC's accounting said of the connections that ended (see [`super::shared::Shared::quic`]).
     tally: [u64; 4],
-}
-
-/// `SO_MEMINFO` (Linux 3.9): a socket's memory counters, of which `SK_MEMINFO_DROPS` is the
-/// datagrams it dropped for want of room in its receive buffer.
-const SO_MEMINFO: libc::c_int = 55;
-const SK_MEMINFO_VARS: usize = 9;
-const SK_MEMINFO_DROPS: usize = 8;
-
-/// The datagrams `udp` dropped because its receive buffer was full (0 where the kernel does
-/// not say).
-fn receive_drops(udp: &UdpSocket) -> u64 {
-    let mut info = [0u32; SK_MEMINFO_VARS];
-    let mut len = std::mem::size_of_val(&info) as libc::socklen_t;
-    // SAFETY: `info` is writable for `len` bytes, and the kernel writes at most that many.
-    let rc = unsafe {
-        libc::getsockopt(
-            udp.as_raw_fd(),
-            libc::SOL_SOCKET,
-            SO_MEMINFO,
-            info.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    if rc == 0 && len as usize >= (SK_MEMINFO_DROPS + 1) * 4 {
-        u64::from(info[SK_MEMINFO_DROPS])
-    } else {
-        0
-    }
 }
 
 /// Runs a worker's share of the connections over HTTP/3.
@@ -278,40 +251,6 @@ impl Protocol for H3Worker {
     }
 }
 
-/// A QUIC connection's end, told as a reason a person can act on.
-fn lost_reason(addr: SocketAddr, reason: &ConnectionError) -> io::Error {
-    let crypto = |code: u64| (0x100..0x200).contains(&code);
-    let alert = match reason {
-        ConnectionError::TransportError(e) => Some(u64::from(e.code)),
-        ConnectionError::ConnectionClosed(c) => Some(u64::from(c.error_code)),
-        _ => None,
-    };
-    match alert {
-        // TLS alert 120, no_application_protocol.
-        Some(0x178) => io::Error::other(crate::tls::HandshakeError(format!(
-            "the server refused HTTP/3 (ALPN \"h3\") in the QUIC handshake ({reason})"
-        ))),
-        Some(c) if crypto(c) => io::Error::other(crate::tls::HandshakeError(format!(
-            "the QUIC handshake with {addr} failed: {reason}"
-        ))),
-        _ => io::Error::other(format!("QUIC connection to {addr}: {reason}")),
-    }
-}
-
-/// Sends one transmit (one datagram, or several of the same size by GSO) on `sock`.
-fn send(sock: &Sock, t: &quinn_proto::Transmit, contents: &[u8]) -> io::Result<()> {
-    let transmit = quinn_udp::Transmit {
-        destination: t.destination,
-        ecn: t
-            .ecn
-            .and_then(|e| quinn_udp::EcnCodepoint::from_bits(e as u8)),
-        contents,
-        segment_size: t.segment_size,
-        src_ip: t.src_ip,
-    };
-    sock.state.try_send((&sock.udp).into(), &transmit)
-}
-
 impl H3Worker {
     fn mark(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
@@ -432,21 +371,21 @@ impl H3Worker {
             sh.note_first_error(|| e);
             FailureKind::Generator
         })?;
-        let udp = UdpSocket::bind(SocketAddr::new(local, 0)).map_err(noted)?;
-        udp.connect(addr).map_err(noted)?;
-        let state = quinn_udp::UdpSocketState::new((&udp).into()).map_err(noted)?;
-        let size = sh.cfg.socket.buffer.map_or(SOCKET_BUFFER, |b| b as usize);
-        let _ = state.set_recv_buffer_size((&udp).into(), size);
-        let _ = state.set_send_buffer_size((&udp).into(), size);
+        let size = sh
+            .cfg
+            .socket
+            .buffer
+            .map_or(udp::SOCKET_BUFFER, |b| b as usize);
+        let sock = Sock::open(local, addr, size).map_err(noted)?;
         if self.max_gso == 0 {
-            self.max_gso = state.max_gso_segments().clamp(1, MAX_GSO_SEGMENTS);
+            self.max_gso = sock.state.max_gso_segments().clamp(1, MAX_GSO_SEGMENTS);
         }
         let c = &mut self.conns[idx];
         self.core
             .poll
             .registry()
             .register(
-                &mut SourceFd(&udp.as_raw_fd()),
+                &mut SourceFd(&sock.udp.as_raw_fd()),
                 token(idx, c.generation),
                 Interest::READABLE,
             )
@@ -459,7 +398,7 @@ impl H3Worker {
                     "cannot start a QUIC connection: {e}"
                 )))
             })?;
-        c.sock = Some(Sock { udp, state });
+        c.sock = Some(sock);
         c.quic = Some(Quic {
             ch,
             conn,
@@ -625,7 +564,7 @@ impl H3Worker {
             Some(DatagramEvent::Response(t)) => {
                 // The endpoint's own answer (a stateless reset, a version negotiation).
                 if let Some(sock) = self.conns[idx].sock.as_ref() {
-                    let _ = send(sock, &t, &self.tx[..t.size]);
+                    let _ = sock.send(&t, &self.tx[..t.size]);
                 }
             }
             Some(DatagramEvent::NewConnection(_)) | None => {}
@@ -696,77 +635,6 @@ impl H3Worker {
             let _ = q.conn.send_stream(id).write(&bytes);
         }
         self.mark(idx);
-    }
-
-    /// The connection ended: before its handshake finished, a failed connect with its
-    /// reason; after, every stream still open on it fails.
-    fn lost(&mut self, idx: usize, reason: &ConnectionError) {
-        if self.conns[idx].connected {
-            self.conn_failed(idx, FailureKind::Receive);
-        } else {
-            let e = lost_reason(self.core.sh.addr, reason);
-            let kind = self.core.sh.note_connect_error(&e);
-            self.conn_failed(idx, kind);
-        }
-    }
-
-    /// The handshake has taken longer than the request timeout: the server does not answer
-    /// QUIC there. With no connection ever made, the run ends with that reason.
-    fn handshake_timed_out(&mut self, idx: usize) {
-        let sh = &*self.core.sh;
-        let e = io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!(
-                "no QUIC handshake with {} completed within {:?}: does the server speak HTTP/3 on UDP port {}?",
-                sh.addr,
-                self.core.timeout,
-                sh.addr.port()
-            ),
-        );
-        let kind = sh.note_connect_error(&e);
-        if !sh.connected_once.load(Relaxed) {
-            sh.trigger_stop();
-        }
-        self.conn_failed(idx, kind);
-    }
-
-    /// The socket failed: a closed port (the kernel's ICMP answer) is a refused connect.
-    fn socket_failed(&mut self, idx: usize, e: io::Error) {
-        if self.conns[idx].connected {
-            return self.conn_failed(idx, FailureKind::Receive);
-        }
-        let sh = &*self.core.sh;
-        let e = if e.kind() == io::ErrorKind::ConnectionRefused {
-            io::Error::new(
-                e.kind(),
-                format!(
-                    "nothing answered on UDP port {} (connection refused): does the server speak HTTP/3 there?",
-                    sh.addr.port()
-                ),
-            )
-        } else {
-            e
-        };
-        let kind = sh.note_connect_error(&e);
-        self.conn_failed(idx, kind);
-    }
-
-    /// The server broke HTTP/3's rules: the connection is closed with `error` and counted.
-    fn protocol_error(&mut self, idx: usize, error: u64, why: &str) {
-        let sh = &*self.core.sh;
-        if sh.first_h2_error.get().is_none() {
-            let _ = sh
-                .first_h2_error
-                .set(format!("HTTP/3 error {error:#x}: {why}"));
-        }
-        sh.h2_errors.fetch_add(1, Relaxed);
-        if let Some(q) = self.conns[idx].quic.as_mut() {
-            let code = VarInt::from_u64(error).unwrap_or(VarInt::from_u32(0x101));
-            q.conn
-                .close(Instant::now(), code, Bytes::copy_from_slice(why.as_bytes()));
-        }
-        self.flush(idx);
-        self.conn_failed(idx, FailureKind::Exception);
     }
 
     /// Takes the server's new unidirectional streams.
@@ -986,7 +854,7 @@ impl H3Worker {
             self.tally[3] += st.frame_rx.stream_data_blocked + st.frame_rx.data_blocked;
         }
         if let Some(sock) = self.conns[idx].sock.as_ref() {
-            self.tally[2] += receive_drops(&sock.udp);
+            self.tally[2] += sock.receive_drops();
         }
         if let Some(q) = self.conns[idx].quic.take() {
             if !q.drained {
@@ -1015,7 +883,7 @@ impl H3Worker {
         };
         let mut failed = None;
         if let Some((t, bytes)) = c.blocked.take() {
-            match send(sock, &t, &bytes) {
+            match sock.send(&t, &bytes) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     c.blocked = Some((t, bytes));
                     return;
@@ -1029,7 +897,7 @@ impl H3Worker {
             let Some(t) = q.conn.poll_transmit(now, self.max_gso.max(1), &mut self.tx) else {
                 break;
             };
-            match send(sock, &t, &self.tx[..t.size]) {
+            match sock.send(&t, &self.tx[..t.size]) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     let bytes = self.tx[..t.size].to_vec();

@@ -1,19 +1,11 @@
 //! One HTTP/3 connection slot: its UDP socket, its QUIC connection, the streams it carries.
 
 use super::super::worker::Request;
+use super::udp::Sock;
 use h3wire::control::{Peer, UniReader};
 use h3wire::message::ResponseReader;
 use quinn_proto::{Connection, ConnectionHandle, StreamId};
-use quinn_udp::UdpSocketState;
-use std::net::UdpSocket;
 use std::time::Instant;
-
-/// A slot's socket: connected to the server, so that the kernel reports a closed port on it
-/// and the server's workers (SO_REUSEPORT) see a 4-tuple of its own.
-pub(super) struct Sock {
-    pub(super) udp: UdpSocket,
-    pub(super) state: UdpSocketState,
-}
 
 /// A request stream, or a free place for one.
 pub(super) struct Stream {
