@@ -153,6 +153,11 @@ pub struct LoadArgs {
     /// request has a connection and a QUIC handshake of its own.
     #[arg(long = "h3", conflicts_with = "h2")]
     h3: bool,
+    /// HTTP/3: a new connection that resumes an earlier session sends its requests in 0-RTT,
+    /// with the handshake's first flight, where the server allows it (implies --tls-resume).
+    /// Requests the server rejects go again once the handshake is done.
+    #[arg(long = "0rtt")]
+    zero_rtt: bool,
     /// HTTP/3: write a qlog trace (JSON-SEQ, as qvis reads it) of the run's first QUIC
     /// connections into DIR, one file each; for looking at, not for measuring.
     #[arg(long, value_name = "DIR")]
@@ -369,6 +374,7 @@ fn apply_request_options(c: &mut LoadConfig, a: &LoadArgs) -> Result<(), Failure
     c.tls = loadgen::tls::TlsOptions {
         verify: a.verify.clone(),
         resume: a.tls_resume,
+        zero_rtt: a.zero_rtt,
         protocol: a.protocol.clone(),
         ciphers: a.ciphers.clone(),
     };

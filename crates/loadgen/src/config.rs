@@ -330,6 +330,9 @@ impl LoadConfig {
         if self.qlog.is_some() && l.version != HttpVersion::Http3 {
             return bad("--qlog traces QUIC connections: it needs --h3".into());
         }
+        if self.tls.zero_rtt && l.version != HttpVersion::Http3 {
+            return bad("--0rtt sends requests in QUIC's 0-RTT: it needs --h3".into());
+        }
         match l.version {
             HttpVersion::Http2 => self.validate_h2()?,
             HttpVersion::Http3 => self.validate_h3()?,

@@ -419,6 +419,17 @@ fn notes(sh: &Shared, rec: &mut Recorder, elapsed: Duration) -> Vec<Note> {
     if let Some(note) = quic_note(sh) {
         notes.push(note);
     }
+    if sh.h3.as_ref().is_some_and(|s| s.zero_rtt) {
+        let [connections, sent, accepted, rejected, resent] =
+            sh.zero_rtt.each_ref().map(|a| a.load(Relaxed));
+        notes.push(Note::ZeroRtt {
+            connections,
+            sent,
+            accepted,
+            rejected,
+            resent,
+        });
+    }
     if let Some(note) = read_delay_note(rec) {
         notes.push(note);
     }
@@ -451,6 +462,7 @@ fn settings(sh: &Shared, threads: usize, coalesce: Coalesce) -> RunSettings {
         http11: cfg.load.version == HttpVersion::Http11,
         streams: streams.then_some(cfg.load.streams),
         http3: cfg.load.version == HttpVersion::Http3,
+        zero_rtt: cfg.load.version == HttpVersion::Http3 && cfg.tls.zero_rtt,
         head: cfg.load.method.head_only(),
         rx_stamps: sh.stamps.is_some(),
         coalesce: coalesce.to_string(),

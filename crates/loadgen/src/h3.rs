@@ -11,7 +11,7 @@
 //! extensions, which are read and dropped): [`MAX_SERVER_UNI_STREAMS`] at once.
 
 use crate::config::LoadConfig;
-use quinn_proto::crypto::rustls::QuicClientConfig;
+use crate::tls::Negotiated;
 use quinn_proto::{ClientConfig, EndpointConfig, QlogConfig, TransportConfig, VarInt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -43,6 +43,10 @@ pub struct Setup {
     /// `--qlog DIR`, and how many connections of the run have taken a trace file there.
     qlog: Option<PathBuf>,
     qlogs: Arc<AtomicU32>,
+    /// What the handshakes settled on (ab's TLS lines).
+    pub negotiated: Arc<Negotiated>,
+    /// `--0rtt`: a new connection that resumes a session sends its requests in 0-RTT.
+    pub zero_rtt: bool,
 }
 
 /// The connections of a run that `--qlog` traces at most: the first ones, each into a file of
@@ -80,10 +84,7 @@ impl Setup {
     /// The setup of a run of `cfg` over `tls` (its options and certificate checks); an error
     /// says which option QUIC cannot work with.
     pub fn new(cfg: &LoadConfig, tls: &crate::tls::Tls) -> Result<Setup, String> {
-        let crypto = QuicClientConfig::try_from(tls.for_quic()).map_err(|_| {
-            "QUIC needs TLS 1.3 with TLS_AES_128_GCM_SHA256 (its handshake starts with that suite): -f and -Z leave none"
-                .to_string()
-        })?;
+        let (crypto, negotiated) = tls.for_quic(cfg.tls.zero_rtt)?;
         let timeout = cfg.load.timeout;
         if let Some(dir) = &cfg.qlog {
             std::fs::create_dir_all(dir)
@@ -97,6 +98,8 @@ impl Setup {
             timeout,
             qlog: cfg.qlog.clone(),
             qlogs: Arc::new(AtomicU32::new(0)),
+            negotiated,
+            zero_rtt: cfg.tls.zero_rtt,
             server_name: cfg.target.host.clone(),
             request: request(cfg).into_boxed_slice(),
         })
@@ -208,14 +211,25 @@ mod tests {
     }
 
     #[test]
-    fn quic_needs_a_tls_13_suite_to_start_with() {
+    fn quic_needs_a_tls_13_suite_to_offer() {
         let mut cfg = config("https://127.0.0.1:8443/");
+        let setup = |cfg: &LoadConfig| {
+            let tls = crate::tls::Tls::new("127.0.0.1", &cfg.tls).unwrap();
+            Setup::new(cfg, &tls)
+        };
         cfg.tls.ciphers = Some("ECDHE-RSA-AES128-GCM-SHA256".into());
-        let tls = crate::tls::Tls::new("127.0.0.1", &cfg.tls).unwrap();
-        let e = Setup::new(&cfg, &tls).unwrap_err();
-        assert!(e.contains("TLS 1.3"), "{e}");
+        let e = setup(&cfg).unwrap_err();
+        assert!(e.contains("TLS 1.3 only"), "{e}");
+        cfg.tls.ciphers = Some("TLS_AES_128_GCM_SHA256:ECDHE-RSA-AES128-GCM-SHA256".into());
+        cfg.tls.protocol = Some("TLS1.2".into());
+        let e = setup(&cfg).unwrap_err();
+        assert!(e.contains("TLS 1.3 only"), "{e}");
+        cfg.tls.protocol = None;
+        assert!(setup(&cfg).is_ok());
+        // QUIC's Initial packets have a suite of their own: an offer without it is fine.
+        cfg.tls.ciphers = Some("TLS_CHACHA20_POLY1305_SHA256".into());
+        assert!(setup(&cfg).is_ok());
         cfg.tls.ciphers = None;
-        let tls = crate::tls::Tls::new("127.0.0.1", &cfg.tls).unwrap();
-        assert!(Setup::new(&cfg, &tls).is_ok());
+        assert!(setup(&cfg).is_ok());
     }
 }

@@ -20,7 +20,7 @@ use crate::stats::TlsSession;
 use rustix::io::Errno;
 use rustix::net::{SendAncillaryBuffer, SendFlags};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{ring as provider, WebPkiSupportedAlgorithms};
+use rustls::crypto::{ring as provider, CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{
@@ -32,6 +32,9 @@ use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod quic;
+pub use quic::Negotiated;
+
 /// How `https://` connections are made.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TlsOptions {
@@ -41,6 +44,11 @@ pub struct TlsOptions {
     /// Let a new connection resume an earlier session with an abbreviated handshake
     /// (`--tls-resume`). Without it every new connection does a full handshake, as ab's does.
     pub resume: bool,
+    /// HTTP/3 (`--0rtt`): a new connection that resumes an earlier session sends its
+    /// requests in 0-RTT, with the handshake's first flight, where the server allows it (the
+    /// server may refuse them, and they are sent again once the handshake is done).
+    /// Implies resumption.
+    pub zero_rtt: bool,
     /// ab's `-f`: `TLS1.2`, `TLS1.3` or `ALL` (the default: both).
     pub protocol: Option<String>,
     /// ab's `-Z`: the cipher suites to offer, colon-separated, by IANA or OpenSSL name.
@@ -159,10 +167,112 @@ fn cipher_suites(list: &str) -> Result<Vec<SupportedCipherSuite>, String> {
     Ok(out)
 }
 
-/// What every connection of a run shares: the client configuration and the server's name.
+/// A session as ab prints it: the protocol `version`, the cipher `suite` (by OpenSSL's name)
+/// and its key length, the key exchange's `group`, and the name sent by SNI.
+fn describe(
+    version: rustls::ProtocolVersion,
+    suite: rustls::CipherSuite,
+    group: Option<rustls::NamedGroup>,
+    server_name: Option<&str>,
+) -> TlsSession {
+    let protocol = match version {
+        rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3",
+        rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2",
+        other => {
+            return TlsSession {
+                protocol: format!("{other:?}"),
+                cipher: format!("{suite:?}"),
+                ..TlsSession::default()
+            }
+        }
+    };
+    let cipher = suites()
+        .iter()
+        .find(|(_, _, s)| s.suite() == suite)
+        .map_or_else(|| format!("{suite:?}"), |(ossl, _, _)| ossl.to_string());
+    // The suite's name carries its key length: AES_128, AES_256, CHACHA20 (256).
+    let cipher_bits = if cipher.contains("AES128") || cipher.contains("AES_128") {
+        128
+    } else {
+        256
+    };
+    let key_exchange = group.map(|g| match g {
+        rustls::NamedGroup::X25519 => ("X25519".to_string(), 253),
+        rustls::NamedGroup::secp256r1 => ("ECDH P-256".to_string(), 256),
+        rustls::NamedGroup::secp384r1 => ("ECDH P-384".to_string(), 384),
+        rustls::NamedGroup::secp521r1 => ("ECDH P-521".to_string(), 521),
+        other => (format!("{other:?}"), 0),
+    });
+    TlsSession {
+        protocol: protocol.to_string(),
+        cipher,
+        cipher_bits,
+        key_exchange,
+        server_name: server_name.map(str::to_string),
+    }
+}
+
+/// A client configuration on `provider` for `versions`, verifying against `roots` (nothing
+/// verified without), resuming sessions when `resume` says so.
+fn build(
+    provider: Arc<CryptoProvider>,
+    versions: &[&'static SupportedProtocolVersion],
+    roots: Option<&RootCertStore>,
+    resume: bool,
+) -> Result<ClientConfig, String> {
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(versions)
+        .map_err(|e| format!("cannot set up TLS: {e}"))?;
+    let mut config = match roots {
+        Some(roots) => builder
+            .with_root_certificates(roots.clone())
+            .with_no_client_auth(),
+        None => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(
+                provider.signature_verification_algorithms,
+            )))
+            .with_no_client_auth(),
+    };
+    if !resume {
+        config.resumption = rustls::client::Resumption::disabled();
+    }
+    Ok(config)
+}
+
+/// The CA certificates in `--verify`'s PEM file.
+fn roots(path: &std::path::Path) -> Result<RootCertStore, String> {
+    let mut roots = RootCertStore::empty();
+    let pem = userfile::read(path)
+        .map_err(|e| format!("--verify {}: cannot read the file: {e}", path.display()))?;
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.map_err(|e| format!("--verify {}: {e}", path.display()))?;
+        roots.add(cert).map_err(|e| {
+            format!(
+                "--verify {}: a certificate is not usable: {e}",
+                path.display()
+            )
+        })?;
+    }
+    if roots.is_empty() {
+        return Err(format!(
+            "--verify {}: no PEM certificate in the file",
+            path.display()
+        ));
+    }
+    Ok(roots)
+}
+
+/// What every connection of a run shares: the client configuration and the server's name,
+/// and what a configuration is made from (for QUIC's, made apart: [`Tls::for_quic`]).
 pub struct Tls {
     config: Arc<ClientConfig>,
     name: ServerName<'static>,
+    provider: Arc<CryptoProvider>,
+    versions: Vec<&'static SupportedProtocolVersion>,
+    /// `--verify`'s certificates; none: nothing is verified.
+    roots: Option<RootCertStore>,
+    resume: bool,
 }
 
 impl std::fmt::Debug for Tls {
@@ -193,48 +303,18 @@ impl Tls {
                     .into(),
             );
         }
-        let provider = Arc::new(provider);
-        let builder = ClientConfig::builder_with_provider(provider.clone())
-            .with_protocol_versions(&versions)
-            .map_err(|e| format!("cannot set up TLS: {e}"))?;
-        let mut config = match &opts.verify {
-            Some(path) => {
-                let mut roots = RootCertStore::empty();
-                let pem = userfile::read(path).map_err(|e| {
-                    format!("--verify {}: cannot read the file: {e}", path.display())
-                })?;
-                for cert in CertificateDer::pem_slice_iter(&pem) {
-                    let cert = cert.map_err(|e| format!("--verify {}: {e}", path.display()))?;
-                    roots.add(cert).map_err(|e| {
-                        format!(
-                            "--verify {}: a certificate is not usable: {e}",
-                            path.display()
-                        )
-                    })?;
-                }
-                if roots.is_empty() {
-                    return Err(format!(
-                        "--verify {}: no PEM certificate in the file",
-                        path.display()
-                    ));
-                }
-                builder.with_root_certificates(roots).with_no_client_auth()
-            }
-            None => builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(NoVerification(
-                    provider.signature_verification_algorithms,
-                )))
-                .with_no_client_auth(),
-        };
-        if !opts.resume {
-            config.resumption = rustls::client::Resumption::disabled();
-        }
+        let roots = opts.verify.as_deref().map(roots).transpose()?;
         let name = ServerName::try_from(host.to_string())
             .map_err(|e| format!("{host:?} is not a name TLS can send: {e}"))?;
+        let provider = Arc::new(provider);
+        let config = build(provider.clone(), &versions, roots.as_ref(), opts.resume)?;
         Ok(Tls {
             config: Arc::new(config),
             name,
+            provider,
+            versions,
+            roots,
+            resume: opts.resume,
         })
     }
 
@@ -244,15 +324,6 @@ impl Tls {
         let mut config = (*self.config).clone();
         config.alpn_protocols = vec![b"h2".to_vec()];
         self.config = Arc::new(config);
-    }
-
-    /// The configuration a QUIC connection's handshake runs on: this one's, offering HTTP/3 by
-    /// ALPN ("h3" alone). QUIC carries TLS 1.3 only; [`crate::h3::Setup::new`] refuses a
-    /// configuration without a TLS 1.3 suite QUIC can start with.
-    pub fn for_quic(&self) -> Arc<ClientConfig> {
-        let mut config = (*self.config).clone();
-        config.alpn_protocols = vec![b"h3".to_vec()];
-        Arc::new(config)
     }
 
     /// The name sent by SNI: the host when it is a name, none for an address.
@@ -414,47 +485,12 @@ impl TlsConn {
             return None;
         }
         let suite = self.conn.negotiated_cipher_suite()?;
-        let protocol = match self.conn.protocol_version()? {
-            rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3",
-            rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2",
-            other => {
-                return Some(TlsSession {
-                    protocol: format!("{other:?}"),
-                    cipher: format!("{:?}", suite.suite()),
-                    ..TlsSession::default()
-                })
-            }
-        };
-        let cipher = suites()
-            .iter()
-            .find(|(_, _, s)| s.suite() == suite.suite())
-            .map_or_else(
-                || format!("{:?}", suite.suite()),
-                |(ossl, _, _)| ossl.to_string(),
-            );
-        // The suite's name carries its key length: AES_128, AES_256, CHACHA20 (256).
-        let cipher_bits = if cipher.contains("AES128") || cipher.contains("AES_128") {
-            128
-        } else {
-            256
-        };
-        let key_exchange = self
-            .conn
-            .negotiated_key_exchange_group()
-            .map(|g| match g.name() {
-                rustls::NamedGroup::X25519 => ("X25519".to_string(), 253),
-                rustls::NamedGroup::secp256r1 => ("ECDH P-256".to_string(), 256),
-                rustls::NamedGroup::secp384r1 => ("ECDH P-384".to_string(), 384),
-                rustls::NamedGroup::secp521r1 => ("ECDH P-521".to_string(), 521),
-                other => (format!("{other:?}"), 0),
-            });
-        Some(TlsSession {
-            protocol: protocol.to_string(),
-            cipher,
-            cipher_bits,
-            key_exchange,
-            server_name: server_name.map(str::to_string),
-        })
+        Some(describe(
+            self.conn.protocol_version()?,
+            suite.suite(),
+            self.conn.negotiated_key_exchange_group().map(|g| g.name()),
+            server_name,
+        ))
     }
 
     /// Writes pending records to the socket, all of them or until it would block.

@@ -260,6 +260,18 @@ pub enum Note {
         udp_drops: u64,
         window_stalls: u64,
     },
+    /// HTTP/3 with 0-RTT allowed (`--0rtt`): of the QUIC connections made, those that sent
+    /// their requests in 0-RTT (a resumed session whose server allowed early data; the first
+    /// connections have no session to resume), of them those whose early data the server
+    /// accepted and those it rejected, and the requests sent again after a rejection. Present
+    /// whenever 0-RTT was allowed, so that a run says whether it was used.
+    ZeroRtt {
+        connections: u64,
+        sent: u64,
+        accepted: u64,
+        rejected: u64,
+        resent: u64,
+    },
     /// Responses waited longer for the generator to read them than the server took to send
     /// them (means, µs): the generator was the bottleneck.
     GeneratorBound {
@@ -521,6 +533,11 @@ pub struct RunSettings {
     /// The load spoke HTTP/3 over QUIC.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub http3: bool,
+    /// HTTP/3: new connections that resumed a session could send their requests in 0-RTT
+    /// (`--0rtt`; what they did is the `zero_rtt` note). Scenarios do not set it, so no
+    /// record has it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zero_rtt: bool,
     pub head: bool,
     /// Responses were timed by the kernel's receive stamps where the socket gave them (records
     /// made before stamps existed lack the field: their responses were timed when read).
@@ -547,8 +564,9 @@ impl RunSettings {
         self.http3.then(|| {
             let n = self.streams.unwrap_or(1);
             format!(
-                "HTTP/3 over QUIC v1 (h3), {n} stream{} per connection",
-                if n == 1 { "" } else { "s" }
+                "HTTP/3 over QUIC v1 (h3), {n} stream{} per connection{}",
+                if n == 1 { "" } else { "s" },
+                if self.zero_rtt { ", 0-RTT allowed" } else { "" }
             )
         })
     }

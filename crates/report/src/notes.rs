@@ -32,12 +32,7 @@ pub fn describe(note: &Note) -> String {
              the server's errors, and the streams open on them counted as Exceptions; the \
              first because {first}"
         ),
-        Note::Quic {
-            sent_packets,
-            lost_packets,
-            udp_drops,
-            window_stalls,
-        } => quic(*sent_packets, *lost_packets, *udp_drops, *window_stalls),
+        Note::Quic { .. } | Note::ZeroRtt { .. } => quic(note),
         Note::GeneratorBound {
             read_delay_mean_us,
             total_mean_us,
@@ -127,8 +122,46 @@ pub fn seconds(s: f64, space: &str) -> String {
     }
 }
 
-/// The words of [`Note::Quic`].
-fn quic(sent: u64, lost: u64, udp_drops: u64, window_stalls: u64) -> String {
+/// The words of [`Note::Quic`] and [`Note::ZeroRtt`].
+fn quic(note: &Note) -> String {
+    match *note {
+        Note::Quic {
+            sent_packets,
+            lost_packets,
+            udp_drops,
+            window_stalls,
+        } => quic_accounting(sent_packets, lost_packets, udp_drops, window_stalls),
+        Note::ZeroRtt {
+            connections,
+            sent,
+            accepted,
+            rejected,
+            resent,
+        } => zero_rtt(connections, sent, accepted, rejected, resent),
+        _ => unreachable!("a QUIC note"),
+    }
+}
+
+fn zero_rtt(connections: u64, sent: u64, accepted: u64, rejected: u64, resent: u64) -> String {
+    let mut text = format!(
+        "0-RTT: {sent} of the {connections} QUIC connections sent their requests with the \
+         handshake's first flight (the others had no session to resume, or the server allows \
+         no early data)"
+    );
+    if sent > 0 {
+        text.push_str(&format!(
+            "; the server accepted {accepted} and rejected {rejected}"
+        ));
+        if rejected > 0 {
+            text.push_str(&format!(
+                ", whose {resent} requests were sent again once the handshake was done"
+            ));
+        }
+    }
+    text
+}
+
+fn quic_accounting(sent: u64, lost: u64, udp_drops: u64, window_stalls: u64) -> String {
     let mut parts = vec![format!(
         "QUIC: {lost} of the {sent} packets the client sent were lost and sent again"
     )];

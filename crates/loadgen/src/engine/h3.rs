@@ -57,6 +57,7 @@ use std::time::Instant;
 use udp::Sock;
 
 mod conn;
+mod early;
 mod failures;
 mod udp;
 
@@ -90,6 +91,8 @@ struct H3Worker {
     max_gso: usize,
     /// What QUIC's accounting said of the connections that ended (see [`super::shared::Shared::quic`]).
     tally: [u64; 4],
+    /// What 0-RTT did (see [`super::shared::Shared::zero_rtt`]).
+    early: early::EarlyTally,
 }
 
 /// Runs a worker's share of the connections over HTTP/3.
@@ -115,6 +118,7 @@ pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
         tx: Vec::new(),
         max_gso: 0,
         tally: [0; 4],
+        early: early::EarlyTally::default(),
         core,
     };
     worker::drive(w)
@@ -246,6 +250,9 @@ impl Protocol for H3Worker {
             }
         }
         for (total, n) in self.core.sh.quic.iter().zip(self.tally) {
+            total.fetch_add(n, Relaxed);
+        }
+        for (total, n) in self.core.sh.zero_rtt.iter().zip(self.early.as_array()) {
             total.fetch_add(n, Relaxed);
         }
     }
@@ -406,6 +413,7 @@ impl H3Worker {
         });
         c.connected = false;
         c.heard_at = now;
+        self.start_early(idx);
         Ok(())
     }
 
@@ -416,7 +424,7 @@ impl H3Worker {
         let (Some(q), Some(h)) = (c.quic.as_mut(), c.held) else {
             return false;
         };
-        if !c.connected {
+        if !c.connected && !c.early {
             return false;
         }
         let Some(id) = q.conn.streams().open(Dir::Bi) else {
@@ -427,15 +435,12 @@ impl H3Worker {
         let want_server = sh.server.get().is_none();
         let mut req = Request::new(h.start, h.intended, h.measured, want_server);
         if c.carried == 0 {
+            // In 0-RTT the first request leaves before the handshake is done; its Connect is
+            // set once it is.
             req.connect = c.connected_at.saturating_duration_since(h.start);
         }
-        let mut reader = ResponseReader::new(MAX_FIELD_SECTION, MAX_FIELD);
-        if sh.cfg.load.method.head_only() {
-            reader = reader.for_head_request();
-        }
-        if want_server {
-            reader = reader.keeping_server();
-        }
+        let reader = self.response_reader(want_server);
+        let c = &mut self.conns[idx];
         let k = c
             .slots
             .iter()
@@ -456,6 +461,18 @@ impl H3Worker {
         let _ = now;
         self.write_request(idx, id);
         true
+    }
+
+    /// A reader of a response to this run's request (`want_server`: keeping its Server field).
+    fn response_reader(&self, want_server: bool) -> ResponseReader {
+        let mut reader = ResponseReader::new(MAX_FIELD_SECTION, MAX_FIELD);
+        if self.core.sh.cfg.load.method.head_only() {
+            reader = reader.for_head_request();
+        }
+        if want_server {
+            reader = reader.keeping_server();
+        }
+        reader
     }
 
     /// Writes what is left of stream `id`'s request as far as QUIC's flow control lets it,
@@ -613,28 +630,51 @@ impl H3Worker {
         }
     }
 
-    /// The handshake is done: HTTP/3's own streams are opened, and the held request goes.
+    /// The handshake is done: HTTP/3's own streams are opened (unless they went in 0-RTT, and
+    /// the server took them), and the held request goes.
     fn connected(&mut self, idx: usize, at: Instant) {
         let c = &mut self.conns[idx];
-        let Some(q) = c.quic.as_mut() else {
+        if c.quic.is_none() {
             return;
-        };
+        }
         c.connected = true;
         c.connected_at = at;
         self.core.sh.note_connected();
+        if self.core.sh.tls_session.get().is_none() {
+            let sni = self.core.sh.tls.as_ref().and_then(|t| t.sni());
+            if let Some(session) = self.setup.negotiated.session(sni) {
+                let _ = self.core.sh.tls_session.set(session);
+            }
+        }
+        if self.conns[idx].early {
+            self.early_settled(idx);
+        } else {
+            self.open_control_streams(idx);
+        }
+        self.mark(idx);
+    }
+
+    /// Opens HTTP/3's three unidirectional streams (control, QPACK encoder and decoder) and
+    /// writes what they start with; false when the server allows fewer (the connection is
+    /// then closed for it).
+    fn open_control_streams(&mut self, idx: usize) -> bool {
+        let Some(q) = self.conns[idx].quic.as_mut() else {
+            return false;
+        };
         for bytes in h3wire::control::client_streams(MAX_FIELD_SECTION) {
             // The server must allow these three (RFC 9114, section 6.2); each is a few bytes,
             // within any stream's first window.
             let Some(id) = q.conn.streams().open(Dir::Uni) else {
-                return self.protocol_error(
+                self.protocol_error(
                     idx,
                     code::H3_STREAM_CREATION_ERROR,
                     "the server allows the client fewer than the three unidirectional streams HTTP/3 needs",
                 );
+                return false;
             };
             let _ = q.conn.send_stream(id).write(&bytes);
         }
-        self.mark(idx);
+        true
     }
 
     /// Takes the server's new unidirectional streams.

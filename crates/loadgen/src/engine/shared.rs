@@ -63,6 +63,9 @@ pub(super) struct Shared {
     /// HTTP/3: what QUIC's accounting said of the workers' connections, summed as each ended:
     /// packets sent, packets lost, datagrams the receive buffers dropped, window stalls.
     pub(super) quic: [AtomicU64; 4],
+    /// HTTP/3 with `--0rtt`: connections made, those that sent requests in 0-RTT, those whose
+    /// early data the server accepted and rejected, requests sent again after a rejection.
+    pub(super) zero_rtt: [AtomicU64; 5],
     /// Holds receive stamping on for the run; `None` without stamps (asked for or possible).
     pub(super) stamps: Option<sock::StampKeeper>,
     /// This kernel drops body bytes nobody looks at without copying them
@@ -128,6 +131,7 @@ impl Shared {
             h2,
             h3,
             quic: Default::default(),
+            zero_rtt: Default::default(),
             stamps: if cfg.load.rx_stamps {
                 sock::StampKeeper::start()
             } else {

@@ -12,7 +12,7 @@
 mod h3srv;
 use crate::support;
 
-use h3srv::{Alpn, H3Server};
+use h3srv::{Alpn, H3Server, Options};
 use loadgen::{HttpVersion, LoadConfig, LoadError, Measurement, Note, Timer};
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::{Duration, Instant};
@@ -186,6 +186,133 @@ fn without_keep_alive_every_request_has_a_handshake_of_its_own() {
         samples.iter().all(|s| s.connect > 0),
         "every request waited for its handshake"
     );
+}
+
+/// What the run's 0-RTT note says: connections, sent in 0-RTT, accepted, rejected, resent.
+fn zero_rtt(m: &Measurement) -> Option<[u64; 5]> {
+    m.notes.iter().find_map(|n| match n {
+        Note::ZeroRtt {
+            connections,
+            sent,
+            accepted,
+            rejected,
+            resent,
+        } => Some([*connections, *sent, *accepted, *rejected, *resent]),
+        _ => None,
+    })
+}
+
+#[test]
+fn the_tls_lines_say_what_quics_handshake_settled_on() {
+    let s = H3Server::start(Alpn::H3, 100);
+    let m = run_ok(h3(&s.url("/"), 20, 2, 2));
+    assert_clean(&m, 20);
+    let tls = m.server.tls.clone().expect("the TLS lines");
+    assert_eq!(tls.protocol, "TLSv1.3");
+    // rustls's server prefers its first suite the client offers: AES-256 by default.
+    assert_eq!(tls.cipher, "TLS_AES_256_GCM_SHA384");
+    assert_eq!(tls.cipher_bits, 256);
+    assert_eq!(tls.key_exchange, Some(("X25519".to_string(), 253)));
+    assert_eq!(tls.server_name, None, "an address is not sent by SNI");
+    // An offer of one suite (not the one QUIC's Initial packets use) and one group.
+    let mut cfg = h3(&s.url("/"), 20, 2, 2);
+    cfg.tls.ciphers = Some("TLS_CHACHA20_POLY1305_SHA256".into());
+    let m = run_ok(cfg);
+    assert_clean(&m, 20);
+    let tls = m.server.tls.clone().expect("the TLS lines");
+    assert_eq!(tls.cipher, "TLS_CHACHA20_POLY1305_SHA256");
+    assert_eq!(tls.cipher_bits, 256);
+    // Without 0-RTT allowed there is no note of it.
+    assert_eq!(zero_rtt(&m), None);
+    assert!(!m.settings.zero_rtt);
+}
+
+#[test]
+fn zero_rtt_sends_requests_with_the_first_flight_of_a_resumed_handshake() {
+    let s = H3Server::start(Alpn::H3, 100);
+    let mut cfg = h3(&s.url("/"), 40, 1, 1);
+    cfg.load.keep_alive = false;
+    cfg.tls.zero_rtt = true;
+    let m = run_ok(cfg);
+    assert_clean(&m, 40);
+    assert!(m.settings.zero_rtt);
+    assert!(m
+        .settings
+        .protocol_line()
+        .unwrap()
+        .ends_with(", 0-RTT allowed"));
+    assert_eq!(s.counters.requests.load(SeqCst), 40);
+    assert_eq!(s.counters.connections.load(SeqCst), 40);
+    let [connections, sent, accepted, rejected, resent] = zero_rtt(&m).expect("a 0-RTT note");
+    assert_eq!(connections, 40);
+    // One connection at a time: each after the first has the ticket of the one before.
+    assert_eq!(sent, 39, "{:?}", m.notes);
+    assert_eq!((accepted, rejected, resent), (39, 0, 0));
+    // Every request still has its handshake's time as Connect.
+    let samples = m.rec.samples.as_ref().unwrap();
+    assert!(samples.iter().all(|s| s.connect > 0), "{samples:?}");
+    // A request sent in 0-RTT waited for no handshake before it left: its Waiting (from the
+    // request written to the response's first byte) holds the handshake's round trip, so it
+    // is longer than Total less Connect.
+    let early = samples
+        .iter()
+        .filter(|s| s.waiting >= s.total - s.connect)
+        .count();
+    assert!(
+        early >= 30,
+        "{early} of 40 requests left before their handshake was done"
+    );
+}
+
+#[test]
+fn zero_rtt_requests_a_server_rejects_are_sent_again_after_the_handshake() {
+    let rejecting = Options {
+        resumes: false,
+        goaway_after: None,
+    };
+    let s = H3Server::start_with(Alpn::H3, 100, rejecting);
+    let mut cfg = h3(&s.url("/"), 30, 2, 1);
+    cfg.load.keep_alive = false;
+    cfg.tls.zero_rtt = true;
+    let m = run_ok(cfg);
+    assert_clean(&m, 30);
+    let [connections, sent, accepted, rejected, resent] = zero_rtt(&m).expect("a 0-RTT note");
+    assert_eq!(connections, 30);
+    assert!(sent >= 20, "{:?}", m.notes);
+    assert_eq!((accepted, rejected, resent), (0, sent, sent));
+    // The server saw each request once: the rejected early data never reached it.
+    assert_eq!(s.counters.requests.load(SeqCst), 30);
+    // With keep-alive (a server that ends each connection after 10 requests, so that the
+    // client connects again), every stream opened in 0-RTT goes again, in its order.
+    for resumes in [false, true] {
+        let opts = Options {
+            resumes,
+            goaway_after: Some(10),
+        };
+        let s = H3Server::start_with(Alpn::H3, 100, opts);
+        let mut cfg = h3(&s.url("/slow?ms=2"), 200, 1, 4);
+        cfg.tls.zero_rtt = true;
+        let m = run_ok(cfg);
+        assert_clean(&m, 200);
+        assert_eq!(s.counters.requests.load(SeqCst), 200);
+        let [connections, sent, accepted, rejected, resent] = zero_rtt(&m).unwrap();
+        assert!(
+            connections >= 10 && sent == connections - 1,
+            "{:?}",
+            m.notes
+        );
+        if resumes {
+            assert_eq!((accepted, rejected, resent), (sent, 0, 0));
+        } else {
+            assert_eq!((accepted, rejected), (0, sent));
+            // Each connection had its 4 streams open when the handshake was done.
+            assert!(resent > 2 * sent, "{resent} requests sent again");
+        }
+    }
+    // --0rtt is for HTTP/3 alone.
+    let mut cfg = config(&s.url("/"), 1, 1);
+    cfg.tls.zero_rtt = true;
+    assert!(cfg.validate().unwrap_err().to_string().contains("--0rtt"));
 }
 
 #[test]

@@ -311,6 +311,7 @@ mod tests {
                 http11: false,
                 streams: None,
                 http3: false,
+                zero_rtt: false,
                 head: false,
                 rx_stamps: true,
                 coalesce: "off".into(),

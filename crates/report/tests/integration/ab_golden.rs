@@ -84,6 +84,7 @@ fn measurement(s: Setup) -> Measurement {
             http11: false,
             streams: None,
             http3: false,
+            zero_rtt: false,
             head: false,
             rx_stamps: false,
             coalesce: "off".into(),

@@ -49,6 +49,7 @@ fn measurement(keep_samples: bool, corrected: bool) -> Measurement {
             http11: false,
             streams: None,
             http3: false,
+            zero_rtt: false,
             head: false,
             rx_stamps: false,
             coalesce: "off".into(),

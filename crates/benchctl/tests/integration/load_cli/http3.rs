@@ -1,7 +1,7 @@
 //! `benchctl load --h3` through the built binary, against an HTTP/3 server of another
-//! implementation (`h3` over `quinn`) on UDP 127.0.0.1 port 0: ab's tables with the protocol
-//! line, `--json` saying it was HTTP/3, and a port where nothing speaks QUIC is one line and
-//! exit 1, soon.
+//! implementation (`h3` over `quinn`) on UDP 127.0.0.1 port 0: ab's tables with the TLS and
+//! protocol lines, `--json` saying it was HTTP/3, `--0rtt` said and its note printed, and a
+//! port where nothing speaks QUIC is one line and exit 1, soon.
 
 use super::{benchctl, json_of, SHORT};
 use crate::h3srv::{Alpn, H3Server};
@@ -30,6 +30,8 @@ fn ab_text_names_http3_and_json_says_so() {
     assert_eq!(f.code, Some(0), "{}", f.describe());
     for want in [
         "Server Software:        h3-test",
+        "SSL/TLS Protocol:       TLSv1.3,TLS_AES_256_GCM_SHA384,256,256",
+        "Server Temp Key:        X25519 253 bits",
         "Protocol:               HTTP/3 over QUIC v1 (h3), 4 streams per connection",
         "Complete requests:      200",
         "Failed requests:        0",
@@ -50,6 +52,36 @@ fn ab_text_names_http3_and_json_says_so() {
     let j = json_of(&f);
     assert_eq!(j["settings"]["http3"], true, "{j}");
     assert_eq!(j["complete"], 50);
+}
+
+#[test]
+fn zero_rtt_is_said_on_the_protocol_line_and_in_a_note() {
+    let s = H3Server::start(Alpn::H3, 100);
+    let url = s.url("/");
+    let f = benchctl(
+        &["load", "-q", "--h3", "--0rtt", "-n", "20", "-c", "1", &url],
+        SHORT,
+    );
+    assert_eq!(f.code, Some(0), "{}", f.describe());
+    assert!(
+        f.stdout.lines().any(|l| l
+            == "Protocol:               HTTP/3 over QUIC v1 (h3), 1 stream per connection, 0-RTT allowed"),
+        "{}",
+        f.stdout
+    );
+    // Notes go to standard error, under the tables.
+    let note = "note: 0-RTT: 19 of the 20 QUIC connections sent their requests with the \
+                handshake's first flight";
+    assert!(f.stderr.contains(note), "{}", f.describe());
+    assert!(
+        f.stderr
+            .contains("; the server accepted 19 and rejected 0\n"),
+        "{}",
+        f.stderr
+    );
+    let f = benchctl(&["load", "-q", "--0rtt", "-n", "1", &url], SHORT);
+    assert_eq!(f.code, Some(2), "{}", f.describe());
+    assert!(f.stderr.contains("--0rtt"), "{}", f.stderr);
 }
 
 #[test]

@@ -63,6 +63,9 @@ pub(super) struct Conn {
     /// The handshake completed, at `connected_at`.
     pub(super) connected: bool,
     pub(super) connected_at: Instant,
+    /// Its requests go in 0-RTT, before the handshake is done (`--0rtt`, and a resumed
+    /// session with early data allowed).
+    pub(super) early: bool,
     /// What the server's control stream said; its unidirectional streams being read.
     pub(super) peer: Peer,
     pub(super) uni: Vec<(StreamId, UniReader)>,
@@ -100,6 +103,7 @@ impl Conn {
             quic: None,
             connected: false,
             connected_at: start,
+            early: false,
             peer: Peer::default(),
             uni: Vec::new(),
             slots: (0..streams).map(|_| Stream::free(start)).collect(),
@@ -124,6 +128,7 @@ impl Conn {
         self.sock = None;
         self.quic = None;
         self.connected = false;
+        self.early = false;
         self.peer = Peer::default();
         self.uni.clear();
         self.carried = 0;

@@ -10,7 +10,11 @@
 //! - anything else: "Hello, World!".
 //!
 //! It counts connections (completed handshakes), requests, and the most requests it had in
-//! progress at once on one connection.
+//! progress at once on one connection. It gives clients session tickets that allow early data
+//! (0-RTT); with [`Options::resumes`] false it gives tickets it cannot resume from, so that
+//! every 0-RTT attempt is rejected. With [`Options::goaway_after`] it ends each connection
+//! gracefully (GOAWAY) after that many requests, so that a client with keep-alive connects
+//! again.
 
 use bytes::Bytes;
 use std::net::SocketAddr;
@@ -35,6 +39,25 @@ pub enum Alpn {
     Other,
 }
 
+/// How the server treats sessions and connections.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Its session tickets resume sessions (and so allow 0-RTT); false: every resumption, and
+    /// every 0-RTT attempt, fails.
+    pub resumes: bool,
+    /// Each connection is sent a GOAWAY once it has had this many requests.
+    pub goaway_after: Option<usize>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            resumes: true,
+            goaway_after: None,
+        }
+    }
+}
+
 pub struct H3Server {
     pub port: u16,
     pub counters: Arc<Counters>,
@@ -44,7 +67,27 @@ pub struct H3Server {
 
 const HELLO: &[u8] = b"Hello, World!";
 
-fn server_config(alpn: Alpn, max_streams: u32) -> quinn::ServerConfig {
+/// A session store that keeps nothing: the tickets it hands out resume no session, and early
+/// data sent with them is rejected.
+#[derive(Debug)]
+struct Forgetful;
+
+impl rustls::server::StoresServerSessions for Forgetful {
+    fn put(&self, _key: Vec<u8>, _value: Vec<u8>) -> bool {
+        true
+    }
+    fn get(&self, _key: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn take(&self, _key: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn can_cache(&self) -> bool {
+        true
+    }
+}
+
+fn server_config(alpn: Alpn, max_streams: u32, resumes: bool) -> quinn::ServerConfig {
     let key = rcgen::KeyPair::generate().expect("key");
     let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
         .expect("params")
@@ -59,6 +102,10 @@ fn server_config(alpn: Alpn, max_streams: u32) -> quinn::ServerConfig {
     .with_no_client_auth()
     .with_single_cert(vec![cert.der().clone()], der.into())
     .expect("server config");
+    tls.max_early_data_size = u32::MAX;
+    if !resumes {
+        tls.session_storage = Arc::new(Forgetful);
+    }
     tls.alpn_protocols = vec![match alpn {
         Alpn::H3 => b"h3".to_vec(),
         Alpn::Other => b"hq-interop".to_vec(),
@@ -74,6 +121,14 @@ fn server_config(alpn: Alpn, max_streams: u32) -> quinn::ServerConfig {
 impl H3Server {
     /// `max_streams`: the request streams a connection may have open at once.
     pub fn start(alpn: Alpn, max_streams: u32) -> H3Server {
+        Self::start_with(alpn, max_streams, Options::default())
+    }
+
+    pub fn start_with(alpn: Alpn, max_streams: u32, opts: Options) -> H3Server {
+        let Options {
+            resumes,
+            goaway_after,
+        } = opts;
         let counters = Arc::new(Counters::default());
         let (tx, rx) = oneshot::channel::<()>();
         let (port_tx, port_rx) = std::sync::mpsc::channel();
@@ -87,7 +142,8 @@ impl H3Server {
             rt.block_on(async move {
                 let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
                 let endpoint =
-                    quinn::Endpoint::server(server_config(alpn, max_streams), addr).expect("bind");
+                    quinn::Endpoint::server(server_config(alpn, max_streams, resumes), addr)
+                        .expect("bind");
                 port_tx.send(endpoint.local_addr().unwrap().port()).unwrap();
                 let serve = {
                     let endpoint = endpoint.clone();
@@ -97,7 +153,7 @@ impl H3Server {
                             tokio::spawn(async move {
                                 if let Ok(conn) = incoming.await {
                                     c.connections.fetch_add(1, SeqCst);
-                                    serve_conn(conn, c).await;
+                                    serve_conn(conn, c, goaway_after).await;
                                 }
                             });
                         }
@@ -135,13 +191,19 @@ impl Drop for H3Server {
     }
 }
 
-async fn serve_conn(conn: quinn::Connection, c: Arc<Counters>) {
+async fn serve_conn(conn: quinn::Connection, c: Arc<Counters>, goaway_after: Option<usize>) {
     let Ok(mut h3) = h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(conn)).await
     else {
         return;
     };
     let open = Arc::new(AtomicU64::new(0));
+    let mut accepted = 0;
     while let Ok(Some(resolver)) = h3.accept().await {
+        accepted += 1;
+        if goaway_after == Some(accepted) {
+            // Room for the requests the client may have sent before the GOAWAY reaches it.
+            let _ = h3.shutdown(64).await;
+        }
         let (c, open) = (c.clone(), open.clone());
         tokio::spawn(async move {
             let Ok((req, mut stream)) = resolver.resolve_request().await else {
