@@ -57,6 +57,12 @@ pub struct RunArgs {
     /// bounds.
     #[arg(long, value_name = "PERCENTILE=LATENCY", value_parser = capacity_target)]
     capacity: Option<scenario::CapacityTarget>,
+    /// After the capacity searches, hold each server past its capacity: an open-model
+    /// staircase (0.5x, 1x, 1.5x, 2x, 3x its capacity), then 0.5x to recover; reports its knee,
+    /// goodput, collapse and recovery time. The scenario's [overload] sets the staircase; its
+    /// target is the capacity's (--capacity, [capacity], else p99=100ms).
+    #[arg(long, conflicts_with = "against")]
+    overload: bool,
     /// A/B in one sitting: measure the images of this stored run (the baseline) beside the
     /// current docker/ folders' (the candidate), round by round, both sides at once, until the paired
     /// comparison is decided or the budget is spent; exit 1 on a significant change beyond the
@@ -166,6 +172,7 @@ pub async fn main(a: RunArgs, on_signals: OnSignals) -> Result<ExitCode, Failure
             HeadroomArg::Auto => Headroom::Auto,
         },
         capacity: a.capacity,
+        overload: a.overload,
         against,
         commit: Some(env!("BENCHCTL_COMMIT"))
             .filter(|c| !c.is_empty())
@@ -514,6 +521,56 @@ fn capacity_event(event: &Event<'_>) {
     }
 }
 
+/// A staircase's start, steps and verdict. Only those events are passed here.
+fn overload_event(event: &Event<'_>) {
+    match event {
+        Event::OverloadStarting {
+            server,
+            url_path,
+            capacity,
+        } => eprintln!("overload   {server:<10} {url_path:<16} from a capacity of {capacity:.0} req/s"),
+        Event::OverloadSkipped {
+            server,
+            url_path,
+            why,
+        } => eprintln!("overload   {server:<10} {url_path:<16} skipped: {why}"),
+        Event::OverloadStep {
+            server,
+            url_path,
+            step,
+        } => eprintln!(
+            "overload   {server:<10} {url_path:<16} {:>5}x{}: {:>8.0} req/s offered, {:>8.0} sent, {:>8.0} goodput, p99 {}, errors: {}",
+            report::capacity::search::trim_number(step.multiple),
+            if step.recovery { " (recovery)" } else { "" },
+            step.offered,
+            step.sent,
+            step.goodput,
+            step.p99_us
+                .map_or_else(|| "-".to_string(), |us| format!("{:.2} ms", us as f64 / 1e3)),
+            report::render::overload::errors_text(step)
+        ),
+        Event::OverloadDone { record } => {
+            let v = &record.verdict;
+            eprintln!(
+                "overload   {:<10} {:<16} knee {}, collapse {}, recovered {}",
+                record.server,
+                record.url_path,
+                v.knee.map_or_else(|| "none".to_string(), |k| format!("at {k}x")),
+                match v.collapse {
+                    Some(true) => "yes",
+                    Some(false) => "no",
+                    None => "-",
+                },
+                v.recovery_s.map_or_else(
+                    || format!("not within {} s", record.criteria.recovery_s),
+                    |s| format!("after {s:.2} s")
+                )
+            );
+        }
+        _ => {}
+    }
+}
+
 /// An A/B run's fresh containers and its looks at the comparison. Only those events are
 /// passed here.
 fn against_event(event: &Event<'_>) {
@@ -580,6 +637,10 @@ impl Observer for Printer {
             Event::CapacityStarting { .. }
             | Event::CapacityStep { .. }
             | Event::CapacityDone { .. } => capacity_event(event),
+            Event::OverloadStarting { .. }
+            | Event::OverloadSkipped { .. }
+            | Event::OverloadStep { .. }
+            | Event::OverloadDone { .. } => overload_event(event),
             Event::AgainstFresh { .. }
             | Event::AgainstLook { .. } => against_event(event),
             Event::MachineBiased { check } => {

@@ -6,6 +6,7 @@
 pub mod capacity;
 mod host;
 mod json;
+pub mod overload;
 mod schema;
 pub use host::HostFacts;
 pub use json::RecordError;

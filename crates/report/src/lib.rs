@@ -25,7 +25,7 @@ pub mod render;
 pub mod reproductions;
 
 // The analysis modules by their old paths as well (`report::stats`, ...).
-pub use analysis::{capacity, compare, paired, stats};
+pub use analysis::{capacity, compare, overload, paired, stats};
 // ApacheBench's text and files and the charts by their old paths as well (`report::ab`, ...).
 pub use capacity::{CapacityRecord, CapacityResult, CapacityStep};
 pub use compare::{compare, Comparison, Verdict, DEFAULT_THRESHOLD};

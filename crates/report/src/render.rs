@@ -16,6 +16,7 @@ mod filters;
 mod history;
 mod loads;
 mod numbers;
+pub mod overload;
 mod rows;
 pub mod system;
 pub(crate) mod table;
@@ -63,7 +64,7 @@ impl FromStr for Format {
 }
 
 /// Template file names, each with its embedded text.
-pub const TEMPLATES: [(&str, &str); 13] = [
+pub const TEMPLATES: [(&str, &str); 17] = [
     (
         "report.txt.tera",
         include_str!("../../../templates/report.txt.tera"),
@@ -96,6 +97,22 @@ pub const TEMPLATES: [(&str, &str); 13] = [
     (
         "capacity.html.tera",
         include_str!("../../../templates/capacity.html.tera"),
+    ),
+    (
+        "overload.txt.tera",
+        include_str!("../../../templates/overload.txt.tera"),
+    ),
+    (
+        "overload.md.tera",
+        include_str!("../../../templates/overload.md.tera"),
+    ),
+    (
+        "overload.html.tera",
+        include_str!("../../../templates/overload.html.tera"),
+    ),
+    (
+        "time_chart.html.tera",
+        include_str!("../../../templates/time_chart.html.tera"),
     ),
     (
         "paired.txt.tera",
@@ -296,6 +313,7 @@ impl Renderer {
                 notes,
                 charts,
                 capacity: capacity::context(record, doc),
+                overload: overload::context(record, doc),
             });
         }
         Ok(ReportContext {
@@ -520,6 +538,8 @@ struct DocumentContext {
     charts: Option<DocCharts>,
     /// The capacity head-to-head, when the run searched this document.
     capacity: Option<capacity::CapacityContext>,
+    /// The staircases past the capacity, when the run climbed them on this document.
+    overload: Option<overload::OverloadContext>,
 }
 
 #[derive(Serialize)]

@@ -168,6 +168,29 @@ pub enum Event<'a> {
     },
     /// A capacity search ended and was recorded.
     CapacityDone { record: &'a CapacityRecord },
+    /// A staircase past the capacity begins on one server and document.
+    OverloadStarting {
+        server: &'a str,
+        url_path: &'a str,
+        /// The rate its multiples are of, requests/s.
+        capacity: f64,
+    },
+    /// A server and document get no staircase: no capacity to climb from (`why`).
+    OverloadSkipped {
+        server: &'a str,
+        url_path: &'a str,
+        why: &'a str,
+    },
+    /// A step of a staircase (or its recovery phase) was measured.
+    OverloadStep {
+        server: &'a str,
+        url_path: &'a str,
+        step: &'a report::overload::OverloadStep,
+    },
+    /// A staircase ended and was recorded.
+    OverloadDone {
+        record: &'a report::overload::OverloadRecord,
+    },
     /// The results record could not be written where asked; the run goes on, keeps every
     /// measurement, and tries again after each load and elsewhere at the end. Sent once.
     RecordNotWritten { path: &'a Path, error: &'a str },
@@ -236,6 +259,18 @@ impl Observer for Recorder {
             Event::CapacityStep { server, step, .. } => format!("step {server} {:.0}", step.rate),
             Event::CapacityDone { record } => {
                 format!("capacity done {} {}", record.server, record.url_path)
+            }
+            Event::OverloadStarting {
+                server, url_path, ..
+            } => format!("overload {server} {url_path}"),
+            Event::OverloadSkipped {
+                server, url_path, ..
+            } => format!("overload skipped {server} {url_path}"),
+            Event::OverloadStep { server, step, .. } => {
+                format!("overload step {server} {}", step.multiple)
+            }
+            Event::OverloadDone { record } => {
+                format!("overload done {} {}", record.server, record.url_path)
             }
             Event::AgainstFresh {
                 round, containers, ..

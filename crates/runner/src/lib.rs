@@ -36,6 +36,7 @@ pub mod headroom;
 pub mod hosts;
 mod images;
 mod options;
+pub mod overload;
 mod pipeline;
 mod results;
 pub mod rundir;

@@ -32,6 +32,9 @@ pub struct RunOptions {
     /// Search each server's capacity at this latency target after the loads, with the bounds
     /// of the scenario's `[capacity]` or their defaults (the command line's `--capacity`).
     pub capacity: Option<scenario::CapacityTarget>,
+    /// After the capacity searches, hold each server past its capacity (`--overload`): the
+    /// scenario's `[overload]`, or its defaults.
+    pub overload: bool,
     /// An A/B run: measure the baseline record's images beside the candidate's, round by
     /// round, until the paired comparison is decided ([`crate::against`]); `runs` is then ignored
     /// for the against's `max_rounds`.
@@ -67,6 +70,7 @@ impl RunOptions {
             ready_deadline: Duration::from_secs(20),
             headroom: Headroom::Off,
             capacity: None,
+            overload: false,
             against: None,
             generator_binary: None,
             system_sample: Some(DEFAULT_SYSTEM_SAMPLE),

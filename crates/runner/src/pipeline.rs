@@ -17,6 +17,7 @@ mod ctx;
 mod liveness;
 mod measure;
 mod outcome;
+mod overload;
 mod preflight;
 mod rounds;
 #[cfg(test)]
@@ -136,6 +137,7 @@ pub(crate) async fn run_on<F: Fleet>(
                 observer_arc: &observer,
                 against: against.as_ref(),
                 capacity: capacity_for(&opts, plan),
+                overload: overload_for(&opts, plan),
                 scheme,
                 tls_dir,
                 generators: std::sync::OnceLock::new(),
@@ -230,12 +232,31 @@ fn schedule_for(against: Option<&AgainstPlan>, runs: u32, run_id: &str) -> Sched
 }
 
 /// The capacity search to make after the loads, if any: the scenario's `[capacity]`, its
-/// target replaced by the command line's when it gives one.
+/// target replaced by the command line's when it gives one. A staircase past the capacity
+/// needs a target (what a good response is) and, unless it is given its capacity, a search: at
+/// [`scenario::overload::DEFAULT_TARGET`] when nothing names another.
 fn capacity_for(opts: &RunOptions, plan: &Plan) -> Option<scenario::CapacitySpec> {
-    match (opts.capacity, &plan.capacity) {
+    let asked = match (opts.capacity, &plan.capacity) {
         (Some(t), Some(c)) => Some(c.clone().with_target(t)),
         (Some(t), None) => Some(scenario::CapacitySpec::new(t)),
         (None, c) => c.clone(),
+    };
+    let staircase = overload_for(opts, plan);
+    match (asked, staircase) {
+        (None, Some(o)) if o.capacity.is_none() => Some(scenario::CapacitySpec::new(
+            scenario::overload::DEFAULT_TARGET,
+        )),
+        (asked, _) => asked,
+    }
+}
+
+/// The staircase past each server's capacity to climb after the searches, if any: the
+/// scenario's `[overload]`, or with `--overload` alone its defaults.
+fn overload_for(opts: &RunOptions, plan: &Plan) -> Option<scenario::OverloadSpec> {
+    match (&plan.overload, opts.overload) {
+        (Some(o), _) => Some(o.clone()),
+        (None, true) => Some(scenario::OverloadSpec::default()),
+        (None, false) => None,
     }
 }
 
@@ -401,6 +422,7 @@ fn new_record(
         servers: Vec::new(),
         loads: Vec::new(),
         capacity: Vec::new(),
+        overload: Vec::new(),
         against: against.map(|against| AgainstRecord {
             baseline_run_id: against.asked.record.run_id.clone(),
             baseline_path: against.asked.path.display().to_string(),

@@ -32,6 +32,9 @@ pub(crate) struct Sending<'a> {
     pub run_id: &'a str,
     pub cancel: &'a Cancel,
     pub observer: &'a Arc<dyn Observer>,
+    /// The length of the intervals the load is followed over (`None`: the generator's
+    /// default). Generators on other hosts keep their default.
+    pub interval: Option<std::time::Duration>,
 }
 
 /// A load's report and, when generators sent it, each one's record.
@@ -75,6 +78,9 @@ async fn local(url: &str, load: &LoadSpec, with: &Sending<'_>) -> Result<Option<
     let mut cfg = LoadConfig::new(target, load.clone());
     cfg.cpus = Some(with.cpus.to_vec());
     cfg.threads = with.cpus.len().max(1);
+    if let Some(i) = with.interval {
+        cfg.interval = i;
+    }
     let stop = with.cancel.stop_flag().clone();
     let observer = Arc::clone(with.observer);
     let planned = load.requests;

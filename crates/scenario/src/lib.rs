@@ -11,6 +11,7 @@ mod hash;
 pub mod kinds;
 pub mod manifest;
 mod options;
+pub mod overload;
 mod plan;
 mod raw;
 pub mod units;
@@ -23,6 +24,7 @@ pub use hash::sha256_hex;
 pub use kinds::{Kind, Kinds};
 pub use manifest::{Manifest, OptionDecl, OptionType, VersionHeader};
 pub use options::OptionValue;
+pub use overload::OverloadSpec;
 pub use plan::{
     Coalesce, CpuPlan, DocumentSource, DocumentSpec, GeneratorKind, HostImages, HostSpec, HostUrl,
     ImageSource, LoadSpec, Plan, ServerSpec, SourceFile, TlsKey,

@@ -38,6 +38,9 @@ pub struct Plan {
     /// A search, after the loads, for the highest rate each server keeps within a latency
     /// target (`[capacity]`); `None` when the scenario asks for none.
     pub capacity: Option<crate::capacity::CapacitySpec>,
+    /// After the capacity searches, each server held past its capacity (`[overload]`); `None`
+    /// when the scenario asks for none (`benchctl run --overload` asks with the defaults).
+    pub overload: Option<crate::overload::OverloadSpec>,
     /// Every server serves HTTPS with a certificate made for the run (`tls = true`, or
     /// `http = "3"`).
     pub tls: bool,

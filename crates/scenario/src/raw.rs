@@ -35,6 +35,8 @@ pub(crate) struct RawScenario {
     pub document: Vec<Spanned<RawDocument>>,
     /// `[capacity]`: a search for the highest rate each server keeps within a latency target.
     pub capacity: Option<Spanned<RawCapacity>>,
+    /// `[overload]`: each server held past its capacity, then left to recover.
+    pub overload: Option<Spanned<crate::overload::RawOverload>>,
     /// Every server serves HTTPS, with a certificate benchctl makes for the run.
     pub tls: Option<bool>,
     /// The key type of the run's server certificate: `"ecdsa-p256"` (default) or `"rsa-2048"`.
@@ -247,6 +249,7 @@ pub(crate) mod keys {
         "server",
         "document",
         "capacity",
+        "overload",
         "tls",
         "tls_key",
         "http",

@@ -73,6 +73,10 @@ pub(crate) fn validate(
         .capacity
         .as_ref()
         .and_then(|c| crate::capacity::check(&mut d, c));
+    let overload = raw
+        .overload
+        .as_ref()
+        .and_then(|o| crate::overload::check(&mut d, o));
     let tls_key = check_tls_key(&mut d, &raw, &protocol);
     let generators = check_generators(&mut d, &raw, &servers, &documents);
 
@@ -111,6 +115,7 @@ pub(crate) fn validate(
         servers,
         documents,
         capacity,
+        overload,
         tls: protocol.tls,
         tls_key,
         http2: protocol.http2.is_some(),

@@ -28,7 +28,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// 6 added HTTP/3 loads (`protocol` "h3", a reader of version 5 would refuse it) and lists the
 /// notes of HTTP/2 errors and of QUIC's accounting. Older records are read as they are: none of
 /// their loads spoke HTTP/3.
-pub const SCHEMA_VERSION: u32 = 6;
+///
+/// 7 added `overload` (what each server did past its capacity). Older records are read as runs
+/// that made no staircase.
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// Everything one `benchctl run` produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,6 +68,10 @@ pub struct RunRecord {
     /// order they ran (absent when the run made none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capacity: Vec<super::capacity::CapacityRecord>,
+    /// Staircases past the capacity (`--overload`), after the capacity searches: per server
+    /// and document, in the order they ran (absent when the run made none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overload: Vec<super::overload::OverloadRecord>,
     /// An A/B run (`benchctl run --against BASELINE.json`): the baseline side, measured in the
     /// same sitting, round by round beside the loads above (the candidate's). Absent for an
     /// ordinary run.

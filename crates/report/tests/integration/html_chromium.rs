@@ -674,3 +674,39 @@ fn a_broken_chart_attribute_shows_on_the_console() {
         "Chromium logged nothing for a broken attribute:\n{stderr}"
     );
 }
+
+#[test]
+fn overload_charts_render_in_chromium() {
+    let Some(chromium) = chromium_or_skip() else {
+        return;
+    };
+    let rec = crate::common::with_overload(crate::common::fixture(3, None));
+    let html = render(&rec, Format::Html, None).unwrap();
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html_chromium_overload");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("report.html"), &html).unwrap();
+    std::fs::write(work.join("probe.html"), HARNESS).unwrap();
+    let probe_dom = run_chromium(
+        &chromium,
+        &work,
+        "layout",
+        &[
+            "--allow-file-access-from-files".into(),
+            "--dump-dom".into(),
+            file_url(&work.join("probe.html")),
+        ],
+    );
+    let laid = parse_layout(&probe_dom);
+    // Per server (two), a chart of its rates (offered, goodput, responses) and one of its
+    // latency, each laid out with a box, its six steps shaded and its lines drawn.
+    for (kind, lines) in [("overload-rate", 3), ("overload-latency", 1)] {
+        let charts: Vec<&Laid> = laid.values().filter(|l| l.kind == kind).collect();
+        assert_eq!(charts.len(), 2, "{kind}: {laid:?}");
+        for c in charts {
+            assert!(c.width > 100.0 && c.height > 50.0, "{kind}: {c:?}");
+            assert!(c.rects >= 6, "{kind}: the steps' shades: {c:?}");
+            assert!(c.lines >= lines, "{kind}: {c:?}");
+        }
+    }
+}

@@ -9,7 +9,7 @@ use report::{Protocol, ReportError};
 use std::path::{Path, PathBuf};
 
 fn schema() -> serde_json::Value {
-    let path = testsupport::repo_root().join("results/schema/run-record.v6.json");
+    let path = testsupport::repo_root().join("results/schema/run-record.v7.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -82,6 +82,7 @@ fn serialized_records_validate_against_the_checked_in_schema() {
     ];
     load.stopped_early = Some(loadgen::StopReason::TimeLimit);
     let searched = common::with_capacity(common::fixture(1, None));
+    let overloaded = common::with_overload(common::with_capacity(common::fixture(1, None)));
     let mut ab = common::signed_rank_ab(4, None, &[1.0, 1.01]);
     if let Some(a) = ab.against.as_mut() {
         a.slowed = vec![report::record::Slowed {
@@ -112,6 +113,7 @@ fn serialized_records_validate_against_the_checked_in_schema() {
         partial,
         limited,
         searched,
+        overloaded,
         ab,
         h2,
         h3,

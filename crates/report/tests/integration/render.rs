@@ -446,3 +446,43 @@ fn a_load_too_short_to_judge_says_so() {
     let html = render(&rec, Format::Html, None).unwrap();
     assert!(html.contains("<td>not judged: 3 intervals</td>"), "{html}");
 }
+
+#[test]
+fn every_format_shows_each_server_past_its_knee() {
+    let rec = common::with_overload(common::fixture(3, None));
+    let v: Vec<_> = rec.overload.iter().map(|o| &o.verdict).collect();
+    assert_eq!((v[0].knee, v[0].collapse), (Some(1.5), Some(false)));
+    assert_eq!((v[1].knee, v[1].collapse), (Some(1.5), Some(true)));
+    assert_eq!((v[0].recovery_s, v[1].recovery_s), (Some(0.0), Some(1.5)));
+    let [text, md, html] = all_formats(&rec);
+    assert_eq!(text.matches("Past the knee: hello").count(), 1, "{text}");
+    let row = |server: &str| {
+        text.lines()
+            .find(|l| l.starts_with(server) && l.contains("1.5x"))
+            .unwrap_or_else(|| panic!("no overload row for {server} in\n{text}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(row("apache "), "apache 1875 1.5x 99% 99% no 0.00 20.0");
+    assert_eq!(row("nginx "), "nginx 12800 1.5x 23% 3% yes 1.50 20.0");
+    assert!(text.contains("recovery 0.5x"), "{text}");
+    assert!(text.contains("non-2xx"), "{text}");
+    assert!(
+        md.contains("| nginx | 12800 | 1.5x | 23% | 3% | yes | 1.50 | 20.0 |"),
+        "{md}"
+    );
+    // Per server, its rates and its latency over the staircase, the steps shaded.
+    assert_eq!(html.matches("data-chart=\"overload-rate\"").count(), 2);
+    assert_eq!(html.matches("data-chart=\"overload-latency\"").count(), 2);
+    assert!(
+        html.contains("<title>1.5x: 2812 req&#x2F;s offered</title>"),
+        "{html}"
+    );
+    assert!(html.contains("data-table=\"overload-steps\""));
+    // A run without a staircase shows none of it.
+    let [text, md, html] = all_formats(&common::fixture(3, None));
+    for page in [text, md, html] {
+        assert!(!page.contains("Past the knee"));
+    }
+}

@@ -49,6 +49,111 @@ pub(crate) struct Script {
     pub cpus: u64,
     /// Images present on every engine from the start, with the user each runs as.
     pub images: BTreeMap<String, String>,
+    /// Servers that serve only so many requests a second, and what they do beyond it.
+    pub behaviour: BTreeMap<String, Behaviour>,
+}
+
+/// How a server with a known capacity of `rate` requests/s treats what it is asked beyond it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Behaviour {
+    /// Answers what it cannot serve at once with 503 (a token bucket of 50 ms of requests).
+    Sheds { rate: f64 },
+    /// Serves one request at a time, each taking `1/rate` s, the rest waiting in a queue
+    /// without bound: the more it is asked, the longer every answer takes.
+    Queues { rate: f64 },
+    /// Sheds as [`Behaviour::Sheds`], and for `slow_for` after it last shed, answers every
+    /// request `slow` late: it takes a known time to recover.
+    SlowAfter {
+        rate: f64,
+        slow: Duration,
+        slow_for: Duration,
+    },
+}
+
+/// The state of a server with a [`Behaviour`]: its tokens or its queue, and when it last shed.
+struct Limiter {
+    behaviour: Behaviour,
+    state: Mutex<LimiterState>,
+}
+
+struct LimiterState {
+    tokens: f64,
+    refilled: Instant,
+    /// The queue's end: when the last request queued will have been served.
+    free_at: Instant,
+    shed_at: Option<Instant>,
+}
+
+/// What a [`Limiter`] makes of a request: wait this long, then answer 200, or answer 503.
+enum Verdict {
+    Serve(Duration),
+    Shed,
+}
+
+impl Limiter {
+    fn new(behaviour: Behaviour) -> Limiter {
+        let now = Instant::now();
+        let rate = match behaviour {
+            Behaviour::Sheds { rate }
+            | Behaviour::Queues { rate }
+            | Behaviour::SlowAfter { rate, .. } => rate,
+        };
+        Limiter {
+            behaviour,
+            state: Mutex::new(LimiterState {
+                tokens: Self::burst(rate),
+                refilled: now,
+                free_at: now,
+                shed_at: None,
+            }),
+        }
+    }
+
+    /// The most a bucket of `rate` holds: 50 ms of requests.
+    fn burst(rate: f64) -> f64 {
+        (rate * 0.05).max(1.0)
+    }
+
+    fn admit(&self) -> Verdict {
+        let now = Instant::now();
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let bucket = |st: &mut LimiterState, rate: f64| {
+            st.tokens = (st.tokens + now.duration_since(st.refilled).as_secs_f64() * rate)
+                .min(Self::burst(rate));
+            st.refilled = now;
+            if st.tokens >= 1.0 {
+                st.tokens -= 1.0;
+                true
+            } else {
+                st.shed_at = Some(now);
+                false
+            }
+        };
+        match self.behaviour {
+            Behaviour::Sheds { rate } => match bucket(&mut st, rate) {
+                true => Verdict::Serve(Duration::ZERO),
+                false => Verdict::Shed,
+            },
+            Behaviour::Queues { rate } => {
+                let start = st.free_at.max(now);
+                st.free_at = start + Duration::from_secs_f64(1.0 / rate);
+                Verdict::Serve(st.free_at - now)
+            }
+            Behaviour::SlowAfter {
+                rate,
+                slow,
+                slow_for,
+            } => {
+                if !bucket(&mut st, rate) {
+                    return Verdict::Shed;
+                }
+                match st.shed_at {
+                    Some(t) if now < t + slow_for => Verdict::Serve(slow),
+                    _ => Verdict::Serve(Duration::ZERO),
+                }
+            }
+        }
+    }
 }
 
 impl Script {
@@ -423,7 +528,11 @@ impl Engine for FakeEngine {
                 OrchestratorError::Invalid(format!("{name}: cannot listen on {addr}: {e}"))
             })?;
             let wrong = script.wrong_bytes.contains(&name);
-            tokio::spawn(serve(listener, docroot, wrong))
+            let limiter = script
+                .behaviour
+                .get(&name)
+                .map(|b| Arc::new(Limiter::new(*b)));
+            tokio::spawn(serve(listener, docroot, wrong, limiter))
         };
         let mut state = self.shared.lock();
         let mut env = spec.env.clone();
@@ -547,18 +656,34 @@ impl Engine for FakeEngine {
 }
 
 /// Serves `docroot` over HTTP/1.1 with keep-alive, as the server kinds do: `/a/` is
-/// `a/index.html`; with `wrong`, every body has its first byte changed.
-async fn serve(listener: tokio::net::TcpListener, docroot: PathBuf, wrong: bool) {
+/// `a/index.html`; with `wrong`, every body has its first byte changed; with a `limiter`, as
+/// its behaviour says.
+async fn serve(
+    listener: tokio::net::TcpListener,
+    docroot: PathBuf,
+    wrong: bool,
+    limiter: Option<Arc<Limiter>>,
+) {
     let docroot = Arc::new(docroot);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             return;
         };
-        tokio::spawn(connection(stream, Arc::clone(&docroot), wrong));
+        tokio::spawn(connection(
+            stream,
+            Arc::clone(&docroot),
+            wrong,
+            limiter.clone(),
+        ));
     }
 }
 
-async fn connection(mut stream: tokio::net::TcpStream, docroot: Arc<PathBuf>, wrong: bool) {
+async fn connection(
+    mut stream: tokio::net::TcpStream,
+    docroot: Arc<PathBuf>,
+    wrong: bool,
+    limiter: Option<Arc<Limiter>>,
+) {
     let mut buf = Vec::with_capacity(1024);
     loop {
         let end = loop {
@@ -586,9 +711,16 @@ async fn connection(mut stream: tokio::net::TcpStream, docroot: Arc<PathBuf>, wr
             true => !lower.contains("\r\nconnection: keep-alive"),
             false => lower.contains("\r\nconnection: close"),
         };
-        let (status, mut body) = match body_of(&docroot, &path) {
-            Some(b) => ("200 OK", b),
-            None => ("404 Not Found", b"not found\n".to_vec()),
+        let verdict = limiter.as_ref().map(|l| l.admit());
+        if let Some(Verdict::Serve(wait)) = verdict {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+        }
+        let (status, mut body) = match (verdict, body_of(&docroot, &path)) {
+            (Some(Verdict::Shed), _) => ("503 Service Unavailable", b"busy\n".to_vec()),
+            (_, Some(b)) => ("200 OK", b),
+            (_, None) => ("404 Not Found", b"not found\n".to_vec()),
         };
         if wrong {
             if let Some(b) = body.first_mut() {

@@ -31,6 +31,8 @@ pub(super) struct Ctx<'a, E: Engine> {
     pub(super) observer_arc: &'a Arc<dyn Observer>,
     /// The capacity search to make after the loads, if any.
     pub(super) capacity: Option<scenario::CapacitySpec>,
+    /// The staircase past the capacity to climb after the searches, if any.
+    pub(super) overload: Option<scenario::OverloadSpec>,
     /// How servers are reached first (readiness; the first document's load): HTTPS trusting
     /// the run's own authority when the scenario serves TLS, with the folder of the
     /// certificate the servers get; HTTP/2 or HTTP/3 when that load speaks it. Each load's

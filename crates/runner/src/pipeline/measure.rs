@@ -123,6 +123,19 @@ impl<E: Engine> Ctx<'_, E> {
         url_path: &str,
         usage: bool,
     ) -> Result<Option<Measured>, RunError> {
+        self.measure_over(l, load, url_path, usage, None).await
+    }
+
+    /// [`Self::measure`], its timeline in intervals of `interval` (`None`: the generator's
+    /// default).
+    pub(super) async fn measure_over(
+        &self,
+        l: &Live<E>,
+        load: &LoadSpec,
+        url_path: &str,
+        usage: bool,
+        interval: Option<std::time::Duration>,
+    ) -> Result<Option<Measured>, RunError> {
         let guard = &l.guard;
         let url = format!(
             "{}://{}{}",
@@ -149,6 +162,7 @@ impl<E: Engine> Ctx<'_, E> {
             run_id: self.run_id,
             cancel: &self.opts.cancel,
             observer: self.observer_arc,
+            interval,
         };
         let measured = self.source(l).send(&url, load, &with);
         let (sampler, measured) = tokio::join!(sampler, measured);

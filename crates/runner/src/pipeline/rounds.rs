@@ -101,6 +101,19 @@ impl<E: Engine> Ctx<'_, E> {
             self.search_capacity(spec, record, results, &live, &docs)
                 .await?;
         }
+        if let Some(spec) = &self.overload {
+            // At the scenario's share too: the server keeps what it had at its capacity, and
+            // the generator its headroom to offer several times that.
+            for l in &live {
+                self.apply_share(l, plan.cpus.server_share, &mut book.applied)
+                    .await
+                    .map_err(|e| {
+                        RunError::Step(format!("{}: {e:#}", plan.servers[l.index].name))
+                    })?;
+            }
+            self.climb_overload(spec, record, results, &live, &docs)
+                .await?;
+        }
         self.release(live.into_iter().chain(base_live)).await;
         Ok(())
     }

@@ -9,6 +9,7 @@ mod bringup;
 mod cancel;
 mod course;
 mod hosts;
+mod overload;
 
 use super::{run_on, Problem, RunError, RunOptions, RunOutcome};
 use crate::events::{Event, Observer, Recorder};

@@ -122,6 +122,7 @@ pub fn fixture(rounds: u32, slow: Option<Slowdown>) -> RunRecord {
         servers: fixture_servers(),
         loads: fixture_loads(rounds, slow),
         capacity: Vec::new(),
+        overload: Vec::new(),
         against: None,
     }
 }
@@ -598,4 +599,109 @@ pub fn write_ten_nights(dir: &std::path::Path) {
         std::fs::create_dir_all(&night).unwrap();
         rec.write_atomic(&night.join("quick.json")).unwrap();
     }
+}
+
+/// One step of a staircase: `goodput` of `offered`, p99 `p99_ms`, its intervals' latencies.
+fn overload_step(
+    multiple: f64,
+    capacity: f64,
+    goodput: f64,
+    p99_ms: u64,
+    intervals_ms: &[u64],
+) -> report::overload::OverloadStep {
+    use report::overload::*;
+    let offered = multiple * capacity;
+    OverloadStep {
+        multiple,
+        offered,
+        recovery: false,
+        connections: 64,
+        window_s: 3.0,
+        sent: offered,
+        goodput,
+        answered: (offered * 3.0) as u64,
+        unanswered: 0,
+        errors: OverloadErrors {
+            status: ((offered - goodput).max(0.0) * 3.0) as u64,
+            ..OverloadErrors::default()
+        },
+        p50_us: Some(p99_ms * 400),
+        p99_us: Some(p99_ms * 1000),
+        server_cpu_s: Some(1.5 * multiple.min(1.0)),
+        peak_memory_bytes: Some(20 << 20),
+        generator_limited: false,
+        unsettled: false,
+        points: intervals_ms
+            .iter()
+            .enumerate()
+            .map(|(i, &ms)| TimePoint {
+                start_s: i as f64 * 0.5,
+                completed: offered,
+                error_share: 0.0,
+                latency_us: Some(ms * 1000),
+            })
+            .collect(),
+    }
+}
+
+/// `rec` with a staircase past the capacity on its first document for Apache (which sheds
+/// what it cannot serve, and is back at once) and nginx (whose goodput collapses, and which is
+/// back after 1.5 s of the recovery phase).
+pub fn with_overload(mut rec: RunRecord) -> RunRecord {
+    use report::overload::*;
+    let criteria = OverloadCriteria {
+        percentile: 99.0,
+        target_us: 100_000,
+        multiples: vec![0.5, 1.0, 1.5, 2.0, 3.0],
+        recovery_multiple: 0.5,
+        step_s: 3.0,
+        recovery_s: 3.0,
+        interval_s: 0.5,
+        knee_share: KNEE_SHARE,
+    };
+    let calm = [2, 2, 3, 2, 2, 2];
+    let staircase = |server: &str, capacity: f64, goodputs: [f64; 5], recovery: [u64; 6]| {
+        let mut steps: Vec<OverloadStep> = criteria
+            .multiples
+            .iter()
+            .zip(goodputs)
+            .map(|(&m, g)| {
+                overload_step(
+                    m,
+                    capacity,
+                    g,
+                    if g < 0.95 * m * capacity { 250 } else { 3 },
+                    &calm,
+                )
+            })
+            .collect();
+        let mut r = overload_step(0.5, capacity, capacity / 2.0, 40, &recovery);
+        r.recovery = true;
+        steps.push(r);
+        OverloadRecord {
+            server: server.into(),
+            document: "hello".into(),
+            url_path: "/hello.html".into(),
+            criteria: criteria.clone(),
+            capacity,
+            capacity_from: CapacityFrom::Searched,
+            verdict: verdict(&steps),
+            steps,
+        }
+    };
+    rec.overload = vec![
+        staircase(
+            "apache",
+            1875.0,
+            [937.0, 1870.0, 1880.0, 1860.0, 1850.0],
+            [2, 2, 2, 3, 2, 2],
+        ),
+        staircase(
+            "nginx",
+            12800.0,
+            [6400.0, 12750.0, 9000.0, 3000.0, 400.0],
+            [900, 600, 300, 3, 2, 2],
+        ),
+    ];
+    rec
 }

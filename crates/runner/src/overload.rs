@@ -1,0 +1,145 @@
+//! Past the knee: the staircase each server is held to after its capacity search (the
+//! pipeline's `overload` phase runs it), one constant-rate load per step, each step's figures
+//! read from the load's report and timeline. What the steps add up to (knee, collapse,
+//! recovery) is the report crate's ([`report::overload`]).
+//!
+//! Each step's load is the document's own (keep-alive, HTTP version, method, timeout) at
+//! `multiple x capacity` requests/s, with no warm-up (the server's state carries from one step
+//! into the next, as a real overload's does) and enough connections that a server answering
+//! within the target never makes the generator wait for one; the per-request timeout is the
+//! document's, so that a server that stops answering fills the step with timeouts, not with a
+//! hang.
+
+use loadgen::json::{HistogramDecodeError, LoadReport};
+use loadgen::LoadSpec;
+use report::overload::{OverloadErrors, OverloadStep, TimePoint};
+use report::Usage;
+use scenario::{CapacityTarget, OverloadSpec};
+use std::time::Duration;
+
+/// The generator kept up when it sent at least this share of the rate.
+pub const MIN_SENT_SHARE: f64 = 0.99;
+
+/// The load of one step at `rate` for `length`, with connections for the `target`, at most
+/// `ceiling`.
+pub fn step_load(
+    base: &LoadSpec,
+    target: &CapacityTarget,
+    rate: f64,
+    length: Duration,
+    ceiling: u32,
+) -> LoadSpec {
+    let connections = crate::capacity::connections_for(rate, target.latency)
+        .min(ceiling)
+        .max(1);
+    LoadSpec {
+        requests: None,
+        duration: Some(length),
+        concurrency: connections,
+        warmup: Duration::ZERO,
+        rate: Some(rate),
+        min_duration: None,
+        ..base.clone()
+    }
+}
+
+/// The steps a staircase of `spec` measures for a server of capacity `capacity`: each
+/// multiple with its rate and length, the recovery phase last (marked `true`).
+pub fn plan(spec: &OverloadSpec, capacity: f64) -> Vec<(f64, f64, Duration, bool)> {
+    spec.multiples
+        .iter()
+        .map(|&m| (m, m * capacity, spec.step, false))
+        .chain(std::iter::once((
+            spec.recovery_multiple,
+            spec.recovery_multiple * capacity,
+            spec.recovery,
+            true,
+        )))
+        .collect()
+}
+
+/// One step's figures from the load it ran at `multiple` (`rate` requests/s), good responses
+/// held to `target`, the server's resource use when the engine gave it.
+pub fn step_from_report(
+    r: &LoadReport,
+    (multiple, rate, recovery): (f64, f64, bool),
+    target: &CapacityTarget,
+    usage: Option<&Usage>,
+) -> Result<OverloadStep, HistogramDecodeError> {
+    let window = r.elapsed_s.max(f64::EPSILON);
+    let f = &r.failures;
+    let errors = OverloadErrors {
+        refused: f.connect,
+        reset: f.receive + f.write,
+        timeout: f.timeout,
+        status: r.non_2xx,
+        bad_bytes: f.length + f.exception,
+    };
+    let target_us = target.latency.as_micros() as u64;
+    // Responses within the target, from each request's intended send time, less the non-2xx
+    // ones (counted as if they were all quick: an upper bound) and those of the wrong length.
+    let within = match r.corrected_histogram() {
+        Some(h) => h?.count_between(0, target_us),
+        None => 0,
+    };
+    let good = within.saturating_sub(r.non_2xx + f.length);
+    let sent = r.started.saturating_sub(f.generator) as f64 / window;
+    let threads = r.settings.threads.max(1) as f64;
+    let short = r.client_cpu_s / (window * threads) >= report::record::CLIENT_BOUND_SHARE
+        || f.generator > 0;
+    Ok(OverloadStep {
+        multiple,
+        offered: rate,
+        recovery,
+        connections: r.settings.concurrency,
+        window_s: r.elapsed_s,
+        sent,
+        goodput: good as f64 / window,
+        answered: r.complete + r.failed - f.connect,
+        unanswered: r.unfinished.as_ref().map_or(0, |u| u.moments.count),
+        errors,
+        p50_us: r.corrected_percentile_counting_unfinished(500)?,
+        p99_us: r.corrected_percentile_counting_unfinished(990)?,
+        server_cpu_s: usage.map(|u| u.cpu_s),
+        peak_memory_bytes: usage.map(|u| u.peak_memory_bytes),
+        generator_limited: sent < MIN_SENT_SHARE * rate && short,
+        unsettled: r
+            .notes
+            .iter()
+            .any(|n| matches!(n, loadgen::Note::Unsteady { .. })),
+        points: points(r, target)?,
+    })
+}
+
+/// The load's timeline as points: per interval, responses per second, the failures' share
+/// and the target's percentile of the latency from the intended send time.
+fn points(r: &LoadReport, target: &CapacityTarget) -> Result<Vec<TimePoint>, HistogramDecodeError> {
+    let Some(t) = &r.timeline else {
+        return Ok(Vec::new());
+    };
+    let quantile = f64::from(target.percentile.permille()) / 1000.0;
+    t.intervals
+        .iter()
+        .map(|i| {
+            let failed = i.failures.total();
+            let latency = match &i.corrected {
+                Some(h) => {
+                    let h = loadgen::json::decode_histogram(h)?;
+                    (!h.is_empty()).then(|| h.value_at_quantile(quantile))
+                }
+                None => None,
+            };
+            let ended = i.completed + failed.saturating_sub(i.failures.connect);
+            Ok(TimePoint {
+                start_s: i.start_s,
+                completed: i.completed as f64 / i.duration_s.max(f64::EPSILON),
+                error_share: if ended + i.failures.connect > 0 {
+                    failed as f64 / (ended + i.failures.connect) as f64
+                } else {
+                    0.0
+                },
+                latency_us: latency,
+            })
+        })
+        .collect()
+}
