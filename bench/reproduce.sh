@@ -2,12 +2,14 @@
 # Measures the seed posts again for docs/reproductions.md (`just reproduce`, then
 # `just reproductions` renders the page from what this wrote).
 #
-#   bench/reproduce.sh [--only published|headroom] [SCENARIO...]   default: every seed scenario
+#   bench/reproduce.sh [--only published|headroom|overload] [SCENARIO...]   default: every seed scenario
 #
 # For each scenario, two records under results/reproductions/:
 #   <name>.json           the post's own parameters, as the scenario says
 #   <name>.headroom.json  the same with --headroom auto and --capacity (p99 = 10 ms; 1 s for the
 #                         100 MB file, whose single transfer takes longer than 10 ms)
+#   <name>.overload.json  one round, then each server past its capacity (--overload, capacity
+#                         at p99 = 10 ms): hello-world and small-static only
 # --only measures one of the two. An existing record is replaced only once its new run has finished: a failed run leaves the
 # previous one in place. Run it on a quiet machine: anything else running is measured too.
 #
@@ -20,7 +22,7 @@ say() { printf '[reproduce] %s\n' "$*" >&2; }
 
 only=""
 if [[ ${1:-} == --only ]]; then
-    [[ ${2:-} == published || ${2:-} == headroom ]] || { say "--only takes published or headroom"; exit 2; }
+    [[ ${2:-} == published || ${2:-} == headroom || ${2:-} == overload ]] || { say "--only takes published, headroom or overload"; exit 2; }
     only=$2
     shift 2
 fi
@@ -57,8 +59,11 @@ for s in "${scenarios[@]}"; do
     [[ -f $file ]] || { say "no scenario $file"; status=2; continue; }
     target="p99=10ms"
     [[ $name == large-file ]] && target="p99=1s"
-    [[ $only == headroom ]] || measure "$name" "$file" "$name.json"
-    [[ $only == published ]] || measure "$name" "$file" "$name.headroom.json" \
+    [[ -z $only || $only == published ]] && measure "$name" "$file" "$name.json"
+    [[ -z $only || $only == headroom ]] && measure "$name" "$file" "$name.headroom.json" \
         --headroom auto --capacity "$target"
+    if [[ -z $only || $only == overload ]] && [[ $name == hello-world || $name == small-static ]]; then
+        measure "$name" "$file" "$name.overload.json" --runs 1 --overload --capacity "$target"
+    fi
 done
 exit "$status"

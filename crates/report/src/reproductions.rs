@@ -73,11 +73,13 @@ pub struct Measured {
     pub record: RunRecord,
 }
 
-/// A scenario's two records; either may be missing (not measured yet).
+/// A scenario's records; any may be missing (not measured yet).
 #[derive(Debug, Clone, Default)]
 pub struct ScenarioRuns {
     pub as_published: Option<Measured>,
     pub headroom: Option<Measured>,
+    /// Each server past its capacity (`<scenario>.overload.json`, measured for some posts).
+    pub overload: Option<Measured>,
 }
 
 /// A reproductions folder, read.
@@ -116,6 +118,7 @@ impl Reproductions {
                     ScenarioRuns {
                         as_published: read(format!("{name}.json"))?,
                         headroom: read(format!("{name}.headroom.json"))?,
+                        overload: read(format!("{name}.overload.json"))?,
                     },
                 );
             }
@@ -279,6 +282,7 @@ fn post_section(out: &mut String, post: &Post, r: &Reproductions) {
             as_published_table(out, &doc_rows, runs.as_published.as_ref(), path);
             headroom_table(out, &doc_rows, runs.headroom.as_ref(), path);
             rankings(out, &doc_rows, &runs, path);
+            overload_table(out, runs.overload.as_ref(), path);
         }
     }
 }
@@ -485,6 +489,43 @@ fn verdict_lines(out: &mut String, lines: &[String]) {
     if !lines.is_empty() {
         out.push('\n');
     }
+}
+
+/// The servers past their capacity at `path`, when the scenario's staircase was measured.
+fn overload_table(out: &mut String, measured: Option<&Measured>, path: &str) {
+    let Some(m) = measured else {
+        return;
+    };
+    let stairs: Vec<_> = m
+        .record
+        .overload
+        .iter()
+        .filter(|o| o.url_path == path)
+        .collect();
+    let Some(first) = stairs.first() else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "Past the knee (`{}`, goodput: 2xx within p{} <= {}; `benchctl run --overload`):\n",
+        m.file,
+        crate::capacity::search::trim_number(first.criteria.percentile),
+        crate::capacity::describe_us(first.criteria.target_us)
+    );
+    let rows: Vec<Vec<String>> = stairs
+        .iter()
+        .map(|o| {
+            crate::render::overload::summary_cells(o)
+                .into_iter()
+                .collect()
+        })
+        .collect();
+    table(out, &crate::render::overload::SUMMARY_HEADER, &rows);
+    let _ = writeln!(
+        out,
+        "{}.\n",
+        md_escape(&crate::render::overload::rules_text(first), true)
+    );
 }
 
 fn headroom_table(

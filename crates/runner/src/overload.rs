@@ -21,18 +21,17 @@ use std::time::Duration;
 pub const MIN_SENT_SHARE: f64 = 0.99;
 
 /// The load of one step at `rate` for `length`, with connections for the `target`, at most
-/// `ceiling`.
+/// `ceiling`; and whether the ceiling cut them.
 pub fn step_load(
     base: &LoadSpec,
     target: &CapacityTarget,
     rate: f64,
     length: Duration,
     ceiling: u32,
-) -> LoadSpec {
-    let connections = crate::capacity::connections_for(rate, target.latency)
-        .min(ceiling)
-        .max(1);
-    LoadSpec {
+) -> (LoadSpec, bool) {
+    let wanted = crate::capacity::connections_for(rate, target.latency);
+    let connections = wanted.min(ceiling).max(1);
+    let load = LoadSpec {
         requests: None,
         duration: Some(length),
         concurrency: connections,
@@ -40,7 +39,8 @@ pub fn step_load(
         rate: Some(rate),
         min_duration: None,
         ..base.clone()
-    }
+    };
+    (load, wanted > ceiling)
 }
 
 /// The steps a staircase of `spec` measures for a server of capacity `capacity`: each
@@ -58,11 +58,17 @@ pub fn plan(spec: &OverloadSpec, capacity: f64) -> Vec<(f64, f64, Duration, bool
         .collect()
 }
 
-/// One step's figures from the load it ran at `multiple` (`rate` requests/s), good responses
-/// held to `target`, the server's resource use when the engine gave it.
+/// One step's figures from the load it ran at `multiple` (`rate` requests/s, its connections
+/// `capped` below what the rate needs), good responses held to `target`, the server's
+/// resource use when the engine gave it.
+///
+/// The step is the generator's limit, as a capacity step is ([`crate::capacity::judge`]),
+/// when the generator sent under [`MIN_SENT_SHARE`] of the rate short of its own means (its
+/// whole CPU, its descriptors or ports, its connections), or was itself late, by more than
+/// half the target at the percentile, in sending requests or reading responses.
 pub fn step_from_report(
     r: &LoadReport,
-    (multiple, rate, recovery): (f64, f64, bool),
+    (multiple, rate, recovery, capped): (f64, f64, bool, bool),
     target: &CapacityTarget,
     usage: Option<&Usage>,
 ) -> Result<OverloadStep, HistogramDecodeError> {
@@ -86,7 +92,13 @@ pub fn step_from_report(
     let sent = r.started.saturating_sub(f.generator) as f64 / window;
     let threads = r.settings.threads.max(1) as f64;
     let short = r.client_cpu_s / (window * threads) >= report::record::CLIENT_BOUND_SHARE
-        || f.generator > 0;
+        || f.generator > 0
+        || capped;
+    let percent = target.percentile.percent();
+    let late = [&r.send_lag, &r.read_delay]
+        .iter()
+        .filter_map(|t| t.as_ref().and_then(|t| t.percentile(percent)))
+        .any(|l| 2 * l > target_us);
     Ok(OverloadStep {
         multiple,
         offered: rate,
@@ -102,7 +114,7 @@ pub fn step_from_report(
         p99_us: r.corrected_percentile_counting_unfinished(990)?,
         server_cpu_s: usage.map(|u| u.cpu_s),
         peak_memory_bytes: usage.map(|u| u.peak_memory_bytes),
-        generator_limited: sent < MIN_SENT_SHARE * rate && short,
+        generator_limited: (sent < MIN_SENT_SHARE * rate && short) || late,
         unsettled: r
             .notes
             .iter()

@@ -89,6 +89,34 @@ pub(crate) fn context(record: &RunRecord, document: &str) -> Option<OverloadCont
     })
 }
 
+/// The cells of a staircase's summary row, in the summary table's order: server, capacity,
+/// knee, goodput at 2x and 3x, collapse, recovery seconds, peak memory.
+pub(crate) fn summary_cells(o: &OverloadRecord) -> [String; 8] {
+    let r = row(o);
+    [
+        r.server,
+        r.capacity,
+        r.knee,
+        r.goodput_2x,
+        r.goodput_3x,
+        r.collapse,
+        r.recovery_s,
+        r.memory_mib,
+    ]
+}
+
+/// The header of [`summary_cells`].
+pub(crate) const SUMMARY_HEADER: [&str; 8] = [
+    "server",
+    "capacity req/s",
+    "knee",
+    "goodput 2x",
+    "goodput 3x",
+    "collapse",
+    "recovery s",
+    "peak MiB",
+];
+
 fn row(o: &OverloadRecord) -> OverloadRow {
     let v = &o.verdict;
     let share =
@@ -176,10 +204,11 @@ fn remark(s: &OverloadStep) -> String {
     r.join(", ")
 }
 
-fn rules_text(o: &OverloadRecord) -> String {
+/// How a staircase was climbed and read, in a sentence.
+pub(crate) fn rules_text(o: &OverloadRecord) -> String {
     let c = &o.criteria;
     format!(
-        "Steps of {} s at {} times each server's capacity, then {} s at {}x to recover. Goodput counts 2xx responses within the target from each request's intended send time; the knee is the first step whose goodput is below {:.0}% of the rate offered; collapse: goodput at the last step below {:.0}% of the most given up to the knee; recovery: seconds until every {} ms interval's latency and errors are back within the first step's",
+        "Steps of {} s at {} times each server's capacity, then {} s at {}x to recover. Goodput counts 2xx responses within the target from each request's intended send time; the knee is the first step whose goodput is below {:.0}% of the rate offered; collapse: goodput at the last step below {:.0}% of the most given up to the knee; recovery: seconds until the {} ms intervals' latency and errors are back within the first step's (one interval out of line between two within is noise)",
         trim(c.step_s),
         c.multiples.iter().map(|m| format!("{}x", trim(*m))).collect::<Vec<_>>().join(", "),
         trim(c.recovery_s),
@@ -191,16 +220,17 @@ fn rules_text(o: &OverloadRecord) -> String {
 }
 
 fn summary_table(rows: &[OverloadRow]) -> TextTable {
+    let [server, capacity, knee, g2, g3, collapse, recovery, memory] = SUMMARY_HEADER;
     TextTable::new(
         &[
-            Column::left("server"),
-            Column::right("capacity req/s"),
-            Column::right("knee"),
-            Column::right("goodput 2x"),
-            Column::right("goodput 3x"),
-            Column::right("collapse"),
-            Column::right("recovery s"),
-            Column::last("peak MiB"),
+            Column::left(server),
+            Column::right(capacity),
+            Column::right(knee),
+            Column::right(g2),
+            Column::right(g3),
+            Column::right(collapse),
+            Column::right(recovery),
+            Column::last(memory),
         ],
         rows.iter()
             .map(|r| {

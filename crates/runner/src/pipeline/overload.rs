@@ -63,7 +63,8 @@ impl<E: Engine> Ctx<'_, E> {
                 });
                 let mut steps = Vec::new();
                 for (multiple, rate, length, recovery) in overload::plan(spec, capacity) {
-                    let load = overload::step_load(&dspec.load, &target, rate, length, ceiling);
+                    let (load, capped) =
+                        overload::step_load(&dspec.load, &target, rate, length, ceiling);
                     let m = self
                         .measure_over(l, &load, &doc.url_path, true, Some(spec.interval))
                         .await;
@@ -87,7 +88,7 @@ impl<E: Engine> Ctx<'_, E> {
                     };
                     let step = overload::step_from_report(
                         &report,
-                        (multiple, rate, recovery),
+                        (multiple, rate, recovery, capped),
                         &target,
                         usage.as_ref(),
                     )
