@@ -64,8 +64,9 @@ pub fn plan(spec: &OverloadSpec, capacity: f64) -> Vec<(f64, f64, Duration, bool
 ///
 /// The step is the generator's limit, as a capacity step is ([`crate::capacity::judge`]),
 /// when the generator sent under [`MIN_SENT_SHARE`] of the rate short of its own means (its
-/// whole CPU, its descriptors or ports, its connections), or was itself late, by more than
-/// half the target at the percentile, in sending requests or reading responses.
+/// whole CPU, its descriptors or ports, its connections), or was itself late in sending
+/// requests or reading responses by more than half the target at the percentile, and by at
+/// least a quarter of the step's latency there.
 pub fn step_from_report(
     r: &LoadReport,
     (multiple, rate, recovery, capped): (f64, f64, bool, bool),
@@ -95,10 +96,14 @@ pub fn step_from_report(
         || f.generator > 0
         || capped;
     let percent = target.percentile.percent();
+    let latency = r.corrected_percentile_counting_unfinished(target.percentile.permille())?;
+    // Late by more than half the target, and by enough to account for a quarter of the
+    // latency: a server whose answers take seconds makes its own latency, whatever the
+    // generator's few milliseconds.
     let late = [&r.send_lag, &r.read_delay]
         .iter()
         .filter_map(|t| t.as_ref().and_then(|t| t.percentile(percent)))
-        .any(|l| 2 * l > target_us);
+        .any(|l| 2 * l > target_us && latency.is_none_or(|p| 4 * l >= p));
     Ok(OverloadStep {
         multiple,
         offered: rate,

@@ -389,3 +389,17 @@ fn bmf_export_carries_capacity_per_target() {
         .get("capacity-p99-10ms")
         .is_none());
 }
+
+#[test]
+fn records_with_staircases_past_the_knee_compare_as_their_loads_do() {
+    let plain = common::fixture(3, None);
+    let climbed = common::with_overload(common::fixture(3, None));
+    for (base, cur) in [(&plain, &climbed), (&climbed, &plain), (&climbed, &climbed)] {
+        let cmp = compare(base, cur, DEFAULT_THRESHOLD);
+        let same = compare(&plain, &plain, DEFAULT_THRESHOLD);
+        assert_eq!(cmp.has_regression(), same.has_regression());
+        for format in [Format::Text, Format::Markdown] {
+            assert!(render_comparison(&cmp, format, None).is_ok());
+        }
+    }
+}
