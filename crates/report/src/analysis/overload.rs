@@ -16,9 +16,10 @@
 //!   [`RECOVERED_LATENCY`] times the highest of the first step's intervals (plus
 //!   [`RECOVERED_SLACK_US`]; the first quarter of that step, where connections and caches
 //!   warm, left out) and its error share at most the first step's highest plus
-//!   [`RECOVERED_ERRORS`]; an interval with no response is not. One interval out of line
-//!   between two within is noise on a shared machine, not a relapse: the server is back from
-//!   the interval after the last one that is out of line with a neighbour out of line too.
+//!   [`RECOVERED_ERRORS`]; an interval with no response is not. The server is back from the
+//!   first interval within the noise after which it never has two intervals in a row out of
+//!   line: one interval alone out of line between two within is noise on a shared machine,
+//!   not a relapse.
 
 pub use model::record::overload::{
     CapacityFrom, OverloadCriteria, OverloadErrors, OverloadRecord, OverloadStep, OverloadVerdict,
@@ -97,13 +98,18 @@ pub fn recovery_time(before: &[TimePoint], after: &[TimePoint]) -> Option<f64> {
         .iter()
         .map(|p| p.error_share > error_limit || p.latency_us.is_none_or(|l| l > latency_limit))
         .collect();
-    // Out of line, with a neighbour out of line too.
+    // Out of line, with a neighbour out of line too: a relapse, not noise.
     let relapse =
         |i: usize| out[i] && (i > 0 && out[i - 1] || out.get(i + 1).copied().unwrap_or(false));
-    match (0..out.len()).rev().find(|&i| relapse(i)) {
-        None => after.first().map(|p| p.start_s),
-        Some(i) => after.get(i + 1).map(|p| p.start_s),
-    }
+    let after_relapses = (0..out.len())
+        .rev()
+        .find(|&i| relapse(i))
+        .map_or(0, |i| i + 1);
+    // The first interval within, from there: before it the server was not back yet, even for
+    // an interval alone.
+    (after_relapses..out.len())
+        .find(|&i| !out[i])
+        .map(|i| after[i].start_s)
 }
 
 #[cfg(test)]
@@ -176,7 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn recovery_is_the_interval_after_the_last_one_out_of_line_with_a_neighbour() {
+    fn recovery_is_the_first_interval_within_after_the_last_two_out_of_line_in_a_row() {
         // The first step: its first quarter (warming) left out, the rest at most 2 ms: an
         // interval is within the noise at 1.5 x 2 ms + 1 ms = 4 ms and 1% errors.
         let mut before: Vec<TimePoint> = (0..8).map(|i| point(f64::from(i), 2, 0.0)).collect();
@@ -211,6 +217,13 @@ mod tests {
         );
         let calm: Vec<TimePoint> = (0..3).map(|i| point(f64::from(i), 2, 0.0)).collect();
         assert_eq!(recovery_time(&before, &calm), Some(0.0));
+        let mut first_slow = calm.clone();
+        first_slow[0].latency_us = Some(85_000);
+        assert_eq!(
+            recovery_time(&before, &first_slow),
+            Some(1.0),
+            "the recovery phase's first interval alone out of line is the time it took"
+        );
         assert_eq!(
             recovery_time(&[], &calm),
             None,
