@@ -33,12 +33,11 @@ impl<E: Engine> Ctx<'_, E> {
                 continue;
             }
             'documents: for (doc, dspec) in docs.iter().zip(&self.plan.documents) {
-                if self.opts.cancel.is_cancelled() || !self.is_up(false, l.index) {
-                    break;
-                }
                 let during = format!("during the capacity search on {}", doc.url_path);
-                if let Some(death) = self.find_death(l, live, &during).await? {
-                    self.report_deaths(record, results, death, false);
+                if !self
+                    .still_measurable(l, live, &during, record, results)
+                    .await?
+                {
                     break;
                 }
                 let (start, start_from) = start_rate(spec, record, &server.name, &dspec.name);

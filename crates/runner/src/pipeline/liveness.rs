@@ -88,6 +88,26 @@ impl<E: Engine> Ctx<'_, E> {
         }
     }
 
+    /// Before a measurement of `l` after the loads (a capacity search, a staircase) `during`
+    /// which it may die: false when the run was stopped, `l` is down, or it died (reported).
+    pub(super) async fn still_measurable(
+        &self,
+        l: &Live<E>,
+        live: &[Live<E>],
+        during: &str,
+        record: &mut RunRecord,
+        results: &mut Results,
+    ) -> Result<bool, RunError> {
+        if self.opts.cancel.is_cancelled() || !self.is_up(false, l.index) {
+            return Ok(false);
+        }
+        if let Some(death) = self.find_death(l, live, during).await? {
+            self.report_deaths(record, results, death, false);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
     /// Whether `l` or a server it needs has stopped: the servers to report, each with why.
     pub(super) async fn find_death(
         &self,

@@ -37,12 +37,11 @@ impl<E: Engine> Ctx<'_, E> {
                 continue;
             }
             'documents: for (doc, dspec) in docs.iter().zip(&self.plan.documents) {
-                if self.opts.cancel.is_cancelled() || !self.is_up(false, l.index) {
-                    break;
-                }
                 let during = format!("past its capacity on {}", doc.url_path);
-                if let Some(death) = self.find_death(l, live, &during).await? {
-                    self.report_deaths(record, results, death, false);
+                if !self
+                    .still_measurable(l, live, &during, record, results)
+                    .await?
+                {
                     break;
                 }
                 let (capacity, from) = match capacity_of(spec, record, &server.name, &dspec.name) {

@@ -88,9 +88,10 @@ impl<E: Engine> Ctx<'_, E> {
             a.stop = Some(stop.unwrap_or(AgainstStop::Rounds));
             results.save(record, self.observer);
         }
-        if let Some(spec) = &self.capacity {
-            // Capacity is searched at the scenario's share: headroom's lower shares were for
-            // the loads whose generator could not keep up.
+        if self.capacity.is_some() || self.overload.is_some() {
+            // Capacity is searched, and servers held past it, at the scenario's share:
+            // headroom's lower shares were for the loads whose generator could not keep up,
+            // and the generator needs its own to offer several times a server's capacity.
             for l in &live {
                 self.apply_share(l, plan.cpus.server_share, &mut book.applied)
                     .await
@@ -98,19 +99,12 @@ impl<E: Engine> Ctx<'_, E> {
                         RunError::Step(format!("{}: {e:#}", plan.servers[l.index].name))
                     })?;
             }
+        }
+        if let Some(spec) = &self.capacity {
             self.search_capacity(spec, record, results, &live, &docs)
                 .await?;
         }
         if let Some(spec) = &self.overload {
-            // At the scenario's share too: the server keeps what it had at its capacity, and
-            // the generator its headroom to offer several times that.
-            for l in &live {
-                self.apply_share(l, plan.cpus.server_share, &mut book.applied)
-                    .await
-                    .map_err(|e| {
-                        RunError::Step(format!("{}: {e:#}", plan.servers[l.index].name))
-                    })?;
-            }
             self.climb_overload(spec, record, results, &live, &docs)
                 .await?;
         }
