@@ -109,6 +109,7 @@ pub fn step_from_report(
         offered: rate,
         recovery,
         connections: r.settings.concurrency,
+        held_s: r.elapsed_s,
         window_s: r.elapsed_s,
         sent,
         goodput: good as f64 / window,
@@ -126,6 +127,30 @@ pub fn step_from_report(
             .any(|n| matches!(n, loadgen::Note::Unsteady { .. })),
         points: points(r, target)?,
     })
+}
+
+/// A step held again because it had not settled: `later`'s figures (the state the rate led
+/// to), over the time both were held, with both stretches' intervals and the most memory
+/// either saw.
+pub fn held_again(earlier: OverloadStep, later: OverloadStep) -> OverloadStep {
+    let offset = earlier.held_s;
+    let mut points = earlier.points;
+    points.extend(later.points.into_iter().map(|p| TimePoint {
+        start_s: offset + p.start_s,
+        ..p
+    }));
+    OverloadStep {
+        held_s: offset + later.held_s,
+        peak_memory_bytes: earlier.peak_memory_bytes.max(later.peak_memory_bytes),
+        points,
+        ..later
+    }
+}
+
+/// Whether a step held for `held` is held again: it had not settled, and another `spec.step`
+/// fits within `spec.step_max`. The recovery phase is held once, for its length.
+pub fn hold_again(spec: &OverloadSpec, step: &OverloadStep, held: Duration) -> bool {
+    !step.recovery && step.unsettled && held + spec.step <= spec.step_max
 }
 
 /// The load's timeline as points: per interval, responses per second, the failures' share

@@ -11,8 +11,11 @@ use std::time::Duration;
 
 /// The staircase's rates as multiples of the capacity, when `multiples` is not given.
 pub const DEFAULT_MULTIPLES: [f64; 5] = [0.5, 1.0, 1.5, 2.0, 3.0];
-/// Each step's measured length, when `step` is not given.
+/// Each step's shortest measured length, when `step` is not given.
 pub const DEFAULT_STEP: Duration = Duration::from_secs(3);
+/// The longest a step is held while it has not settled, when `step_max` is not given (or
+/// `step`, when that is longer).
+pub const DEFAULT_STEP_MAX: Duration = Duration::from_secs(12);
 /// The recovery phase's length and rate, when `recovery` and `recovery_rate` are not given.
 pub const DEFAULT_RECOVERY: Duration = Duration::from_secs(10);
 pub const DEFAULT_RECOVERY_MULTIPLE: f64 = 0.5;
@@ -34,7 +37,10 @@ pub const MAX_STEPS: usize = 20;
 pub struct OverloadSpec {
     /// In increasing order, each above 0.
     pub multiples: Vec<f64>,
+    /// A step is held for `step`, then again for `step` while the load's steadiness check
+    /// finds it still changing, up to `step_max` in all.
     pub step: Duration,
+    pub step_max: Duration,
     pub recovery: Duration,
     pub recovery_multiple: f64,
     pub interval: Duration,
@@ -47,6 +53,7 @@ impl Default for OverloadSpec {
         OverloadSpec {
             multiples: DEFAULT_MULTIPLES.to_vec(),
             step: DEFAULT_STEP,
+            step_max: DEFAULT_STEP_MAX,
             recovery: DEFAULT_RECOVERY,
             recovery_multiple: DEFAULT_RECOVERY_MULTIPLE,
             interval: DEFAULT_INTERVAL,
@@ -61,8 +68,10 @@ impl Default for OverloadSpec {
 pub(crate) struct RawOverload {
     /// The staircase's rates as multiples of the capacity (default [0.5, 1, 1.5, 2, 3]).
     pub multiples: Option<Spanned<Vec<Spanned<f64>>>>,
-    /// Each step's measured length (default `"3s"`).
+    /// Each step's shortest measured length (default `"3s"`), and the longest it is held while
+    /// it has not settled (default `"12s"`, or `step` when that is longer).
     pub step: Option<Spanned<String>>,
+    pub step_max: Option<Spanned<String>>,
     /// The recovery phase's length (default `"10s"`) and rate as a multiple of the capacity
     /// (default 0.5).
     pub recovery: Option<Spanned<String>>,
@@ -127,11 +136,25 @@ pub(crate) fn check(d: &mut Diagnostics, table: &Spanned<RawOverload>) -> Option
     if let Some(t) = duration(&raw.step, "step", Duration::from_millis(500)) {
         spec.step = t;
     }
+    let step_max = duration(&raw.step_max, "step_max", Duration::from_millis(500));
     if let Some(t) = duration(&raw.recovery, "recovery", Duration::from_secs(1)) {
         spec.recovery = t;
     }
     if let Some(t) = duration(&raw.interval, "interval", Duration::from_millis(50)) {
         spec.interval = t;
+    }
+    spec.step_max = step_max.unwrap_or(spec.step_max.max(spec.step));
+    if let (Some(v), Some(t)) = (&raw.step_max, step_max) {
+        if t < spec.step {
+            d.error(
+                v.span(),
+                format!(
+                    "step_max must be at least step ({}ms): a step is held at least that long",
+                    spec.step.as_millis()
+                ),
+            );
+            ok = false;
+        }
     }
     if let Some(v) = &raw.interval {
         if spec.interval * 2 > spec.step.min(spec.recovery) {

@@ -35,8 +35,10 @@ pub struct OverloadCriteria {
     pub multiples: Vec<f64>,
     /// The recovery phase's rate, as a multiple of the capacity.
     pub recovery_multiple: f64,
-    /// Each step's measured length, and the recovery phase's, seconds.
+    /// Each step's shortest measured length, the longest it was held while unsettled, and the
+    /// recovery phase's length, seconds.
     pub step_s: f64,
+    pub step_max_s: f64,
     pub recovery_s: f64,
     /// The length of the intervals each step is followed over, seconds.
     pub interval_s: f64,
@@ -66,7 +68,11 @@ pub struct OverloadStep {
     pub recovery: bool,
     /// Connections the generator could use.
     pub connections: u32,
-    /// The measured length, seconds.
+    /// How long the rate was held, seconds: `step_s` more than once when the load had not
+    /// settled, up to `step_max_s`.
+    pub held_s: f64,
+    /// The measured length the step's figures are from, seconds: the last `step_s` it was
+    /// held (the settled one, when it settled).
     pub window_s: f64,
     /// Requests sent per second (begun, and not stopped by the generator's own limits).
     pub sent: f64,
@@ -92,7 +98,7 @@ pub struct OverloadStep {
     /// The load's own steadiness check found it still changing (a queue growing, a warm-up).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unsettled: bool,
-    /// The step over time, interval by interval.
+    /// The step over time, interval by interval, over all of `held_s`.
     pub points: Vec<TimePoint>,
 }
 

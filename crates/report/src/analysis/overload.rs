@@ -131,6 +131,7 @@ mod tests {
             offered: 1000.0 * multiple,
             recovery: false,
             connections: 100,
+            held_s: 3.0,
             window_s: 3.0,
             sent: 1000.0 * multiple,
             goodput,

@@ -196,10 +196,14 @@ pub fn errors_text(s: &OverloadStep) -> String {
 fn remark(s: &OverloadStep) -> String {
     let mut r = Vec::new();
     if s.generator_limited {
-        r.push("generator limit");
+        r.push("generator limit".to_string());
+    }
+    if s.held_s > s.window_s * 1.5 {
+        // Held again while it had not settled: the figures are its last stretch's.
+        r.push(format!("held {} s", trim((s.held_s * 10.0).round() / 10.0)));
     }
     if s.unsettled {
-        r.push("unsettled");
+        r.push("unsettled".to_string());
     }
     r.join(", ")
 }
@@ -208,8 +212,8 @@ fn remark(s: &OverloadStep) -> String {
 pub(crate) fn rules_text(o: &OverloadRecord) -> String {
     let c = &o.criteria;
     format!(
-        "Steps of {} s at {} times each server's capacity, then {} s at {}x to recover. Goodput counts 2xx responses within the target from each request's intended send time; the knee is the first step whose goodput is below {:.0}% of the rate offered; collapse: goodput at the last step below {:.0}% of the most given up to the knee; recovery: seconds until the {} ms intervals' latency and errors are back within the first step's (one interval out of line between two within is noise)",
-        trim(c.step_s),
+        "Steps of {} at {} times each server's capacity, then {} s at {}x to recover. Goodput counts 2xx responses within the target from each request's intended send time; the knee is the first step whose goodput is below {:.0}% of the rate offered; collapse: goodput at the last step below {:.0}% of the most given up to the knee; recovery: seconds until the {} ms intervals' latency and errors are back within the first step's (one interval out of line between two within is noise)",
+        held_text(c.step_s, c.step_max_s),
         c.multiples.iter().map(|m| format!("{}x", trim(*m))).collect::<Vec<_>>().join(", "),
         trim(c.recovery_s),
         trim(c.recovery_multiple),
@@ -217,6 +221,19 @@ pub(crate) fn rules_text(o: &OverloadRecord) -> String {
         crate::overload::COLLAPSE_SHARE * 100.0,
         trim(c.interval_s * 1000.0),
     )
+}
+
+/// How long each step was held: "3 s", or "3 s (again while unsettled, to 12 s)".
+fn held_text(step_s: f64, max_s: f64) -> String {
+    if max_s > step_s {
+        format!(
+            "{} s (held again while unsettled, up to {} s; a step held longer has its last {0} s' figures)",
+            trim(step_s),
+            trim(max_s)
+        )
+    } else {
+        format!("{} s", trim(step_s))
+    }
 }
 
 fn summary_table(rows: &[OverloadRow]) -> TextTable {
@@ -292,7 +309,7 @@ fn charts_of(o: &OverloadRecord, index: usize) -> Vec<TimeChart> {
     let (mut shades, mut offered, mut goodput, mut completed, mut latency) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (k, s) in o.steps.iter().enumerate() {
-        let t1 = t0 + s.window_s;
+        let t1 = t0 + s.held_s.max(s.window_s);
         let label = if s.recovery {
             format!("recovery at {}x", trim(s.multiple))
         } else {
@@ -305,7 +322,8 @@ fn charts_of(o: &OverloadRecord, index: usize) -> Vec<TimeChart> {
             to_s: t1,
         });
         offered.extend([(t0, s.offered), (t1, s.offered)]);
-        goodput.extend([(t0, s.goodput), (t1, s.goodput)]);
+        // The step's goodput is its last stretch's (the settled one).
+        goodput.extend([((t1 - s.window_s).max(t0), s.goodput), (t1, s.goodput)]);
         for p in &s.points {
             completed.push((t0 + p.start_s, p.completed));
             if let Some(us) = p.latency_us {

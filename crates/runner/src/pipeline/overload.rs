@@ -11,9 +11,10 @@ use crate::fleet::Engine;
 use crate::overload;
 use crate::results::Results;
 use crate::RunError;
-use report::overload::{CapacityFrom, OverloadCriteria, OverloadRecord};
+use report::overload::{CapacityFrom, OverloadCriteria, OverloadRecord, OverloadStep};
 use report::RunRecord;
 use scenario::{CapacityTarget, MaterializedDoc, OverloadSpec};
+use std::time::Duration;
 
 impl<E: Engine> Ctx<'_, E> {
     pub(super) async fn climb_overload(
@@ -24,12 +25,7 @@ impl<E: Engine> Ctx<'_, E> {
         live: &[Live<E>],
         docs: &[MaterializedDoc],
     ) -> Result<(), RunError> {
-        let target = self
-            .capacity
-            .as_ref()
-            .map_or(scenario::overload::DEFAULT_TARGET, |c| c.target);
-        let criteria = criteria(spec, &target);
-        let ceiling = crate::capacity::connection_ceiling(self.plan.cpus.loadgen.len().max(1));
+        let criteria = criteria(spec, &self.overload_target());
         let only = &self.opts.only;
         for l in live {
             let server = &self.plan.servers[l.index];
@@ -62,36 +58,21 @@ impl<E: Engine> Ctx<'_, E> {
                 });
                 let mut steps = Vec::new();
                 for (multiple, rate, length, recovery) in overload::plan(spec, capacity) {
-                    let (load, capped) =
-                        overload::step_load(&dspec.load, &target, rate, length, ceiling);
-                    let m = self
-                        .measure_over(l, &load, &doc.url_path, true, Some(spec.interval))
-                        .await;
-                    if let Some(death) = self.find_death(l, live, &during).await? {
-                        self.report_deaths(record, results, death, false);
-                        break 'documents;
-                    }
-                    let step_error = |e: &dyn std::fmt::Display| {
-                        RunError::Step(format!(
-                            "{} {} at {rate:.0} requests/s: {e}",
-                            server.name, doc.url_path
-                        ))
+                    let at = Rung {
+                        multiple,
+                        rate,
+                        length,
+                        recovery,
                     };
-                    let Some(Measured {
-                        load: report,
-                        usage,
-                        ..
-                    }) = m.map_err(|e| step_error(&e))?
-                    else {
-                        return Ok(()); // stopped mid-step: an unfinished staircase is not kept
+                    let step = match self.hold(spec, l, live, doc, dspec, &at, &during).await? {
+                        Held::Step(step) => step,
+                        // Stopped mid-step: an unfinished staircase is not kept.
+                        Held::Stopped => return Ok(()),
+                        Held::Died(death) => {
+                            self.report_deaths(record, results, death, false);
+                            break 'documents;
+                        }
                     };
-                    let step = overload::step_from_report(
-                        &report,
-                        (multiple, rate, recovery, capped),
-                        &target,
-                        usage.as_ref(),
-                    )
-                    .map_err(|e| step_error(&e))?;
                     self.observer.event(&Event::OverloadStep {
                         server: &server.name,
                         url_path: &doc.url_path,
@@ -117,6 +98,91 @@ impl<E: Engine> Ctx<'_, E> {
         }
         Ok(())
     }
+
+    /// One rung of the staircase: its rate held for `at.length`, then again while the load
+    /// had not settled, up to the spec's longest step.
+    #[allow(clippy::too_many_arguments)]
+    async fn hold(
+        &self,
+        spec: &OverloadSpec,
+        l: &Live<E>,
+        live: &[Live<E>],
+        doc: &MaterializedDoc,
+        dspec: &scenario::DocumentSpec,
+        at: &Rung,
+        during: &str,
+    ) -> Result<Held, RunError> {
+        let target = self.overload_target();
+        let ceiling = crate::capacity::connection_ceiling(self.plan.cpus.loadgen.len().max(1));
+        let server = &self.plan.servers[l.index].name;
+        let step_error = |e: &dyn std::fmt::Display| {
+            RunError::Step(format!(
+                "{server} {} at {:.0} requests/s: {e}",
+                doc.url_path, at.rate
+            ))
+        };
+        let (load, capped) = overload::step_load(&dspec.load, &target, at.rate, at.length, ceiling);
+        let mut held = Duration::ZERO;
+        let mut earlier: Option<OverloadStep> = None;
+        loop {
+            let m = self
+                .measure_over(l, &load, &doc.url_path, true, Some(spec.interval))
+                .await;
+            if let Some(death) = self.find_death(l, live, during).await? {
+                return Ok(Held::Died(death));
+            }
+            let Some(Measured {
+                load: report,
+                usage,
+                ..
+            }) = m.map_err(|e| step_error(&e))?
+            else {
+                return Ok(Held::Stopped);
+            };
+            let step = overload::step_from_report(
+                &report,
+                (at.multiple, at.rate, at.recovery, capped),
+                &target,
+                usage.as_ref(),
+            )
+            .map_err(|e| step_error(&e))?;
+            held += at.length;
+            let step = match earlier.take() {
+                Some(e) => overload::held_again(e, step),
+                None => step,
+            };
+            if !overload::hold_again(spec, &step, held) {
+                return Ok(Held::Step(step));
+            }
+            earlier = Some(step);
+        }
+    }
+
+    /// The latency target a good response is held to past the capacity: the capacity
+    /// search's, else the default.
+    fn overload_target(&self) -> CapacityTarget {
+        self.capacity
+            .as_ref()
+            .map_or(scenario::overload::DEFAULT_TARGET, |c| c.target)
+    }
+}
+
+/// One rung of a staircase: a multiple of the capacity, its rate, how long it is held at
+/// least, and whether it is the recovery phase.
+struct Rung {
+    multiple: f64,
+    rate: f64,
+    length: Duration,
+    recovery: bool,
+}
+
+/// How holding a rung ended.
+enum Held {
+    Step(OverloadStep),
+    /// The run was stopped.
+    Stopped,
+    /// The server, or one it needs, died.
+    Died(Vec<(usize, String)>),
 }
 
 /// What a staircase of `spec` held to `target` is read by, as the record keeps it.
@@ -127,6 +193,7 @@ fn criteria(spec: &OverloadSpec, target: &CapacityTarget) -> OverloadCriteria {
         multiples: spec.multiples.clone(),
         recovery_multiple: spec.recovery_multiple,
         step_s: spec.step.as_secs_f64(),
+        step_max_s: spec.step_max.as_secs_f64(),
         recovery_s: spec.recovery.as_secs_f64(),
         interval_s: spec.interval.as_secs_f64(),
         knee_share: report::overload::KNEE_SHARE,

@@ -616,6 +616,7 @@ fn overload_step(
         offered,
         recovery: false,
         connections: 64,
+        held_s: intervals_ms.len() as f64 * 0.5,
         window_s: 3.0,
         sent: offered,
         goodput,
@@ -655,23 +656,27 @@ pub fn with_overload(mut rec: RunRecord) -> RunRecord {
         multiples: vec![0.5, 1.0, 1.5, 2.0, 3.0],
         recovery_multiple: 0.5,
         step_s: 3.0,
+        step_max_s: 6.0,
         recovery_s: 3.0,
         interval_s: 0.5,
         knee_share: KNEE_SHARE,
     };
     let calm = [2, 2, 3, 2, 2, 2];
+    // A step past the knee does not settle at first: it is held again, to 6 s.
+    let climbing = [40, 80, 120, 160, 200, 240, 250, 250, 260, 250, 250, 250];
     let staircase = |server: &str, capacity: f64, goodputs: [f64; 5], recovery: [u64; 6]| {
         let mut steps: Vec<OverloadStep> = criteria
             .multiples
             .iter()
             .zip(goodputs)
             .map(|(&m, g)| {
+                let past = g < 0.95 * m * capacity;
                 overload_step(
                     m,
                     capacity,
                     g,
-                    if g < 0.95 * m * capacity { 250 } else { 3 },
-                    &calm,
+                    if past { 250 } else { 3 },
+                    if past { &climbing } else { &calm },
                 )
             })
             .collect();

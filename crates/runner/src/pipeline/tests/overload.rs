@@ -1,7 +1,8 @@
 //! Past the knee against servers of known behaviour (the fake fleet's [`Behaviour`]), each
 //! with a capacity of 400 requests/s: one sheds what it cannot serve with a quick 503, one
 //! queues it without bound, one sheds and then stays slow for 2 s. The staircase finds each
-//! knee, tells collapse from shedding, and times the recovery.
+//! knee, tells collapse from shedding, and times the recovery; a step that has not settled is
+//! held again, up to the longest a step may be.
 
 use super::*;
 use crate::fleet::fake::Behaviour;
@@ -35,6 +36,7 @@ generate = "hello"
 [overload]
 capacity = 400
 step = "1s"
+step_max = "2s"
 recovery = "4s"
 interval = "100ms"
 "#;
@@ -74,8 +76,15 @@ async fn the_staircase_tells_shedding_from_collapse_and_times_the_recovery() {
             .iter()
             .map(|s| {
                 format!(
-                    "{}x: offered {:.0} sent {:.0} goodput {:.0} p99 {:?} errors {:?}",
-                    s.multiple, s.offered, s.sent, s.goodput, s.p99_us, s.errors
+                    "{}x: held {:.1} s, offered {:.0} sent {:.0} goodput {:.0} p99 {:?} errors {:?}{}",
+                    s.multiple,
+                    s.held_s,
+                    s.offered,
+                    s.sent,
+                    s.goodput,
+                    s.p99_us,
+                    s.errors,
+                    if s.unsettled { ", unsettled" } else { "" }
                 )
             })
             .collect();
@@ -95,7 +104,19 @@ async fn the_staircase_tells_shedding_from_collapse_and_times_the_recovery() {
             describe(name)
         );
         assert!(!o.verdict.generator_limited, "{}", describe(name));
+        // Held once (1 s), or twice when the first second had not settled, never longer; a
+        // step still unsettled was held as long as it may be.
+        for s in &o.steps[..5] {
+            assert!(
+                (0.9..=2.2).contains(&s.held_s) && s.window_s <= 1.1,
+                "{}",
+                describe(name)
+            );
+            assert!(!s.unsettled || s.held_s >= 1.9, "{}", describe(name));
+        }
     }
+    // A queue growing without bound never settles: its top step is held to the longest.
+    assert!(of("queue").steps[4].held_s >= 1.9, "{}", describe("queue"));
     // Shedding keeps giving what it can; a queue without bound gives less the more it is asked.
     assert_eq!(
         of("shed").verdict.collapse,
