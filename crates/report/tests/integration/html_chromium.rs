@@ -56,6 +56,21 @@ fn chromium_or_skip() -> Option<PathBuf> {
 
 /// Runs headless Chromium with `args` and a fresh profile, stdout to a file; returns stdout.
 /// Kills Chromium's whole process group when it outlives [`CHROMIUM_TIMEOUT`].
+/// The DOM of `work/probe.html` once Chromium has laid it out (the harness measures the report
+/// it frames).
+fn lay_out(chromium: &Path, work: &Path) -> String {
+    run_chromium(
+        chromium,
+        work,
+        "layout",
+        &[
+            "--allow-file-access-from-files".into(),
+            "--dump-dom".into(),
+            file_url(&work.join("probe.html")),
+        ],
+    )
+}
+
 fn run_chromium(chromium: &Path, work: &Path, label: &str, args: &[String]) -> String {
     let profile = tempfile::tempdir_in(work).unwrap();
     let out_path = work.join(format!("{label}.stdout"));
@@ -362,16 +377,7 @@ fn html_report_charts_render_in_chromium() {
     }
 
     // 3. What the browser actually laid out: each chart has a box, and its marks have area.
-    let probe_dom = run_chromium(
-        &chromium,
-        &work,
-        "layout",
-        &[
-            "--allow-file-access-from-files".into(),
-            "--dump-dom".into(),
-            file_url(&work.join("probe.html")),
-        ],
-    );
+    let probe_dom = lay_out(&chromium, &work);
     check_layout(&probe_dom, &docs, &by_id);
 
     // 4. A screenshot, as an artifact to look at.
@@ -687,16 +693,7 @@ fn overload_charts_render_in_chromium() {
     std::fs::create_dir_all(&work).unwrap();
     std::fs::write(work.join("report.html"), &html).unwrap();
     std::fs::write(work.join("probe.html"), HARNESS).unwrap();
-    let probe_dom = run_chromium(
-        &chromium,
-        &work,
-        "layout",
-        &[
-            "--allow-file-access-from-files".into(),
-            "--dump-dom".into(),
-            file_url(&work.join("probe.html")),
-        ],
-    );
+    let probe_dom = lay_out(&chromium, &work);
     let laid = parse_layout(&probe_dom);
     // Per server (two), a chart of its rates (offered, goodput, responses) and one of its
     // latency, each laid out with a box, its six steps shaded and its lines drawn.
