@@ -27,6 +27,7 @@ mod labels;
 mod logtail;
 pub mod owner;
 mod probe;
+mod sockets;
 pub mod ssh;
 mod stats;
 

@@ -11,12 +11,15 @@
 //! between the first and last reading. Either way the streamed samples in between catch the
 //! memory peak; memory is the usage minus the page cache (`cache` on cgroup v1, `inactive_file`
 //! on v2), as `docker stats` shows it: a server that sendfile()s a 100 MB document would
-//! otherwise be charged for the file's cached pages.
+//! otherwise be charged for the file's cached pages. For a container on this machine, each
+//! reading also counts the TCP connections it holds open ([`crate::sockets`]), and the most
+//! any reading saw is kept.
 
 use crate::cgroup::Cgroup;
 use crate::client::Orchestrator;
 use crate::container::ContainerGuard;
 use crate::error::{OrchestratorError, Result};
+use crate::sockets::Sockets;
 use bollard::models::ContainerStatsResponse;
 use bollard::query_parameters::StatsOptionsBuilder;
 use bollard::Docker;
@@ -30,6 +33,10 @@ pub struct ContainerUsage {
     pub cpu_seconds: f64,
     /// Largest memory use seen, in bytes, page cache excluded.
     pub peak_memory_bytes: u64,
+    /// The most TCP connections the container held open (established, being accepted, or
+    /// closed by the client and not yet by the server) at any reading, about one a second;
+    /// `None` for a container whose network namespace is out of sight (another machine's).
+    pub peak_connections: Option<u64>,
     /// How many readings the figures come from.
     pub samples: u32,
     /// CPU came from the container's cgroup on this machine, not from the API's samples.
@@ -41,6 +48,7 @@ struct Accumulated {
     first_cpu_ns: Option<u64>,
     last_cpu_ns: Option<u64>,
     peak_memory: u64,
+    peak_connections: Option<u64>,
     samples: u32,
 }
 
@@ -82,6 +90,12 @@ impl Accumulated {
         }
     }
 
+    fn add_connections(&mut self, sockets: Option<&Sockets>) {
+        if let Some(n) = sockets.and_then(Sockets::open) {
+            self.peak_connections = Some(self.peak_connections.map_or(n, |p| p.max(n)));
+        }
+    }
+
     fn usage(&self) -> ContainerUsage {
         let cpu_ns = match (self.first_cpu_ns, self.last_cpu_ns) {
             (Some(a), Some(b)) => b.saturating_sub(a),
@@ -90,6 +104,7 @@ impl Accumulated {
         ContainerUsage {
             cpu_seconds: cpu_ns as f64 / 1e9,
             peak_memory_bytes: self.peak_memory,
+            peak_connections: self.peak_connections,
             samples: self.samples,
             from_cgroup: false,
         }
@@ -105,6 +120,8 @@ pub struct StatsSampler {
     task: tokio::task::JoinHandle<()>,
     /// The container's cgroup here, when found: CPU comes from it.
     cgroup: Option<Cgroup>,
+    /// The container's socket tables here, when found.
+    sockets: Option<Sockets>,
 }
 
 async fn one_shot(docker: &Docker, id: &str) -> Option<ContainerStatsResponse> {
@@ -125,7 +142,10 @@ impl Orchestrator {
                 guard.name()
             ))
         };
-        let cgroup = self.cgroup_of(guard).await;
+        let (cgroup, sockets) = self.local_view(guard).await;
+        acc.lock()
+            .expect("stats lock")
+            .add_connections(sockets.as_ref());
         match &cgroup {
             Some(cg) => {
                 let mut a = acc.lock().expect("stats lock");
@@ -143,12 +163,15 @@ impl Orchestrator {
         let id = guard.id().to_string();
         let task_acc = Arc::clone(&acc);
         let with_cpu = cgroup.is_none();
+        let task_sockets = sockets.clone();
         let task = tokio::spawn(async move {
             let options = StatsOptionsBuilder::default().stream(true).build();
             let mut stream = docker.stats(&id, Some(options));
             // The stream ends when the container stops; errors end it as well (nothing to retry).
             while let Some(Ok(sample)) = stream.next().await {
-                task_acc.lock().expect("stats lock").add(&sample, with_cpu);
+                let mut acc = task_acc.lock().expect("stats lock");
+                acc.add(&sample, with_cpu);
+                acc.add_connections(task_sockets.as_ref());
             }
         });
         Ok(StatsSampler {
@@ -157,16 +180,29 @@ impl Orchestrator {
             acc,
             task,
             cgroup,
+            sockets,
         })
     }
 
-    /// The container's cgroup on this machine, found through its main process; `None` for a
-    /// container of another machine's engine or one whose cgroup is out of sight.
-    async fn cgroup_of(&self, guard: &ContainerGuard) -> Option<Cgroup> {
-        let info = self.inspect(guard).await.ok()?;
-        let pid = u32::try_from(info.state?.pid?).ok()?;
-        let id = info.id?;
-        Cgroup::of(pid, &id)
+    /// The container's cgroup and socket tables on this machine, found through its main
+    /// process; `None` for a container of another machine's engine or one whose cgroup or
+    /// tables are out of sight.
+    async fn local_view(&self, guard: &ContainerGuard) -> (Option<Cgroup>, Option<Sockets>) {
+        let Ok(info) = self.inspect(guard).await else {
+            return (None, None);
+        };
+        let Some(pid) = info
+            .state
+            .and_then(|s| s.pid)
+            .and_then(|p| u32::try_from(p).ok())
+        else {
+            return (None, None);
+        };
+        let cgroup = info.id.and_then(|id| Cgroup::of(pid, &id));
+        // Only where the cgroup is found is the process this machine's: a pid from another
+        // machine's engine would name some process here.
+        let sockets = cgroup.as_ref().and_then(|_| Sockets::of(pid));
+        (cgroup, sockets)
     }
 }
 
@@ -175,6 +211,10 @@ impl StatsSampler {
     pub async fn finish(mut self) -> ContainerUsage {
         self.task.abort();
         let _ = (&mut self.task).await;
+        self.acc
+            .lock()
+            .expect("stats lock")
+            .add_connections(self.sockets.as_ref());
         if let Some(cg) = &self.cgroup {
             let mut acc = self.acc.lock().expect("stats lock");
             // A container that stopped has no cgroup left: its CPU is then unknown, and the

@@ -120,6 +120,7 @@ pub fn step_from_report(
         p99_us: r.corrected_percentile_counting_unfinished(990)?,
         server_cpu_s: usage.map(|u| u.cpu_s),
         peak_memory_bytes: usage.map(|u| u.peak_memory_bytes),
+        peak_connections: usage.and_then(|u| u.peak_connections),
         generator_limited: (sent < MIN_SENT_SHARE * rate && short) || late,
         unsettled: r
             .notes
@@ -142,6 +143,7 @@ pub fn held_again(earlier: OverloadStep, later: OverloadStep) -> OverloadStep {
     OverloadStep {
         held_s: offset + later.held_s,
         peak_memory_bytes: earlier.peak_memory_bytes.max(later.peak_memory_bytes),
+        peak_connections: earlier.peak_connections.max(later.peak_connections),
         points,
         ..later
     }

@@ -91,6 +91,11 @@ pub struct OverloadStep {
     /// (`None` when the engine did not say).
     pub server_cpu_s: Option<f64>,
     pub peak_memory_bytes: Option<u64>,
+    /// The most TCP connections the server held open at any reading (about one a second):
+    /// a queue of connections waiting to be served shows here (`None` when the engine's
+    /// machine is another).
+    #[serde(default)]
+    pub peak_connections: Option<u64>,
     /// The generator could not send the rate (it sent under 99% of it, short of its own
     /// CPU, descriptors or ports): what the server would have done at the rate is unknown.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

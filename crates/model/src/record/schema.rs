@@ -543,6 +543,10 @@ pub struct Usage {
     pub cpu_s: f64,
     /// Highest memory use seen, bytes.
     pub peak_memory_bytes: u64,
+    /// The most TCP connections it held open at any reading (about one a second), when its
+    /// network namespace was in sight (a container of this machine's engine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_connections: Option<u64>,
 }
 
 /// `t` as RFC 3339 in UTC with whole seconds ("2024-05-01T12:00:00Z"); times before 1970 are

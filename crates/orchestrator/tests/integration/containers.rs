@@ -7,6 +7,9 @@ use orchestrator::{ContainerSpec, ExpectedDoc, OrchestratorError};
 use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
 
+/// Idle connections the stats test holds open to the container while it samples.
+const HELD: u64 = 5;
+
 mod confinement;
 mod removal;
 
@@ -113,17 +116,27 @@ async fn serves_verifies_samples_and_is_removed_on_drop() {
         .unwrap_err();
     assert!(err.to_string().contains("404"), "{err}");
 
-    // Stats while some load runs: fetch the big file a few times.
+    // Stats while some load runs: fetch the big file a few times, with connections held open
+    // that the container counts (idle ones, which busybox's httpd keeps for its timeout).
     let sampler = orch.sample_stats(&guard).await.unwrap();
+    let held: Vec<std::net::TcpStream> = (0..HELD)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
     for _ in 0..10 {
         orch.verify(port, &[doc("/big.bin", &big)]).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let usage = sampler.finish().await;
+    drop(held);
     eprintln!("usage: {usage:?}");
     assert!(usage.samples >= 2, "{usage:?}");
     assert!(usage.cpu_seconds > 0.0, "{usage:?}");
     assert!(usage.peak_memory_bytes > 0, "{usage:?}");
+    if usage.from_cgroup {
+        // Its network namespace is in sight where its cgroup is.
+        let open = usage.peak_connections.expect("connections counted");
+        assert!((HELD..HELD + 20).contains(&open), "{usage:?}");
+    }
 
     let t = Instant::now();
     drop(guard);

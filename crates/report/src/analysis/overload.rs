@@ -142,6 +142,7 @@ mod tests {
             p99_us: Some(2000),
             server_cpu_s: Some(1.0),
             peak_memory_bytes: Some((multiple * 1e6) as u64),
+            peak_connections: None,
             generator_limited: false,
             unsettled: false,
             points: (0..6).map(|i| point(f64::from(i) * 0.5, 2, 0.0)).collect(),

@@ -52,6 +52,8 @@ struct StepRow {
     errors: String,
     cpu_s: String,
     memory_mib: String,
+    /// The most connections the server held open, "-" when not read.
+    connections: String,
     /// "generator limit", "unsettled", "".
     remark: String,
 }
@@ -167,6 +169,9 @@ fn step_rows(o: &OverloadRecord) -> Vec<StepRow> {
                 .server_cpu_s
                 .map_or_else(|| "-".to_string(), |c| format!("{c:.2}")),
             memory_mib: mib(s.peak_memory_bytes),
+            connections: s
+                .peak_connections
+                .map_or_else(|| "-".to_string(), |n| n.to_string()),
             remark: remark(s),
         })
         .collect()
@@ -278,6 +283,7 @@ fn steps_table(steps: &[StepRow], latency_header: &str) -> TextTable {
             Column::right(latency_header),
             Column::right("server CPU s"),
             Column::right("peak MiB"),
+            Column::right("open conns"),
             Column::left("errors"),
             Column::last(""),
         ],
@@ -293,6 +299,7 @@ fn steps_table(steps: &[StepRow], latency_header: &str) -> TextTable {
                     &s.p99_ms,
                     &s.cpu_s,
                     &s.memory_mib,
+                    &s.connections,
                     &s.errors,
                     &s.remark,
                 ];

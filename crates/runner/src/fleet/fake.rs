@@ -649,6 +649,7 @@ impl Engine for FakeEngine {
         ContainerUsage {
             cpu_seconds: 0.01,
             peak_memory_bytes: 1 << 20,
+            peak_connections: None,
             samples: 1,
             from_cgroup: false,
         }

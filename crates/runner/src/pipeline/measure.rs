@@ -24,6 +24,7 @@ pub(super) fn usage_of(u: orchestrator::ContainerUsage) -> Option<Usage> {
     (u.samples > 0).then_some(Usage {
         cpu_s: u.cpu_seconds,
         peak_memory_bytes: u.peak_memory_bytes,
+        peak_connections: u.peak_connections,
     })
 }
 

@@ -219,6 +219,7 @@ fn fixture_loads(rounds: u32, slow: Option<Slowdown>) -> Vec<LoadRecord> {
                     server_usage: Some(Usage {
                         cpu_s: cpu * drift * factor,
                         peak_memory_bytes: mem + u64::from(round) * 100_000,
+                        peak_connections: Some(100),
                     }),
                     client_bound: server == "nginx" && doc == "hello" && round == 0,
                     server_share: None,
@@ -485,6 +486,7 @@ fn loads_push(rec: &mut RunRecord, server: &str, round: u32, load: LoadReport) {
         server_usage: Some(Usage {
             cpu_s: 1.5,
             peak_memory_bytes: 10_000_000,
+            peak_connections: None,
         }),
         client_bound: false,
         server_share: None,
@@ -630,6 +632,7 @@ fn overload_step(
         p99_us: Some(p99_ms * 1000),
         server_cpu_s: Some(1.5 * multiple.min(1.0)),
         peak_memory_bytes: Some(20 << 20),
+        peak_connections: Some((p99_ms as f64 * offered / 1000.0).ceil() as u64 + 4),
         generator_limited: false,
         unsettled: false,
         points: intervals_ms
