@@ -1,48 +1,45 @@
-//! The TCP connections a container holds open, counted in its network namespace's socket
-//! tables as its main process sees them (`/proc/PID/net/tcp` and `tcp6` on this machine): those
-//! established, being accepted, or closed by the client and not yet by the server. A server
-//! past its capacity shows its queue here before its latency says so.
+//! The TCP sockets a container holds, as its network namespace counts them
+//! (`/proc/PID/net/sockstat` and `sockstat6` on this machine, read through its main process):
+//! its connections, open or closing, and its listening sockets; not those in TIME_WAIT. A
+//! server past its capacity shows its queue of connections here before its latency says so.
+//!
+//! The counts are the kernel's running totals, read at once however many sockets there are;
+//! the socket tables themselves (`net/tcp`) would be walked line by line, and after a load
+//! with a new connection per request they hold hundreds of thousands of TIME_WAIT entries.
 
-/// TCP states counted as open, as the kernel's tables write them (hexadecimal): ESTABLISHED,
-/// SYN_RECV and CLOSE_WAIT. LISTEN, TIME_WAIT and the closing states hold no client.
-const OPEN_STATES: [&str; 3] = ["01", "03", "08"];
-
-/// Where a local container's socket tables are read.
+/// Where a local container's socket counts are read.
 #[derive(Debug, Clone)]
 pub(crate) struct Sockets {
     pid: u32,
 }
 
 impl Sockets {
-    /// The tables of the network namespace of `pid` (a container's main process in this
+    /// The counts of the network namespace of `pid` (a container's main process in this
     /// machine's process namespace); `None` when they cannot be read.
     pub(crate) fn of(pid: u32) -> Option<Sockets> {
         let s = Sockets { pid };
         (pid != 0 && s.open().is_some()).then_some(s)
     }
 
-    /// Connections open now; `None` once the tables are gone (the container stopped).
+    /// TCP sockets in use now, IPv4 and IPv6; `None` once the counts are gone (the container
+    /// stopped).
     pub(crate) fn open(&self) -> Option<u64> {
-        let v4 = std::fs::read_to_string(format!("/proc/{}/net/tcp", self.pid)).ok()?;
-        // A kernel without IPv6 has no tcp6 table.
-        let v6 =
-            std::fs::read_to_string(format!("/proc/{}/net/tcp6", self.pid)).unwrap_or_default();
-        Some(count_open(&v4) + count_open(&v6))
+        let v4 = std::fs::read_to_string(format!("/proc/{}/net/sockstat", self.pid)).ok()?;
+        // A kernel without IPv6 has no sockstat6.
+        let v6 = std::fs::read_to_string(format!("/proc/{}/net/sockstat6", self.pid))
+            .unwrap_or_default();
+        Some(in_use(&v4, "TCP:")? + in_use(&v6, "TCP6:").unwrap_or(0))
     }
 }
 
-/// The open connections of one table: its lines after the heading whose fourth field (`st`)
-/// is one of [`OPEN_STATES`].
-fn count_open(table: &str) -> u64 {
-    table
+/// The `inuse` count of the line of `protocol` ("TCP:", "TCP6:") in a sockstat file.
+fn in_use(sockstat: &str, protocol: &str) -> Option<u64> {
+    let line = sockstat
         .lines()
-        .skip(1)
-        .filter(|l| {
-            l.split_whitespace()
-                .nth(3)
-                .is_some_and(|st| OPEN_STATES.contains(&st))
-        })
-        .count() as u64
+        .find(|l| l.split_whitespace().next() == Some(protocol))?;
+    let mut words = line.split_whitespace();
+    words.find(|w| *w == "inuse")?;
+    words.next()?.parse().ok()
 }
 
 #[cfg(test)]
@@ -50,25 +47,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_connections_with_a_client_count() {
-        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 00000000:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0
-   1: 0100007F:1F90 0100007F:A1B2 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 30 10 -1
-   2: 0100007F:1F90 0100007F:A1B3 03 00000000:00000000 02:000003E8 00000000     0        0 0 0 0000000000000000
-   3: 0100007F:1F90 0100007F:A1B4 08 00000000:00000000 00:00000000 00000000     0        0 3 1 0000000000000000 20 4 30 10 -1
-   4: 0100007F:1F90 0100007F:A1B5 06 00000000:00000000 03:00001770 00000000     0        0 0 3 0000000000000000
-   5: 0100007F:1F90 0100007F:A1B6 04 00000000:00000001 01:00000014 00000000     0        0 0 3 0000000000000000
+    fn the_tcp_lines_inuse_count_is_read() {
+        let v4 = "sockets: used 163
+TCP: inuse 12 orphan 3 tw 261880 alloc 15 mem 40
+UDP: inuse 1 mem 2
+UDPLITE: inuse 0
+RAW: inuse 0
+FRAG: inuse 0 memory 0
 ";
-        // Established, being accepted, closed by the client: 3; the listener, TIME_WAIT and
-        // FIN_WAIT1 are not.
-        assert_eq!(count_open(table), 3);
-        assert_eq!(count_open(""), 0);
-        assert_eq!(count_open(table.lines().next().unwrap()), 0);
+        let v6 = "TCP6: inuse 7
+UDP6: inuse 0
+UDPLITE6: inuse 0
+RAW6: inuse 0
+FRAG6: inuse 0 memory 0
+";
+        assert_eq!(in_use(v4, "TCP:"), Some(12));
+        assert_eq!(in_use(v6, "TCP6:"), Some(7));
+        // UDP's line is not TCP's, and a file without the line has no count.
+        assert_eq!(in_use("UDP: inuse 4 mem 1\n", "TCP:"), None);
+        assert_eq!(in_use("", "TCP6:"), None);
+        assert_eq!(in_use("TCP: inuse many\n", "TCP:"), None);
     }
 
     #[test]
-    fn a_process_that_is_not_there_has_no_tables() {
+    fn a_process_that_is_not_there_has_no_counts() {
         assert!(Sockets::of(0).is_none());
         assert!(Sockets::of(u32::MAX).is_none());
+        // This process's own namespace has them.
+        assert!(Sockets::of(std::process::id()).is_some());
     }
 }

@@ -12,8 +12,8 @@
 //! memory peak; memory is the usage minus the page cache (`cache` on cgroup v1, `inactive_file`
 //! on v2), as `docker stats` shows it: a server that sendfile()s a 100 MB document would
 //! otherwise be charged for the file's cached pages. For a container on this machine, each
-//! reading also counts the TCP connections it holds open ([`crate::sockets`]), and the most
-//! any reading saw is kept.
+//! reading also counts the TCP sockets it holds ([`crate::sockets`]), and the most any reading
+//! saw is kept.
 
 use crate::cgroup::Cgroup;
 use crate::client::Orchestrator;
@@ -33,8 +33,8 @@ pub struct ContainerUsage {
     pub cpu_seconds: f64,
     /// Largest memory use seen, in bytes, page cache excluded.
     pub peak_memory_bytes: u64,
-    /// The most TCP connections the container held open (established, being accepted, or
-    /// closed by the client and not yet by the server) at any reading, about one a second;
+    /// The most TCP sockets the container held at any reading, about one a second: its
+    /// connections, open or closing, and its listening sockets (not those in TIME_WAIT);
     /// `None` for a container whose network namespace is out of sight (another machine's).
     pub peak_connections: Option<u64>,
     /// How many readings the figures come from.

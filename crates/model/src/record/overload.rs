@@ -91,9 +91,9 @@ pub struct OverloadStep {
     /// (`None` when the engine did not say).
     pub server_cpu_s: Option<f64>,
     pub peak_memory_bytes: Option<u64>,
-    /// The most TCP connections the server held open at any reading (about one a second):
-    /// a queue of connections waiting to be served shows here (`None` when the engine's
-    /// machine is another).
+    /// The most TCP sockets the server held at any reading (about one a second): its
+    /// connections, open or closing, and its listening sockets; a queue of connections waiting
+    /// to be served shows here (`None` when the engine's machine is another).
     #[serde(default)]
     pub peak_connections: Option<u64>,
     /// The generator could not send the rate (it sent under 99% of it, short of its own

@@ -543,8 +543,9 @@ pub struct Usage {
     pub cpu_s: f64,
     /// Highest memory use seen, bytes.
     pub peak_memory_bytes: u64,
-    /// The most TCP connections it held open at any reading (about one a second), when its
-    /// network namespace was in sight (a container of this machine's engine).
+    /// The most TCP sockets it held at any reading (about one a second): its connections, open
+    /// or closing, and its listening sockets; when its network namespace was in sight (a
+    /// container of this machine's engine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_connections: Option<u64>,
 }

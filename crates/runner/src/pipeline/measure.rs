@@ -148,7 +148,10 @@ impl<E: Engine> Ctx<'_, E> {
             self.conntrack_room(load).await;
         }
         // The server's CPU counts from where the load's measured part begins: after its
-        // warm-up, which the load's requests leave out as well.
+        // warm-up, which the load's requests leave out as well. Without a warm-up the first
+        // reading is taken before the first request: taken beside the load, it would wait for
+        // the engine's answer to where the container is while the load already ran, and the
+        // CPU of that first stretch would go uncounted.
         let sampler = async {
             if !usage {
                 return None;
@@ -166,7 +169,12 @@ impl<E: Engine> Ctx<'_, E> {
             interval,
         };
         let measured = self.source(l).send(&url, load, &with);
-        let (sampler, measured) = tokio::join!(sampler, measured);
+        let (sampler, measured) = if load.warmup.is_zero() {
+            let sampler = sampler.await;
+            (sampler, measured.await)
+        } else {
+            tokio::join!(sampler, measured)
+        };
         let measured = measured?;
         let usage = match sampler {
             Some(s) => usage_of(E::finish(s).await),
