@@ -24,12 +24,11 @@ impl<E: Engine> Ctx<'_, E> {
         live: &[Live<E>],
         docs: &[MaterializedDoc],
     ) -> Result<(), RunError> {
-        let only = &self.opts.only;
         let criteria = capacity::criteria(spec);
         let ceiling = capacity::connection_ceiling(self.plan.cpus.loadgen.len().max(1));
         for l in live {
             let server = &self.plan.servers[l.index];
-            if !only.is_empty() && !only.contains(&server.name) {
+            if !self.chosen(&server.name) {
                 continue;
             }
             'documents: for (doc, dspec) in docs.iter().zip(&self.plan.documents) {

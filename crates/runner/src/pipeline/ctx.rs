@@ -64,6 +64,12 @@ pub(super) struct Live<E: Engine> {
 }
 
 impl<E: Engine> Ctx<'_, E> {
+    /// Whether `--only` leaves the server `name` in the run (every server without it).
+    pub(super) fn chosen(&self, name: &str) -> bool {
+        let only = &self.opts.only;
+        only.is_empty() || only.iter().any(|o| o == name)
+    }
+
     /// Whatever happened, no container of this run outlives it. The guards of the work removed
     /// theirs as they dropped; this catches any a cancelled step had just made. Every engine at
     /// once, each within its own bounds: one that stopped answering keeps its containers, and

@@ -26,10 +26,9 @@ impl<E: Engine> Ctx<'_, E> {
         docs: &[MaterializedDoc],
     ) -> Result<(), RunError> {
         let criteria = criteria(spec, &self.overload_target());
-        let only = &self.opts.only;
         for l in live {
             let server = &self.plan.servers[l.index];
-            if !only.is_empty() && !only.contains(&server.name) {
+            if !self.chosen(&server.name) {
                 continue;
             }
             'documents: for (doc, dspec) in docs.iter().zip(&self.plan.documents) {
@@ -64,7 +63,10 @@ impl<E: Engine> Ctx<'_, E> {
                         length,
                         recovery,
                     };
-                    let step = match self.hold(spec, l, live, doc, dspec, &at, &during).await? {
+                    let step = match self
+                        .hold(spec, (l, live), (doc, dspec), &at, &during)
+                        .await?
+                    {
                         Held::Step(step) => step,
                         // Stopped mid-step: an unfinished staircase is not kept.
                         Held::Stopped => return Ok(()),
@@ -101,14 +103,11 @@ impl<E: Engine> Ctx<'_, E> {
 
     /// One rung of the staircase: its rate held for `at.length`, then again while the load
     /// had not settled, up to the spec's longest step.
-    #[allow(clippy::too_many_arguments)]
     async fn hold(
         &self,
         spec: &OverloadSpec,
-        l: &Live<E>,
-        live: &[Live<E>],
-        doc: &MaterializedDoc,
-        dspec: &scenario::DocumentSpec,
+        (l, live): (&Live<E>, &[Live<E>]),
+        (doc, dspec): (&MaterializedDoc, &scenario::DocumentSpec),
         at: &Rung,
         during: &str,
     ) -> Result<Held, RunError> {

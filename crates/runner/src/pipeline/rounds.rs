@@ -166,12 +166,8 @@ impl<E: Engine> Ctx<'_, E> {
 
     /// Which servers to bring up: the ones asked for and the servers they need.
     fn wanted(&self) -> Vec<bool> {
-        let (plan, only) = (self.plan, &self.opts.only);
-        let mut wanted: Vec<bool> = plan
-            .servers
-            .iter()
-            .map(|s| only.is_empty() || only.contains(&s.name))
-            .collect();
+        let plan = self.plan;
+        let mut wanted: Vec<bool> = plan.servers.iter().map(|s| self.chosen(&s.name)).collect();
         for i in (0..plan.servers.len()).rev() {
             if wanted[i] {
                 for d in plan.servers[i].depends_on() {
@@ -226,11 +222,11 @@ impl<E: Engine> Ctx<'_, E> {
         record: &mut RunRecord,
         results: &mut Results,
     ) -> Result<Flow, RunError> {
-        let (plan, only) = (self.plan, &self.opts.only);
+        let plan = self.plan;
         for i in self.schedule.servers(round, sides.live.len()) {
             let l = &sides.live[i];
             let server = &plan.servers[l.index];
-            if !only.is_empty() && !only.contains(&server.name) {
+            if !self.chosen(&server.name) {
                 continue;
             }
             for (doc, spec) in docs.iter().zip(&plan.documents) {
