@@ -72,6 +72,45 @@ pub struct ResponseReader {
     server: Option<String>,
 }
 
+/// The last final or interim head a client's readers decoded, kept so that the next one with
+/// the same bytes is taken from here after one comparison. A field section this crate decodes
+/// references no dynamic table, so the same bytes always say the same; a server answering the
+/// same request again sends the same section but for its `date` once a second, and decoding its
+/// Huffman-coded literals is otherwise most of what reading a small response costs. One per
+/// client worker, shared by all its streams; sections longer than [`Heads::MAX`] are decoded
+/// every time.
+#[derive(Debug, Default)]
+pub struct Heads {
+    block: Vec<u8>,
+    max_field: usize,
+    /// The head that `block` decoded to; `None` while nothing is kept.
+    head: Option<(u16, Option<u64>)>,
+}
+
+impl Heads {
+    /// Sections longer than this are not kept (the copy would be most of the saving).
+    pub const MAX: usize = 1024;
+
+    pub fn new() -> Heads {
+        Heads::default()
+    }
+
+    fn lookup(&self, block: &[u8], max_field: usize) -> Option<(u16, Option<u64>)> {
+        self.head
+            .filter(|_| self.max_field == max_field && self.block[..] == *block)
+    }
+
+    fn store(&mut self, block: &[u8], max_field: usize, head: (u16, Option<u64>)) {
+        if block.len() > Self::MAX {
+            self.head = None;
+            return;
+        }
+        self.block.clear();
+        self.block.extend_from_slice(block);
+        (self.max_field, self.head) = (max_field, Some(head));
+    }
+}
+
 /// A malformed response: a stream error (H3_MESSAGE_ERROR).
 fn malformed(what: impl Into<String>) -> Error {
     Error::Frame(code::H3_MESSAGE_ERROR, what.into())
@@ -120,13 +159,45 @@ impl ResponseReader {
     /// The next event in `input`, which it advances past what it used; `None` once `input`
     /// is used up (feed the next bytes, or call [`ResponseReader::finish`] at the stream's end).
     pub fn next<'a>(&mut self, input: &mut &'a [u8]) -> Result<Option<Event<'a>>, Error> {
+        self.next_with(input, None)
+    }
+
+    /// The same, taking a head from `heads` when its section repeats the last one decoded
+    /// there, and keeping it there otherwise; what it returns is what [`ResponseReader::next`]
+    /// would. A reader that keeps the `server` field decodes its heads every time.
+    pub fn next_remembering<'a>(
+        &mut self,
+        input: &mut &'a [u8],
+        heads: &mut Heads,
+    ) -> Result<Option<Event<'a>>, Error> {
+        self.next_with(input, Some(heads))
+    }
+
+    fn next_with<'a>(
+        &mut self,
+        input: &mut &'a [u8],
+        mut heads: Option<&mut Heads>,
+    ) -> Result<Option<Event<'a>>, Error> {
         loop {
             let Some(piece) = self.frames.next(input)? else {
                 return Ok(None);
             };
             match (piece, self.state) {
                 (Piece::Headers(block), State::Head) => {
-                    let (status, content_length, server) = self.head(&block)?;
+                    let (status, content_length, server) = match heads.as_deref_mut() {
+                        Some(heads) if !self.keep_server => {
+                            let head = match heads.lookup(&block, self.max_field) {
+                                Some(head) => head,
+                                None => {
+                                    let (status, length, _) = self.head(&block)?;
+                                    heads.store(&block, self.max_field, (status, length));
+                                    (status, length)
+                                }
+                            };
+                            (head.0, head.1, None)
+                        }
+                        _ => self.head(&block)?,
+                    };
                     if (100..200).contains(&status) {
                         return Ok(Some(Event::Interim(status)));
                     }

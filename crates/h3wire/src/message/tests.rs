@@ -227,3 +227,103 @@ fn the_server_field_is_kept_only_when_asked_for() {
     read_all(&mut plain, &input, 3).unwrap();
     assert_eq!(plain.take_server(), None);
 }
+
+/// What `read_all` gives, but through `next_remembering` with `heads`.
+fn read_all_remembering(
+    reader: &mut ResponseReader,
+    input: &[u8],
+    step: usize,
+    heads: &mut Heads,
+) -> Result<(Vec<String>, Vec<u8>), Error> {
+    let (mut events, mut body) = (vec![], vec![]);
+    for part in input.chunks(step.max(1)) {
+        let mut part = part;
+        while let Some(e) = reader.next_remembering(&mut part, heads)? {
+            match e {
+                Event::Body(b) => body.extend_from_slice(b),
+                e => events.push(format!("{e:?}")),
+            }
+        }
+    }
+    reader.finish()?;
+    Ok((events, body))
+}
+
+#[test]
+fn remembered_heads_read_exactly_as_decoded_ones() {
+    let long = vec![b'x'; 2000];
+    let date1: &[(&[u8], &[u8])] = &[
+        (b"date", b"Sat, 05 Dec 2026 00:10:01 GMT"),
+        (b"content-length", b"3"),
+    ];
+    let date2: &[(&[u8], &[u8])] = &[
+        (b"date", b"Sat, 05 Dec 2026 00:10:02 GMT"),
+        (b"content-length", b"3"),
+    ];
+    let mut interim = response("103", &[(b"link", b"</a.css>")], b"", 1);
+    interim.extend(response("200", date1, b"abc", 2));
+    let cases: Vec<(Vec<u8>, bool)> = vec![
+        (response("200", date1, b"abc", 3), false),
+        (response("200", date1, b"abc", 1), false),
+        (response("200", date1, b"abcd", 3), false),
+        (response("200", date2, b"abc", 3), false),
+        (response("200", date1, b"abc", 3), true),
+        (response("304", date1, b"", 3), false),
+        (response("404", date1, b"abc", 3), false),
+        (interim, false),
+        (response("2000", date1, b"abc", 3), false),
+        (response("200", &[(b"x-long", &long[..])], b"", 3), false),
+        (response("200", &[(b"x-long", &long[..])], b"", 3), false),
+        (response("200", &[(b"x-mid", &long[..600])], b"", 3), false),
+        (response("200", date1, b"abc", 3), false),
+    ];
+    let mut heads = Heads::new();
+    for round in 0..2 {
+        for (i, (bytes, head_request)) in cases.iter().enumerate() {
+            // A reader refusing fields above 500 bytes, and one above 1000: the same section
+            // is refused by the one and read by the other, remembered or not.
+            for max_field in [500, 1000] {
+                let make = || {
+                    let r = ResponseReader::new(16 << 10, max_field);
+                    if *head_request {
+                        r.for_head_request()
+                    } else {
+                        r
+                    }
+                };
+                for step in [1, 7, usize::MAX] {
+                    let plain = read_all(&mut make(), bytes, step);
+                    let kept = read_all_remembering(&mut make(), bytes, step, &mut heads);
+                    assert_eq!(
+                        plain, kept,
+                        "round {round}, case {i}, max {max_field}, step {step}"
+                    );
+                }
+            }
+        }
+    }
+    // A section is kept once decoded, and one over the bound is not.
+    let mut heads = Heads::new();
+    read_all_remembering(
+        &mut reader(),
+        &response("200", date1, b"abc", 3),
+        9,
+        &mut heads,
+    )
+    .unwrap();
+    assert_eq!(heads.head, Some((200, Some(3))));
+    let over = response("200", &[(b"x-long", &long[..1100])], b"", 3);
+    read_all_remembering(&mut reader(), &over, 9, &mut heads).unwrap();
+    assert_eq!(heads.head, None);
+}
+
+#[test]
+fn a_reader_keeping_the_server_field_decodes_its_head_whatever_is_remembered() {
+    let fields: &[(&[u8], &[u8])] = &[(b"server", b"nginx/1.26.3")];
+    let bytes = response("200", fields, b"", 3);
+    let mut heads = Heads::new();
+    read_all_remembering(&mut reader(), &bytes, 100, &mut heads).unwrap();
+    let mut r = reader().keeping_server();
+    read_all_remembering(&mut r, &bytes, 100, &mut heads).unwrap();
+    assert_eq!(r.take_server().as_deref(), Some("nginx/1.26.3"));
+}

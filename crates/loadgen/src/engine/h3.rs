@@ -39,6 +39,7 @@ use crate::stats::{FailureKind, Recorder};
 use bytes::{Bytes, BytesMut};
 use conn::{Conn, Held, Quic};
 use h3wire::frame::code;
+use h3wire::message::Heads;
 use mio::event::Event as Readiness;
 use mio::unix::SourceFd;
 use mio::Interest;
@@ -92,6 +93,8 @@ struct H3Worker {
     tally: [u64; 4],
     /// What 0-RTT did (see [`super::shared::Shared::zero_rtt`]).
     early: early::EarlyTally,
+    /// The last response head decoded, for the next one that repeats it.
+    heads: Heads,
 }
 
 /// Runs a worker's share of the connections over HTTP/3.
@@ -118,6 +121,7 @@ pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
         max_gso: 0,
         tally: [0; 4],
         early: early::EarlyTally::default(),
+        heads: Heads::new(),
         core,
     };
     worker::drive(w)

@@ -1,6 +1,7 @@
 //! A request's stream on an HTTP/3 connection: opened for a held ticket, its request
-//! written as far as QUIC's flow control lets it, its response read and checked as it arrives,
-//! and its slot freed with a sample or a failure.
+//! written as far as QUIC's flow control lets it, its response read and checked as it
+//! arrives (a head that repeats the last one decoded is taken from the worker's
+//! [`h3wire::message::Heads`]), and its slot freed with a sample or a failure.
 
 use super::conn::{self, Stream};
 use super::H3Worker;
@@ -127,7 +128,7 @@ impl H3Worker {
                     s.req.stamped = stamped;
                     let mut input: &[u8] = &chunk.bytes;
                     loop {
-                        match s.reader.next(&mut input) {
+                        match s.reader.next_remembering(&mut input, &mut self.heads) {
                             Ok(Some(Msg::Head { status, .. })) => s.status = Some(status),
                             Ok(Some(_)) => {}
                             Ok(None) => break,
