@@ -27,6 +27,12 @@ on the host's network pinned to the server CPU, serving QUIC on UDP and HTTPS on
 port), or Caddy (Debian's package, unpacked into target/caddy by ./x bench-deps, native). The
 report then goes to bench/results/peers-h3-latest.* (nginx) or peers-h3-caddy-latest.*.
 
+With --client-quota F every client runs in a CPU-bandwidth cgroup of the script's own that lets
+it use at most F of a CPU (root only). Where one client reaches the server's ceiling with CPU to
+spare and another does not, the uncapped rates compare the server more than the clients; capped,
+each client sends what its share of a CPU lets it, which is the generators' own throughput. The
+report's name then ends in -capped (peers-h3-capped-latest.*).
+
 With --tls, nginx serves the page over HTTPS with a self-signed ECDSA P-256 certificate made
 for the run (openssl), and every tool fetches https:// without verifying it (ab and benchctl
 never verify unless asked; oha gets --insecure): keep-alive then measures encryption, close
@@ -52,7 +58,8 @@ Markdown is kept as well under bench/results/history/ with its date and commit.
 Usage:  python3 bench/peers.py [--rounds 3] [--seconds 5] [--tools benchctl,wrk,ab,oha] [--tls] [--h2] [--h3]
         (build first: cargo build --release -p benchctl; `just bench` does both)
         A change to the generator against the build before it: --tools benchctl,benchctl-base
-        --base OLD/benchctl (both run the same commands, paired as the peers are).
+        --base OLD/benchctl (both run the same commands, paired as the peers are; with --h2 and
+        --h3 too).
         Per run, "user µs/req" is the client's user-space CPU per request: the generator's own
         code, beside the kernel's work it asks for.
 
@@ -134,10 +141,10 @@ end
 """
 # HTTP/2: streams open at once on each connection (benchctl --streams, h2load -m).
 H2_STREAMS = 10
-H2_TOOLS = ("benchctl", "h2load")
+H2_TOOLS = ("benchctl", "benchctl-base", "h2load")
 # HTTP/3: streams open at once on each connection (benchctl --streams, oha -p).
 H3_STREAMS = 10
-H3_TOOLS = ("benchctl", "oha-h3")
+H3_TOOLS = ("benchctl", "benchctl-base", "oha-h3")
 
 # Close mode fills the TIME_WAIT table; the local port range is 32768-60999 (28k ports).
 TIME_WAIT_LIMIT = 5000
@@ -483,16 +490,20 @@ class RunResult:
         return self.user_s / self.completed * 1e6
 
 
-def run_child(cmd: list[str], timeout: float) -> tuple[int, str, str, tuple[float, float], float, bool]:
+def run_child(
+    cmd: list[str], timeout: float, quota: "CpuQuota | None" = None
+) -> tuple[int, str, str, tuple[float, float], float, bool]:
     """Run cmd to completion; return (status, stdout, stderr, (cpu seconds, of which user),
     wall seconds, timed out).
 
     The CPU time is the child's own rusage (os.wait4), so nothing else this script does counts.
     Output goes to files, not pipes, so a chatty child can never block on a full pipe.
+    With `quota`, the child joins its cgroup before it runs its first instruction of cmd.
     """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        join = quota.join if quota else None
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=join)
         timed_out = False
         try:
             while True:
@@ -523,6 +534,60 @@ def run_child(cmd: list[str], timeout: float) -> tuple[int, str, str, tuple[floa
             wall,
             timed_out,
         )
+
+
+class CpuQuota:
+    """A CPU-bandwidth cgroup of the script's own (cgroup v2's cpu.max, or v1's cpu controller):
+    every client joins it, so that none uses more than `fraction` of a CPU however busy it
+    would be. The clients then set the rate, not the server: the comparison of what each
+    generator can send with the same CPU. Removed when the run ends."""
+
+    PERIOD_US = 100_000
+
+    def __init__(self, fraction: float):
+        self.fraction = fraction
+        quota = max(1000, int(fraction * self.PERIOD_US))
+        name = f"benchctl-peers-{os.getpid()}"
+        v2 = Path("/sys/fs/cgroup/cgroup.controllers")
+        if v2.exists():
+            if "cpu" not in v2.read_text().split():
+                raise Fatal("--client-quota: this cgroup v2 hierarchy has no cpu controller")
+            self.path = Path("/sys/fs/cgroup") / name
+            self.path.mkdir()
+            (self.path / "cpu.max").write_text(f"{quota} {self.PERIOD_US}\n")
+        else:
+            root = Path("/sys/fs/cgroup/cpu")
+            if not (root / "cpu.cfs_quota_us").exists():
+                raise Fatal("--client-quota needs cgroup v2 or v1's cpu controller at /sys/fs/cgroup/cpu")
+            self.path = root / name
+            self.path.mkdir()
+            (self.path / "cpu.cfs_period_us").write_text(f"{self.PERIOD_US}\n")
+            (self.path / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+        self.procs = str(self.path / "cgroup.procs")
+
+    def join(self) -> None:
+        """Moves the calling process into the cgroup (run in the child between fork and exec)."""
+        fd = os.open(self.procs, os.O_WRONLY)
+        try:
+            os.write(fd, b"0\n")
+        finally:
+            os.close(fd)
+
+    def describe(self) -> str:
+        quota_ms = max(1000, int(self.fraction * self.PERIOD_US)) / 1000
+        return (f"every client capped at {self.fraction:g} of a CPU (a CPU-bandwidth cgroup: "
+                f"{quota_ms:g} ms per {self.PERIOD_US // 1000} ms), so that the clients set the rate, "
+                "not the server")
+
+    def remove(self) -> None:
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)  # a client still leaving it
 
 
 def number(pattern: str, text: str, cast=float):
@@ -948,6 +1013,7 @@ class Config:
     close_requests: int
     client_cpu: int | None
     server_cpu: int | None
+    quota: CpuQuota | None = None
     ab_default_rate: float = 60_000.0
     rates_seen: dict[str, list[float]] = field(default_factory=dict)
 
@@ -1023,7 +1089,7 @@ def run_one(tool: Tool, mode: str, url: str, cfg: Config, round_no: int) -> RunR
     full = pin(cfg.client_cpu) + cmd
     r = RunResult(tool=tool.name, mode=mode, round=round_no, ok=False, command=cmd)
     timeout = cfg.timeout_for(tool.name, mode) + tool.linger_s
-    status, out, err, cpu, wall, timed_out = run_child(full, timeout)
+    status, out, err, cpu, wall, timed_out = run_child(full, timeout, cfg.quota)
     (r.cpu_s, r.user_s), r.wall_s = cpu, wall
     text = out + err
     if any(p in text for p in PORT_EXHAUSTION_PATTERNS):
@@ -1274,7 +1340,8 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         + (", a self-signed ECDSA P-256 certificate" if meta.get("h3") else "")
         + (", HTTPS with a self-signed ECDSA P-256 certificate, no session cache or tickets" if meta.get("tls") and not meta.get("h3") else "")
         + "), "
-        f"CPU {meta['server_cpu']}; clients on CPU {meta['client_cpu']}",
+        f"CPU {meta['server_cpu']}; clients on CPU {meta['client_cpu']}"
+        + (f"; {meta['client_quota']}" if meta.get("client_quota") else ""),
         f"- host: {meta['cpu_model']}, {meta['cores']} cores, Linux {meta['kernel']}, "
         f"load average at start {meta['loadavg_at_start']}",
         "- tools: " + ", ".join(f"{k} `{v}`" for k, v in meta["versions"].items() if v),
@@ -1358,6 +1425,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help=f"before each close-mode run wait (up to {TIME_WAIT_MAX_WAIT_S:.0f}s) until fewer sockets "
         f"to nginx's port than this are in TIME_WAIT (default {TIME_WAIT_LIMIT}; 0 disables the wait)",
     )
+    p.add_argument(
+        "--client-quota",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="cap every client at FRACTION of a CPU (a CPU-bandwidth cgroup; needs root): the clients, "
+        "not the server, then set the rate; reports go to ...-capped-latest.*",
+    )
     p.add_argument("--out-dir", default=str(DEFAULT_OUT_DIR), help="where peers-latest.{md,json} go")
     p.add_argument("--no-write", action="store_true", help="print the tables only, write no files")
     p.add_argument(
@@ -1387,6 +1462,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     a = p.parse_args(argv)
     if a.rounds < 1 or a.seconds < 1:
         p.error("--rounds and --seconds must be at least 1")
+    if a.client_quota is not None and not 0 < a.client_quota <= (os.cpu_count() or 1):
+        p.error(f"--client-quota must be above 0 and at most the CPUs there are ({os.cpu_count()})")
     if a.close_requests is None:
         a.close_requests = 20_000 * a.seconds
     if a.close_requests < CONCURRENCY["close"]:
@@ -1398,10 +1475,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if a.h2:
             p.error("give one of --h2 and --h3")
         if not tools_given:
-            a.tools = list(H3_TOOLS)
+            a.tools = ["benchctl", "oha-h3"]
         bad = [t for t in a.tools if t not in H3_TOOLS]
         if bad:
-            p.error(f"--h3 compares {' and '.join(H3_TOOLS)} only, not {', '.join(bad)}")
+            p.error(f"--h3 compares {', '.join(H3_TOOLS)} only, not {', '.join(bad)}")
         a.modes = ["h3"]
         a.tls = True
         return a
@@ -1409,10 +1486,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("oha-h3 speaks HTTP/3: give --h3")
     if a.h2:
         if not tools_given:
-            a.tools = list(H2_TOOLS)
+            a.tools = ["benchctl", "h2load"]
         bad = [t for t in a.tools if t not in H2_TOOLS]
         if bad:
-            p.error(f"--h2 compares {' and '.join(H2_TOOLS)} only, not {', '.join(bad)}")
+            p.error(f"--h2 compares {', '.join(H2_TOOLS)} only, not {', '.join(bad)}")
         a.modes = ["h2"]
         return a
     if "h2load" in a.tools:
@@ -1489,6 +1566,8 @@ def main(argv: list[str]) -> int:
         server_cpu=server_cpu,
     )
     tools, skipped = find_tools(args)
+    if args.client_quota is not None:
+        cfg.quota = CpuQuota(args.client_quota)
 
     # SIGTERM takes the same path as Ctrl-C, so nginx is always stopped.
     def on_term(signum, frame):
@@ -1573,6 +1652,8 @@ def main(argv: list[str]) -> int:
     finally:
         nginx.stop()
         shutil.rmtree(script_dir, ignore_errors=True)
+        if cfg.quota:
+            cfg.quota.remove()
 
     # Keep the table in the order asked for, skipped tools included.
     summary = summarise(results, args.tools, skipped, args.modes, mode_skips)
@@ -1603,6 +1684,7 @@ def main(argv: list[str]) -> int:
             "h2": args.h2,
             "h3": args.h3,
             "h3_server": args.h3_server if args.h3 else None,
+            "client_quota": cfg.quota.describe() if cfg.quota else None,
             **host,
         }
         out_dir = Path(args.out_dir)
@@ -1616,12 +1698,14 @@ def main(argv: list[str]) -> int:
             if args.modes != list(MODES):
                 # A run of some modes only does not replace the report of them all.
                 stem += "-" + "-".join(args.modes)
+        if cfg.quota:
+            stem += "-capped"
         md = out_dir / f"{stem}-latest.md"
         js = out_dir / f"{stem}-latest.json"
         write_atomic(md, render_markdown(summary, cfg, meta))
         payload = {
             "meta": meta,
-            "config": {k: v for k, v in asdict(cfg).items() if k != "rates_seen"},
+            "config": {k: v for k, v in asdict(cfg).items() if k not in ("rates_seen", "quota")},
             "summary": summary,
             "runs": [{**asdict(r), "cpu_per_100k": r.cpu_per_100k} for r in results],
         }
