@@ -26,7 +26,8 @@ use bollard::Docker;
 use futures_util::StreamExt;
 use std::sync::{Arc, Mutex};
 
-/// What a container used between [`Orchestrator::sample_stats`] and [`StatsSampler::finish`].
+/// What a container used between [`Orchestrator::sample_stats`] (or the last
+/// [`StatsSampler::restart`]) and [`StatsSampler::finish`].
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct ContainerUsage {
     /// CPU time of all the container's processes, in seconds (user + system).
@@ -96,6 +97,17 @@ impl Accumulated {
         }
     }
 
+    /// A reading of the container's cgroup here; false when it has none left (it stopped).
+    fn add_cgroup(&mut self, cg: &Cgroup) -> bool {
+        let Some(ns) = cg.cpu_ns() else {
+            return false;
+        };
+        self.add_cpu(ns);
+        self.add_memory(cg.memory_bytes());
+        self.samples += 1;
+        true
+    }
+
     fn usage(&self) -> ContainerUsage {
         let cpu_ns = match (self.first_cpu_ns, self.last_cpu_ns) {
             (Some(a), Some(b)) => b.saturating_sub(a),
@@ -148,10 +160,9 @@ impl Orchestrator {
             .add_connections(sockets.as_ref());
         match &cgroup {
             Some(cg) => {
-                let mut a = acc.lock().expect("stats lock");
-                a.add_cpu(cg.cpu_ns().ok_or_else(gone)?);
-                a.add_memory(cg.memory_bytes());
-                a.samples += 1;
+                if !acc.lock().expect("stats lock").add_cgroup(cg) {
+                    return Err(gone());
+                }
             }
             None => {
                 let first = one_shot(&self.docker, guard.id()).await.ok_or_else(gone)?;
@@ -207,6 +218,27 @@ impl Orchestrator {
 }
 
 impl StatsSampler {
+    /// Starts the figures over from a reading taken now, as if the sampler had started here:
+    /// the CPU counts from now, and the peaks of memory and connections seen so far are
+    /// forgotten. A load with a warm-up starts its sampler before its first request (so that
+    /// finding the container costs the load nothing) and starts it over as the warm-up ends.
+    pub async fn restart(&self) {
+        let remote = match self.cgroup {
+            Some(_) => None,
+            None => one_shot(&self.docker, &self.id).await,
+        };
+        let mut acc = self.acc.lock().expect("stats lock");
+        *acc = Accumulated::default();
+        acc.add_connections(self.sockets.as_ref());
+        match (&self.cgroup, remote) {
+            (Some(cg), _) => {
+                acc.add_cgroup(cg);
+            }
+            (None, Some(first)) => acc.add(&first, true),
+            (None, None) => {}
+        }
+    }
+
     /// Stops sampling, takes a last reading (if the container still runs) and sums up.
     pub async fn finish(mut self) -> ContainerUsage {
         self.task.abort();
@@ -219,15 +251,10 @@ impl StatsSampler {
             let mut acc = self.acc.lock().expect("stats lock");
             // A container that stopped has no cgroup left: its CPU is then unknown, and the
             // usage carries no reading.
-            let cpu = cg.cpu_ns();
-            if let Some(ns) = cpu {
-                acc.add_cpu(ns);
-                acc.add_memory(cg.memory_bytes());
-                acc.samples += 1;
-            }
+            let read = acc.add_cgroup(cg);
             let mut usage = acc.usage();
             usage.from_cgroup = true;
-            if cpu.is_none() {
+            if !read {
                 usage.cpu_seconds = 0.0;
                 usage.samples = 0;
             }

@@ -106,7 +106,9 @@ pub trait Engine: Send + Sync + Sized + 'static {
     ) -> impl Future<Output = Result<()>> + Send;
     /// Starts sampling `c`'s CPU and memory.
     fn sample(&self, c: &Self::Container) -> impl Future<Output = Result<Self::Sampler>> + Send;
-    /// What a sampler saw, from its start until now.
+    /// Starts a sampler's figures over from now (a load's warm-up has ended).
+    fn restart(sampler: &Self::Sampler) -> impl Future<Output = ()> + Send;
+    /// What a sampler saw, from its start (or last restart) until now.
     fn finish(sampler: Self::Sampler) -> impl Future<Output = ContainerUsage> + Send;
 }
 
@@ -245,6 +247,10 @@ impl Engine for Orchestrator {
 
     async fn sample(&self, c: &ContainerGuard) -> Result<orchestrator::StatsSampler> {
         self.sample_stats(c).await
+    }
+
+    async fn restart(sampler: &orchestrator::StatsSampler) {
+        sampler.restart().await;
     }
 
     async fn finish(sampler: orchestrator::StatsSampler) -> ContainerUsage {

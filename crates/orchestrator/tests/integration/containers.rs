@@ -116,14 +116,33 @@ async fn serves_verifies_samples_and_is_removed_on_drop() {
         .unwrap_err();
     assert!(err.to_string().contains("404"), "{err}");
 
+    samples_under_load(&orch, &guard, port, &big).await;
+
+    let t = Instant::now();
+    drop(guard);
+    eprintln!("drop removed the container in {:?}", t.elapsed());
+    assert!(
+        !exists(&orch, &id).await,
+        "container {id} survived its guard"
+    );
+}
+
+/// The sampler's figures while the container serves `big` a few times, and after it starts
+/// over as a warm-up ends.
+async fn samples_under_load(
+    orch: &orchestrator::Orchestrator,
+    guard: &orchestrator::ContainerGuard,
+    port: u16,
+    big: &[u8],
+) {
     // Stats while some load runs: fetch the big file a few times, with connections held open
     // that the container counts (idle ones, which busybox's httpd keeps for its timeout).
-    let sampler = orch.sample_stats(&guard).await.unwrap();
+    let sampler = orch.sample_stats(guard).await.unwrap();
     let held: Vec<std::net::TcpStream> = (0..HELD)
         .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
         .collect();
     for _ in 0..10 {
-        orch.verify(port, &[doc("/big.bin", &big)]).await.unwrap();
+        orch.verify(port, &[doc("/big.bin", big)]).await.unwrap();
     }
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let usage = sampler.finish().await;
@@ -137,14 +156,16 @@ async fn serves_verifies_samples_and_is_removed_on_drop() {
         let open = usage.peak_connections.expect("connections counted");
         assert!((HELD..HELD + 20).contains(&open), "{usage:?}");
     }
-
-    let t = Instant::now();
-    drop(guard);
-    eprintln!("drop removed the container in {:?}", t.elapsed());
-    assert!(
-        !exists(&orch, &id).await,
-        "container {id} survived its guard"
-    );
+    // Started over when a warm-up ends: the load before it is not counted.
+    let sampler = orch.sample_stats(guard).await.unwrap();
+    for _ in 0..10 {
+        orch.verify(port, &[doc("/big.bin", big)]).await.unwrap();
+    }
+    sampler.restart().await;
+    let after = sampler.finish().await;
+    eprintln!("usage after a restart: {after:?}");
+    assert!(after.samples >= 1, "{after:?}");
+    assert!(after.cpu_seconds < usage.cpu_seconds, "{after:?} {usage:?}");
 }
 
 #[tokio::test]

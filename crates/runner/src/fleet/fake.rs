@@ -645,6 +645,8 @@ impl Engine for FakeEngine {
         Ok(())
     }
 
+    async fn restart(_sampler: &()) {}
+
     async fn finish(_sampler: ()) -> ContainerUsage {
         ContainerUsage {
             cpu_seconds: 0.01,

@@ -148,18 +148,19 @@ impl<E: Engine> Ctx<'_, E> {
             self.conntrack_room(load).await;
         }
         // The server's CPU counts from where the load's measured part begins: after its
-        // warm-up, which the load's requests leave out as well. Without a warm-up the first
-        // reading is taken before the first request: taken beside the load, it would wait for
-        // the engine's answer to where the container is while the load already ran, and the
-        // CPU of that first stretch would go uncounted.
-        let sampler = async {
-            if !usage {
-                return None;
-            }
-            if !load.warmup.is_zero() {
-                tokio::time::sleep(load.warmup).await;
-            }
+        // warm-up, which the load's requests leave out as well. The sampler starts before the
+        // first request, so that the engine's answer to where the container is never delays a
+        // reading the load needs, and starts over when the warm-up ends.
+        let sampler = if usage {
             self.orch(l.index).sample(guard).await.ok()
+        } else {
+            None
+        };
+        let restart = async {
+            if let Some(s) = sampler.as_ref().filter(|_| !load.warmup.is_zero()) {
+                tokio::time::sleep(load.warmup).await;
+                E::restart(s).await;
+            }
         };
         let with = Sending {
             cpus: &self.plan.cpus.loadgen,
@@ -169,12 +170,7 @@ impl<E: Engine> Ctx<'_, E> {
             interval,
         };
         let measured = self.source(l).send(&url, load, &with);
-        let (sampler, measured) = if load.warmup.is_zero() {
-            let sampler = sampler.await;
-            (sampler, measured.await)
-        } else {
-            tokio::join!(sampler, measured)
-        };
+        let ((), measured) = tokio::join!(restart, measured);
         let measured = measured?;
         let usage = match sampler {
             Some(s) => usage_of(E::finish(s).await),
