@@ -576,8 +576,8 @@ class CpuQuota:
     def describe(self) -> str:
         quota_ms = max(1000, int(self.fraction * self.PERIOD_US)) / 1000
         return (f"every client capped at {self.fraction:g} of a CPU (a CPU-bandwidth cgroup: "
-                f"{quota_ms:g} ms per {self.PERIOD_US // 1000} ms), so that the clients set the rate, "
-                "not the server")
+                f"{quota_ms:g} ms per {self.PERIOD_US // 1000} ms); a client busy up to the cap set "
+                "its own rate")
 
     def remove(self) -> None:
         for _ in range(50):
