@@ -16,6 +16,9 @@
 
 use crate::config::LoadConfig;
 
+mod heads;
+pub use heads::{decode_head_remembering, Heads};
+
 pub use crate::config::CONNECTION_FIELDS;
 
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -507,8 +510,9 @@ pub struct ResponseHead {
 /// not decode is a connection error (the table is then out of step with the server's), and so
 /// is one whose fields add up to more than [`MAX_HEADER_LIST`].
 ///
-/// Decoding uses `httlib-hpack`, whose Huffman decoder works from static tables: every
-/// response's head is decoded, and servers send most values Huffman-coded.
+/// Decoding uses `httlib-hpack`, whose Huffman decoder works from static tables; servers send
+/// most values Huffman-coded, and [`decode_head_remembering`] spares decoding a head that
+/// repeats.
 pub fn decode_head(
     dec: &mut httlib_hpack::Decoder<'static>,
     mut block: Vec<u8>,

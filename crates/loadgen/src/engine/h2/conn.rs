@@ -108,6 +108,8 @@ pub(super) struct Conn {
     pub(super) out_base: u64,
     pub(super) reader: FrameReader,
     pub(super) decoder: httlib_hpack::Decoder<'static>,
+    /// The last header block that left the decoder's table alone, and its head.
+    pub(super) heads: h2::Heads,
     pub(super) first_sent: bool,
     pub(super) table: Table,
     pub(super) next_id: u32,
@@ -152,6 +154,7 @@ impl Conn {
             out_base: 0,
             reader: FrameReader::new(),
             decoder: httlib_hpack::Decoder::default(),
+            heads: h2::Heads::new(),
             first_sent: false,
             table: Table::Default,
             next_id: 1,
