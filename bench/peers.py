@@ -12,12 +12,12 @@ turn, round by round, in two modes:
                write, as wrk's pipeline example and TFB's plaintext test do); ab and oha cannot
                pipeline and sit this mode out
 
-With --h2, the one mode is HTTP/2 (nginx's http2 listener): benchctl (`--h2 --streams`) against
+With --h2 (or --modes h2), the one mode is HTTP/2 (nginx's http2 listener): benchctl (`--h2 --streams`) against
 h2load (Debian's nghttp2-client) at the same connections and streams, -c 10 -m 10, each for
 --seconds; in cleartext by prior knowledge (h2c), or with --tls over HTTPS chosen by ALPN. The
 report then goes to bench/results/peers-h2c-latest.* or peers-h2-tls-latest.*.
 
-With --h3, the one mode is HTTP/3 over QUIC: benchctl (`--h3 -k --streams`) against oha built
+With --h3 (or --modes h3), the one mode is HTTP/3 over QUIC: benchctl (`--h3 -k --streams`) against oha built
 with its HTTP/3 support (`oha-h3`: `cargo install oha --features http3 --root target/oha-h3`,
 which `./x bench-deps` does) at the same connections and streams, -c 10 x 10, each for
 --seconds, HTTPS with a self-signed ECDSA P-256 certificate made for the run. The server
@@ -1471,6 +1471,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     tools_given = "--tools" in argv or any(x.startswith("--tools=") for x in argv)
     a.tools = [t.strip() for t in a.tools.split(",") if t.strip()]
     a.modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    # `--modes h2` and `--modes h3` are --h2 and --h3: each runs alone, on a server of its own.
+    for m in ("h2", "h3"):
+        if m in a.modes:
+            if a.modes != [m]:
+                p.error(f"--modes {m} runs alone (against its own server): give it by itself, or --{m}")
+            setattr(a, m, True)
     if a.h3:
         if a.h2:
             p.error("give one of --h2 and --h3")
