@@ -4,7 +4,8 @@
 //! - [`frame`]: HTTP/3's frames (RFC 9114, section 7), written, and read incrementally from a
 //!   stream's pieces however they are cut, a DATA payload handed on without a copy;
 //! - [`control`]: the unidirectional streams of a connection, the client's and the server's;
-//! - [`message`]: a request, and the reading of its response with the stream's grammar held;
+//! - [`message`]: a request, and the reading of its response with the stream's grammar held
+//!   (a head whose bytes repeat the last one's taken from [`message::Heads`]);
 //! - [`qpack`]: field sections (RFC 9204) on the static table alone. A client that announces a
 //!   dynamic table of capacity 0 (the default of `SETTINGS_QPACK_MAX_TABLE_CAPACITY`) gets
 //!   only static references and literals back; literals may be Huffman-coded (RFC 7541,
