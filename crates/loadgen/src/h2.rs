@@ -17,7 +17,7 @@
 use crate::config::LoadConfig;
 
 mod heads;
-pub use heads::{decode_head_remembering, Heads};
+pub use heads::Heads;
 
 pub use crate::config::CONNECTION_FIELDS;
 
@@ -511,8 +511,7 @@ pub struct ResponseHead {
 /// is one whose fields add up to more than [`MAX_HEADER_LIST`].
 ///
 /// Decoding uses `httlib-hpack`, whose Huffman decoder works from static tables; servers send
-/// most values Huffman-coded, and [`decode_head_remembering`] spares decoding a head that
-/// repeats.
+/// most values Huffman-coded, and [`Heads::decode`] spares decoding a head that repeats.
 pub fn decode_head(
     dec: &mut httlib_hpack::Decoder<'static>,
     mut block: Vec<u8>,

@@ -20,16 +20,28 @@ const STATIC_ENTRIES: u64 = 61;
 /// What an entry adds to the table's size beside its name and value (RFC 7541, section 4.1).
 const ENTRY_OVERHEAD: u64 = 32;
 
-/// The last block decoded that refers to nothing in the table, what it said, and the copies of
-/// it taken from here whose additions the decoder's table still owes. One per connection.
-#[derive(Debug, Default)]
+/// A connection's decoder of response heads: its HPACK decoder, the last block decoded that
+/// refers to nothing in the table with what it said, and the copies of it taken from here
+/// whose additions the decoder's table still owes. One per connection, new with each.
+#[derive(Default)]
 pub struct Heads {
+    dec: httlib_hpack::Decoder<'static>,
     block: Vec<u8>,
     head: Option<ResponseHead>,
     /// Its literals with incremental indexing.
     adds: u64,
     /// Copies taken from here since the decoder last read it.
     owed: u64,
+}
+
+impl std::fmt::Debug for Heads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Heads")
+            .field("block", &self.block.len())
+            .field("adds", &self.adds)
+            .field("owed", &self.owed)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Heads {
@@ -40,53 +52,48 @@ impl Heads {
         Heads::default()
     }
 
+    /// [`decode_head`] with this connection's decoder, taking the head from the kept copy
+    /// when `block` repeats it, and keeping `block` when it refers to nothing in the table;
+    /// the table ends as [`decode_head`] would leave it whenever a block is decoded. A head
+    /// whose `server` field is wanted is decoded every time.
+    pub fn decode(&mut self, block: Vec<u8>, want_server: bool) -> Result<ResponseHead, ConnError> {
+        if !want_server {
+            if let Some(head) = self.head.as_ref().filter(|_| self.block == block) {
+                if self.adds > 0 {
+                    self.owed += 1;
+                }
+                return Ok(head.clone());
+            }
+        }
+        self.settle()?;
+        let adds = (!want_server && block.len() <= Heads::MAX)
+            .then(|| self_contained(&block))
+            .flatten();
+        let Some(adds) = adds else {
+            return decode_head(&mut self.dec, block, want_server);
+        };
+        self.block.clear();
+        self.block.extend_from_slice(&block);
+        self.head = None;
+        let head = decode_head(&mut self.dec, block, want_server)?;
+        (self.head, self.adds) = (Some(head.clone()), adds);
+        Ok(head)
+    }
+
     /// Has the decoder read the copies owed, as many as can still change its table.
-    fn settle(&mut self, dec: &mut httlib_hpack::Decoder<'static>) -> Result<(), ConnError> {
+    fn settle(&mut self) -> Result<(), ConnError> {
         if self.owed == 0 {
             return Ok(());
         }
         // Each copy adds at least `adds` entries of at least ENTRY_OVERHEAD bytes; once the
         // copies read have added more than the table holds, nothing older is left in it.
-        let fill = u64::from(dec.max_dynamic_size()) / (self.adds * ENTRY_OVERHEAD) + 2;
+        let fill = u64::from(self.dec.max_dynamic_size()) / (self.adds * ENTRY_OVERHEAD) + 2;
         for _ in 0..self.owed.min(fill) {
-            decode_head(dec, self.block.clone(), false)?;
+            decode_head(&mut self.dec, self.block.clone(), false)?;
         }
         self.owed = 0;
         Ok(())
     }
-}
-
-/// [`decode_head`], taking the head from `heads` when `block` repeats the last block kept
-/// there, and keeping it there when it refers to nothing in the table; the decoder's table
-/// ends as [`decode_head`] would leave it whenever a block is decoded. A head whose `server`
-/// field is wanted is decoded every time.
-pub fn decode_head_remembering(
-    dec: &mut httlib_hpack::Decoder<'static>,
-    block: Vec<u8>,
-    want_server: bool,
-    heads: &mut Heads,
-) -> Result<ResponseHead, ConnError> {
-    if !want_server {
-        if let Some(head) = heads.head.as_ref().filter(|_| heads.block == block) {
-            if heads.adds > 0 {
-                heads.owed += 1;
-            }
-            return Ok(head.clone());
-        }
-    }
-    heads.settle(dec)?;
-    let adds = (!want_server && block.len() <= Heads::MAX)
-        .then(|| self_contained(&block))
-        .flatten();
-    let Some(adds) = adds else {
-        return decode_head(dec, block, want_server);
-    };
-    heads.block.clear();
-    heads.block.extend_from_slice(&block);
-    heads.head = None;
-    let head = decode_head(dec, block, want_server)?;
-    (heads.head, heads.adds) = (Some(head.clone()), adds);
-    Ok(head)
 }
 
 /// When every representation in `block` is a static-table reference or a literal whose name

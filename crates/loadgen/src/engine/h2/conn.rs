@@ -107,8 +107,7 @@ pub(super) struct Conn {
     /// Bytes of output before `out[0]`, flushed and dropped.
     pub(super) out_base: u64,
     pub(super) reader: FrameReader,
-    pub(super) decoder: httlib_hpack::Decoder<'static>,
-    /// The last header block that left the decoder's table alone, and its head.
+    /// The connection's decoder of response heads (HPACK's, with the last head kept).
     pub(super) heads: h2::Heads,
     pub(super) first_sent: bool,
     pub(super) table: Table,
@@ -153,7 +152,6 @@ impl Conn {
             out_pos: 0,
             out_base: 0,
             reader: FrameReader::new(),
-            decoder: httlib_hpack::Decoder::default(),
             heads: h2::Heads::new(),
             first_sent: false,
             table: Table::Default,
@@ -195,7 +193,7 @@ impl Conn {
         self.out_pos = 0;
         self.out_base = 0;
         self.reader = FrameReader::new();
-        self.decoder = httlib_hpack::Decoder::default();
+        self.heads = h2::Heads::new();
         self.first_sent = false;
         self.table = Table::Default;
         self.next_id = 1;

@@ -124,7 +124,7 @@ pub(super) fn on_block(
 ) -> Result<Option<usize>, ConnError> {
     let k = c.slots.iter().position(|s| s.id == stream);
     let want = k.is_some_and(|k| c.slots[k].req.want_server);
-    let head = h2::decode_head_remembering(&mut c.decoder, block, want, &mut c.heads)?;
+    let head = c.heads.decode(block, want)?;
     let Some(k) = k else {
         return Ok(None);
     };

@@ -39,20 +39,17 @@ fn referring(n: u8) -> Vec<u8> {
     b
 }
 
-/// Decodes `blocks` twice, with [`decode_head`] and with [`decode_head_remembering`], each
+/// Decodes `blocks` twice, with [`decode_head`] and with [`Heads::decode`], each
 /// with its own decoder: the same heads, or the same error, block by block. Returns how many
 /// were taken from the kept copy.
 fn both_ways(blocks: &[Vec<u8>]) -> usize {
-    let (mut plain, mut kept) = (
-        httlib_hpack::Decoder::default(),
-        httlib_hpack::Decoder::default(),
-    );
+    let mut plain = httlib_hpack::Decoder::default();
     let mut heads = Heads::new();
     let mut hits = 0;
     for (i, b) in blocks.iter().enumerate() {
         let owed = heads.owed;
         let want = decode_head(&mut plain, b.clone(), false);
-        let got = decode_head_remembering(&mut kept, b.clone(), false, &mut heads);
+        let got = heads.decode(b.clone(), false);
         assert_eq!(got, want, "block {i}");
         hits += usize::from(heads.owed > owed || (heads.adds == 0 && heads.block == *b && i > 0));
     }
@@ -116,15 +113,14 @@ fn only_blocks_that_refer_to_nothing_in_the_table_are_kept() {
 #[test]
 fn a_wanted_server_field_and_a_long_block_are_decoded_every_time() {
     let b = nginx("200", "now", true);
-    let mut dec = httlib_hpack::Decoder::default();
     let mut heads = Heads::new();
-    let head = decode_head_remembering(&mut dec, b.clone(), true, &mut heads).unwrap();
+    let head = heads.decode(b.clone(), true).unwrap();
     assert_eq!(head.server.as_deref(), Some("nginx/1.26.3"));
     assert!(heads.head.is_none());
-    decode_head_remembering(&mut dec, b.clone(), false, &mut heads).unwrap();
-    decode_head_remembering(&mut dec, b.clone(), false, &mut heads).unwrap();
+    heads.decode(b.clone(), false).unwrap();
+    heads.decode(b.clone(), false).unwrap();
     assert_eq!(heads.owed, 1);
-    let again = decode_head_remembering(&mut dec, b, true, &mut heads).unwrap();
+    let again = heads.decode(b, true).unwrap();
     assert_eq!(again.server.as_deref(), Some("nginx/1.26.3"));
     assert_eq!(heads.owed, 0);
     let long = "x".repeat(Heads::MAX);
@@ -132,7 +128,7 @@ fn a_wanted_server_field_and_a_long_block_are_decoded_every_time() {
         &mut Encoder::default(),
         &[(":status", "200", HUFFMAN), ("x-long", &long, 0)],
     );
-    decode_head_remembering(&mut dec, b, false, &mut heads).unwrap();
+    heads.decode(b, false).unwrap();
     assert!(
         heads.block.len() <= Heads::MAX,
         "the long block is not kept"
