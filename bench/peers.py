@@ -539,30 +539,38 @@ def run_child(
 class CpuQuota:
     """A CPU-bandwidth cgroup of the script's own (cgroup v2's cpu.max, or v1's cpu controller):
     every client joins it, so that none uses more than `fraction` of a CPU however busy it
-    would be. The clients then set the rate, not the server: the comparison of what each
-    generator can send with the same CPU. Removed when the run ends."""
+    would be: what each generator can send with the same share of a CPU. Removed when the run
+    ends, and at once when it cannot be set up."""
 
     PERIOD_US = 100_000
 
     def __init__(self, fraction: float):
         self.fraction = fraction
-        quota = max(1000, int(fraction * self.PERIOD_US))
+        self.quota_us = max(1000, int(fraction * self.PERIOD_US))
         name = f"benchctl-peers-{os.getpid()}"
-        v2 = Path("/sys/fs/cgroup/cgroup.controllers")
+        v2 = Path("/sys/fs/cgroup/cgroup.subtree_control")
         if v2.exists():
+            # The children of the root get the cpu controller only where the root enables it.
             if "cpu" not in v2.read_text().split():
-                raise Fatal("--client-quota: this cgroup v2 hierarchy has no cpu controller")
+                raise Fatal("--client-quota: this cgroup v2 hierarchy gives its children no cpu controller")
             self.path = Path("/sys/fs/cgroup") / name
-            self.path.mkdir()
-            (self.path / "cpu.max").write_text(f"{quota} {self.PERIOD_US}\n")
+            limits = {"cpu.max": f"{self.quota_us} {self.PERIOD_US}\n"}
         else:
             root = Path("/sys/fs/cgroup/cpu")
             if not (root / "cpu.cfs_quota_us").exists():
                 raise Fatal("--client-quota needs cgroup v2 or v1's cpu controller at /sys/fs/cgroup/cpu")
             self.path = root / name
+            limits = {"cpu.cfs_period_us": f"{self.PERIOD_US}\n", "cpu.cfs_quota_us": f"{self.quota_us}\n"}
+        try:
             self.path.mkdir()
-            (self.path / "cpu.cfs_period_us").write_text(f"{self.PERIOD_US}\n")
-            (self.path / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+        except OSError as e:
+            raise Fatal(f"--client-quota: cannot make {self.path} (root only): {e}") from None
+        try:
+            for file, value in limits.items():
+                (self.path / file).write_text(value)
+        except OSError as e:
+            self.remove()
+            raise Fatal(f"--client-quota: cannot set {self.path}'s limit: {e}") from None
         self.procs = str(self.path / "cgroup.procs")
 
     def join(self) -> None:
@@ -574,10 +582,9 @@ class CpuQuota:
             os.close(fd)
 
     def describe(self) -> str:
-        quota_ms = max(1000, int(self.fraction * self.PERIOD_US)) / 1000
         return (f"every client capped at {self.fraction:g} of a CPU (a CPU-bandwidth cgroup: "
-                f"{quota_ms:g} ms per {self.PERIOD_US // 1000} ms); a client busy up to the cap set "
-                "its own rate")
+                f"{self.quota_us / 1000:g} ms per {self.PERIOD_US // 1000} ms); a client busy up to the "
+                "cap set its own rate")
 
     def remove(self) -> None:
         for _ in range(50):
@@ -1572,8 +1579,6 @@ def main(argv: list[str]) -> int:
         server_cpu=server_cpu,
     )
     tools, skipped = find_tools(args)
-    if args.client_quota is not None:
-        cfg.quota = CpuQuota(args.client_quota)
 
     # SIGTERM takes the same path as Ctrl-C, so nginx is always stopped.
     def on_term(signum, frame):
@@ -1604,6 +1609,8 @@ def main(argv: list[str]) -> int:
         nginx = Nginx(server_cpu, tls=args.tls, h2=args.h2)
     results: list[RunResult] = []
     try:
+        if args.client_quota is not None:
+            cfg.quota = CpuQuota(args.client_quota)
         nginx.start()
         url = nginx.url()
         log(f"server ({nginx.version()}) on {url}, CPU {server_cpu}; clients on CPU {client_cpu}")
