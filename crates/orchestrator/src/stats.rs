@@ -155,21 +155,6 @@ impl Orchestrator {
             ))
         };
         let (cgroup, sockets) = self.local_view(guard).await;
-        acc.lock()
-            .expect("stats lock")
-            .add_connections(sockets.as_ref());
-        match &cgroup {
-            Some(cg) => {
-                if !acc.lock().expect("stats lock").add_cgroup(cg) {
-                    return Err(gone());
-                }
-            }
-            None => {
-                let first = one_shot(&self.docker, guard.id()).await.ok_or_else(gone)?;
-                acc.lock().expect("stats lock").add(&first, true);
-            }
-        }
-
         let docker = self.docker.clone();
         let id = guard.id().to_string();
         let task_acc = Arc::clone(&acc);
@@ -185,14 +170,18 @@ impl Orchestrator {
                 acc.add_connections(task_sockets.as_ref());
             }
         });
-        Ok(StatsSampler {
+        let sampler = StatsSampler {
             docker: self.docker.clone(),
             id: guard.id().to_string(),
             acc,
             task,
             cgroup,
             sockets,
-        })
+        };
+        if !sampler.first_reading().await {
+            return Err(gone());
+        }
+        Ok(sampler)
     }
 
     /// The container's cgroup and socket tables on this machine, found through its main
@@ -223,19 +212,26 @@ impl StatsSampler {
     /// forgotten. A load with a warm-up starts its sampler before its first request (so that
     /// finding the container costs the load nothing) and starts it over as the warm-up ends.
     pub async fn restart(&self) {
+        self.first_reading().await;
+    }
+
+    /// Forgets what was seen and takes a first reading now: false when the container has none
+    /// to give (it stopped).
+    async fn first_reading(&self) -> bool {
         let remote = match self.cgroup {
             Some(_) => None,
-            None => one_shot(&self.docker, &self.id).await,
+            None => Some(one_shot(&self.docker, &self.id).await),
         };
         let mut acc = self.acc.lock().expect("stats lock");
         *acc = Accumulated::default();
         acc.add_connections(self.sockets.as_ref());
         match (&self.cgroup, remote) {
-            (Some(cg), _) => {
-                acc.add_cgroup(cg);
+            (Some(cg), _) => acc.add_cgroup(cg),
+            (None, Some(Some(first))) => {
+                acc.add(&first, true);
+                true
             }
-            (None, Some(first)) => acc.add(&first, true),
-            (None, None) => {}
+            (None, _) => false,
         }
     }
 
