@@ -655,7 +655,6 @@ impl H2Worker {
             let _ = sh.server.set(head.server.unwrap_or_default());
             sh.note_tls(c.tls.as_deref());
         }
-        let ok = (200..300).contains(&head.status);
         let body = s.body_len;
         let head_only = sh.cfg.load.method.head_only();
         if !head_only && head.content_length.is_some_and(|n| n != body) {
@@ -663,21 +662,16 @@ impl H2Worker {
                 .core
                 .count_failure(req.measured, FailureKind::Exception, done);
         }
-        let length_failure = self.core.length_failure(ok, body);
-        if !self.core.counts(req.measured, done) {
-            return;
-        }
         let r = Response {
-            ok,
+            ok: (200..300).contains(&head.status),
             wire_len: s.wire_len,
             body_len: body,
             dropped: 0,
             sent_len: s.sent_len,
             keep_alive: true,
-            length_failure,
             written: if s.written { req.written } else { req.start },
         };
-        self.core.record(&req, done, &r);
+        self.core.complete(&req, done, &r);
     }
 
     /// A stream ended without its response: counted by kind, its slot freed.

@@ -112,8 +112,6 @@ pub(super) struct Response {
     pub(super) sent_len: u64,
     /// It counts as a keep-alive request.
     pub(super) keep_alive: bool,
-    /// Its body length differed from the document length.
-    pub(super) length_failure: bool,
     /// When its request was written: Waiting runs from then.
     pub(super) written: Instant,
 }
@@ -362,7 +360,7 @@ impl Core {
     /// response sets the document length, and a later one of another length fails (unless
     /// lengths may vary).
     #[inline]
-    pub(super) fn length_failure(&self, ok: bool, body: u64) -> bool {
+    fn length_failure(&self, ok: bool, body: u64) -> bool {
         let sh = &*self.sh;
         // Every later response only reads the length (a compare-and-swap per response would
         // take the shared cache line from every worker).
@@ -376,10 +374,21 @@ impl Core {
         ok && known.is_some_and(|k| k != body) && !sh.cfg.variable_length
     }
 
-    /// Records a measured response that completed at `done` (the caller checked that it
-    /// [`counts`](Self::counts)).
+    /// A complete response to `req` that ended at `done`, whatever the protocol: its body's
+    /// length checked against the document's (every response, measured or not: the first good
+    /// one sets it), and recorded when it [`counts`](Self::counts).
     #[inline]
-    pub(super) fn record(&mut self, req: &Request, done: Instant, r: &Response) {
+    pub(super) fn complete(&mut self, req: &Request, done: Instant, r: &Response) {
+        let length_failure = self.length_failure(r.ok, r.body_len);
+        if self.counts(req.measured, done) {
+            self.record(req, done, r, length_failure);
+        }
+    }
+
+    /// Records a measured response that completed at `done`; `length_failure`: its body's
+    /// length differed from the document's.
+    #[inline]
+    fn record(&mut self, req: &Request, done: Instant, r: &Response, length_failure: bool) {
         let rec = &mut self.rec;
         rec.completed += 1;
         rec.total_bytes += r.wire_len;
@@ -389,7 +398,7 @@ impl Core {
         if !r.ok {
             rec.non_2xx += 1;
         }
-        if r.length_failure {
+        if length_failure {
             rec.failures.add(FailureKind::Length);
         }
         if r.keep_alive {
@@ -408,7 +417,7 @@ impl Core {
             .intended
             .map(|t| done.saturating_duration_since(t).as_micros() as u64);
         rec.record(sample, corrected);
-        rec.interval_response(done, &sample, corrected, r.wire_len, r.length_failure);
+        rec.interval_response(done, &sample, corrected, r.wire_len, length_failure);
         // Only kept for ab's -g file: worked out only then.
         let (wall, start) = (self.wall_start_us, self.start);
         rec.record_start(|| wall + req.start.saturating_duration_since(start).as_micros() as u64);
@@ -454,22 +463,16 @@ impl Core {
             let _ = sh.server.set(parser.server.take().unwrap_or_default());
             sh.note_tls(tls);
         }
-        let ok = (200..300).contains(&parser.head.status);
-        let body = parser.body_len;
-        let length_failure = self.length_failure(ok, body);
-        if self.counts(req.measured, done) {
-            let r = Response {
-                ok,
-                wire_len: parser.wire_len,
-                body_len: body,
-                dropped: parser.skipped,
-                sent_len: self.sh.request.len() as u64,
-                keep_alive: parser.head.keep_alive && self.sh.cfg.load.keep_alive,
-                length_failure,
-                written: req.written,
-            };
-            self.record(req, done, &r);
-        }
+        let r = Response {
+            ok: (200..300).contains(&parser.head.status),
+            wire_len: parser.wire_len,
+            body_len: parser.body_len,
+            dropped: parser.skipped,
+            sent_len: self.sh.request.len() as u64,
+            keep_alive: parser.head.keep_alive && self.sh.cfg.load.keep_alive,
+            written: req.written,
+        };
+        self.complete(req, done, &r);
         self.napper
             .observe(done.saturating_duration_since(req.start), req.read_at);
     }

@@ -193,23 +193,16 @@ impl H3Worker {
         if req.want_server {
             let _ = sh.server.set(s.reader.take_server().unwrap_or_default());
         }
-        let ok = s.status.is_some_and(|st| (200..300).contains(&st));
-        let body = s.reader.body_len();
-        let length_failure = self.core.length_failure(ok, body);
-        if !self.core.counts(req.measured, done) {
-            return;
-        }
         let r = Response {
-            ok,
+            ok: s.status.is_some_and(|st| (200..300).contains(&st)),
             wire_len: s.wire_len,
-            body_len: body,
+            body_len: s.reader.body_len(),
             dropped: 0,
             sent_len: self.setup.request.len() as u64,
             keep_alive: self.keep_alive,
-            length_failure,
             written: req.written,
         };
-        self.core.record(&req, done, &r);
+        self.core.complete(&req, done, &r);
     }
 
     /// A stream ended without its response: counted by kind, its slot freed.
