@@ -544,6 +544,59 @@ impl TlsConn {
         }
     }
 
+    /// The handshake is still under way.
+    pub fn handshaking(&self) -> bool {
+        self.conn.is_handshaking()
+    }
+
+    /// Queues `data` (plaintext) to be sent, whole: its records are ready for
+    /// [`TlsConn::take_records`] at once, or, while the handshake is under way, as soon as it
+    /// completes (with the handshake's last flight). For an engine that writes the records
+    /// itself (io_uring); [`TlsConn::send`] is the socket-writing way.
+    pub fn queue_plaintext(&mut self, data: &[u8]) -> io::Result<()> {
+        // The engine writes every record out before it queues more: no limit is needed.
+        self.conn.set_buffer_limit(None);
+        self.conn.writer().write_all(data)
+    }
+
+    /// Appends the records waiting to be written to `out`.
+    pub fn take_records(&mut self, out: &mut Vec<u8>) {
+        while self.conn.wants_write() {
+            // Writing into a `Vec` cannot fail.
+            if self.conn.write_tls(out).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Takes records that came from the socket, read by the engine itself (io_uring's
+    /// receive buffers), and appends the plaintext they carry to `plain`. `Ok(true)`: the
+    /// server ended the stream (its close_notify). An error says the records do not decrypt,
+    /// or, while handshaking, why the handshake failed (a [`HandshakeError`]).
+    pub fn absorb(&mut self, mut records: &[u8], plain: &mut Vec<u8>) -> io::Result<bool> {
+        let mut eof = false;
+        while !records.is_empty() {
+            if self.conn.read_tls(&mut records)? == 0 {
+                break;
+            }
+            let handshaking = self.conn.is_handshaking();
+            if let Err(e) = self.conn.process_new_packets() {
+                return Err(if handshaking {
+                    io::Error::other(HandshakeError(e.to_string()))
+                } else {
+                    io::Error::new(io::ErrorKind::InvalidData, e)
+                });
+            }
+            match self.conn.reader().read_to_end(plain) {
+                // The session ended (close_notify): nothing may follow.
+                Ok(_) => eof = true,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(eof)
+    }
+
     /// Reads plaintext into `buf` as [`sock::recv`] reads a plain socket: `Data` with the
     /// stamp of the newest record read from the socket, `Again` when the socket is empty and
     /// no plaintext is left, `Eof` at the end of the stream (with or without the server's

@@ -246,11 +246,7 @@ impl H1 {
     /// shows it established.
     fn write(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        let request: &[u8] = if c.slot.batch > 1 {
-            &self.core.sh.pipelined[..c.slot.batch as usize * self.core.sh.request.len()]
-        } else {
-            &self.core.sh.request
-        };
+        let request = self.core.sh.request_bytes(c.slot.batch);
         let Some(s) = c.stream.as_mut() else {
             return;
         };

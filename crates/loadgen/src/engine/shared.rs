@@ -77,6 +77,15 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// What one write of a request carries: the request, or `batch` of them pipelined.
+    pub(super) fn request_bytes(&self, batch: u32) -> &[u8] {
+        if batch > 1 {
+            &self.pipelined[..batch as usize * self.request.len()]
+        } else {
+            &self.request
+        }
+    }
+
     /// Everything the workers of a run of `cfg` against `addr` start from: the request in
     /// its forms, TLS, receive stamps.
     pub(super) fn new(cfg: LoadConfig, addr: SocketAddr) -> Result<Shared, ConfigError> {

@@ -1,5 +1,5 @@
-//! The io_uring engine: HTTP/1.x over plain TCP, the same slots, timings and records as the
-//! epoll engine's ([`super::h1`]), with the system calls batched.
+//! The io_uring engine: HTTP/1.x, plain or over TLS, with the same slots, timings and records
+//! as the epoll engine's ([`super::h1`]), and the system calls batched.
 //!
 //! - One ring per worker, a single issuer whose completions' work the kernel runs only when the
 //!   worker waits (`DEFER_TASKRUN`): the server's writes do not wake the worker, and the worker
@@ -18,6 +18,14 @@
 //! Timings: a request is written when the batch holding its `send` is handed to the kernel;
 //! with a new connection, it is also connected then (on loopback the handshake is done by the
 //! time the `send` that follows it runs, and a failed connect posts its error).
+//!
+//! Over TLS the receive buffers hold records, which the connection's rustls session turns
+//! into the plaintext the slots read ([`crate::tls::TlsConn::absorb`]); nothing is dropped in
+//! the kernel. A new connection's linked `send` is the ClientHello; the request is queued in
+//! the session behind the handshake and leaves with its last flight, which is when it counts
+//! as written and the connection as connected (the handshake in Connect, as ab counts it).
+//! Records are sent from the connection's own buffer, so their `send` posts its completion,
+//! which hands the buffer back; one is in flight per connection at a time.
 
 use super::slot::{H1Slots, Slot, State};
 use super::worker::{self, Core, Placement, Schedule};
@@ -26,6 +34,7 @@ use crate::sock;
 use crate::stats::{FailureKind, Recorder};
 use conn::{
     split, user_data, Conn, DropHdr, Peer, OP_CANCEL, OP_CONNECT, OP_DROP, OP_RECV, OP_SEND,
+    OP_TLS_SEND,
 };
 use io_uring::{opcode, squeue, types};
 use ring::{Cqe, Ring};
@@ -83,6 +92,11 @@ struct Slots {
     discard: bool,
     /// A fixed nap: every wait lasts it, collecting what came meanwhile.
     fixed_nap: bool,
+    /// Over TLS, the plaintext of the records a completion brought.
+    plain: Vec<u8>,
+    /// TLS record buffers of sockets given up while a send of them was in flight, by that
+    /// send's user data: the kernel may still read them until its completion comes.
+    retired: Vec<(u64, Vec<u8>)>,
 }
 
 struct Worker {
@@ -122,6 +136,8 @@ pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
             rearm: Vec::new(),
             discard: core.sh.discard,
             fixed_nap: matches!(at.coalesce, crate::config::Coalesce::Nap(_)),
+            plain: Vec::new(),
+            retired: Vec::new(),
             core,
         },
         cqes: Vec::new(),
@@ -306,16 +322,27 @@ impl Slots {
         if c.fd.is_none() && !self.open(idx) {
             return;
         }
+        if self.conns[idx].tls.is_some() {
+            self.send_tls(idx);
+        } else {
+            self.send_plain(idx);
+        }
+        self.arm(idx);
+        let early = std::mem::take(&mut self.conns[idx].early);
+        if !early.is_empty() {
+            // They came before the request was sent: the response started with it.
+            self.data(idx, &early, None, now, sock::realtime_now());
+        }
+    }
+
+    /// Stages the slot's request as one `send` of the shared request bytes, silent on success.
+    fn send_plain(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
         let Some(fd) = c.fd.as_ref() else {
             return;
         };
         let sh = &self.core.sh;
-        let request: &[u8] = if c.slot.batch > 1 {
-            &sh.pipelined[..c.slot.batch as usize * sh.request.len()]
-        } else {
-            &sh.request
-        };
+        let request = sh.request_bytes(c.slot.batch);
         let send = opcode::Send::new(
             types::Fd(fd.as_raw_fd()),
             request.as_ptr(),
@@ -328,12 +355,58 @@ impl Slots {
         self.staged.push(send);
         c.unsent = true;
         self.unsent.push(idx);
-        self.arm(idx);
-        let early = std::mem::take(&mut self.conns[idx].early);
-        if !early.is_empty() {
-            // They came before the request was sent: the response started with it.
-            self.data(idx, &early, None, now, sock::realtime_now());
+    }
+
+    /// Queues the slot's request in its TLS session and stages the records that are ready: on
+    /// a new connection the ClientHello (the request follows the handshake's last flight, and
+    /// is written when that goes: see [`Slots::tls_data`]), else the request's records.
+    fn send_tls(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        let request = self.core.sh.request_bytes(c.slot.batch);
+        let Some(tls) = c.tls.as_mut() else {
+            return;
+        };
+        if tls.queue_plaintext(request).is_err() {
+            return self.fail(idx, FailureKind::Write);
         }
+        if !tls.handshaking() {
+            c.unsent = true;
+            self.unsent.push(idx);
+        }
+        self.flush_tls(idx);
+    }
+
+    /// Stages a send of the records the slot's TLS session has waiting, unless one is in
+    /// flight (its completion calls this again).
+    fn flush_tls(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if c.sending {
+            return;
+        }
+        let Some(tls) = c.tls.as_mut() else {
+            return;
+        };
+        c.out.clear();
+        c.out_at = 0;
+        tls.take_records(&mut c.out);
+        if !c.out.is_empty() {
+            self.stage_out(idx);
+        }
+    }
+
+    /// Stages a send of what is left of the slot's records; its completion hands them back.
+    fn stage_out(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        let Some(fd) = c.fd.as_ref() else {
+            return;
+        };
+        let rest = &c.out[c.out_at..];
+        let send = opcode::Send::new(types::Fd(fd.as_raw_fd()), rest.as_ptr(), rest.len() as u32)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+            .user_data(user_data(OP_TLS_SEND, idx, c.generation));
+        c.sending = true;
+        self.staged.push(send);
     }
 
     /// Opens a socket for the slot and stages its connect, linked to the send staged next.
@@ -347,10 +420,19 @@ impl Slots {
                 return false;
             }
         };
+        let tls = match sh.tls.as_ref().map(|t| t.connect()).transpose() {
+            Ok(t) => t,
+            Err(e) => {
+                let kind = sh.note_connect_error(&e);
+                self.fail(idx, kind);
+                return false;
+            }
+        };
         if sh.stamps.is_some() {
             let _ = sock::enable_rx_stamps(fd.as_fd());
         }
         let c = &mut self.conns[idx];
+        c.tls = tls;
         c.generation = c.generation.wrapping_add(1);
         c.armed = false;
         c.connected = false;
@@ -394,6 +476,13 @@ impl Slots {
         let Some(c) = self.conns.get_mut(idx) else {
             return;
         };
+        if op == OP_TLS_SEND && !self.retired.is_empty() {
+            // A given-up socket's records: the kernel has done with them.
+            if let Some(at) = self.retired.iter().position(|(d, _)| *d == cqe.data) {
+                self.retired.swap_remove(at);
+                return;
+            }
+        }
         if c.fd.is_none() || c.generation & 0xff_ffff != generation {
             // A late word about a socket the slot has done with.
             return;
@@ -407,7 +496,11 @@ impl Slots {
                 match got {
                     Some(r) if !r.payload.is_empty() => {
                         let stamp = sock::stamp_in(r.control);
-                        self.data(idx, r.payload, stamp, now, real);
+                        if c.tls.is_some() {
+                            self.tls_data(idx, r.payload, stamp, now, real);
+                        } else {
+                            self.data(idx, r.payload, stamp, now, real);
+                        }
                         if last {
                             self.receive_ended(idx, generation);
                         }
@@ -421,9 +514,27 @@ impl Slots {
                         let kind = self.core.sh.note_connect_error(&e);
                         self.fail(idx, kind);
                     }
+                    _ if c.tls.as_ref().is_some_and(|t| t.handshaking()) => {
+                        // The server closed or reset the connection before the handshake's end.
+                        let why = match cqe.res {
+                            0 => "the server closed the connection".to_string(),
+                            e => io::Error::from_raw_os_error(-e).to_string(),
+                        };
+                        let e = io::Error::other(crate::tls::HandshakeError(why));
+                        let kind = self.core.sh.note_connect_error(&e);
+                        self.fail(idx, kind);
+                    }
                     _ if cqe.res < 0 => self.ended(idx, false),
                     _ => self.ended(idx, true),
                 }
+            }
+            OP_TLS_SEND if cqe.res >= 0 => {
+                c.out_at += cqe.res as usize;
+                if c.out_at < c.out.len() {
+                    return self.stage_out(idx);
+                }
+                c.sending = false;
+                self.flush_tls(idx);
             }
             OP_DROP => {
                 c.dropping = false;
@@ -443,16 +554,18 @@ impl Slots {
                 let kind = self.core.sh.note_connect_error(&e);
                 self.fail(idx, kind);
             }
-            OP_SEND if cqe.res == -libc::ECANCELED => {
+            OP_SEND | OP_TLS_SEND if cqe.res == -libc::ECANCELED => {
                 // Its connect failed, and says so itself.
+                c.sending = false;
             }
-            OP_SEND if cqe.res < 0 && !c.connected && !c.slot.req.reused => {
+            OP_SEND | OP_TLS_SEND if cqe.res < 0 && !c.connected && !c.slot.req.reused => {
                 // A connect that failed shows at the first send.
                 let e = io::Error::from_raw_os_error(-cqe.res);
                 let kind = self.core.sh.note_connect_error(&e);
                 self.fail(idx, kind);
             }
-            OP_SEND => {
+            OP_SEND | OP_TLS_SEND => {
+                self.conns[idx].sending = false;
                 if self.conns[idx].slot.stale() {
                     self.stale(idx)
                 } else {
@@ -473,7 +586,14 @@ impl Slots {
             return;
         }
         let skip = match c.slot.parser.skippable() {
-            n if self.discard && c.slot.state == State::Reading && n >= DROP_FROM => n,
+            // Over TLS every byte is decrypted: nothing can be dropped in the kernel.
+            n if self.discard
+                && c.tls.is_none()
+                && c.slot.state == State::Reading
+                && n >= DROP_FROM =>
+            {
+                n
+            }
             _ => 0,
         };
         if skip == 0 {
@@ -524,7 +644,12 @@ impl Slots {
     /// that the rest is dropped in the kernel.
     fn maybe_drop_body(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        if !self.discard || !c.armed || c.cancelling || c.slot.parser.skippable() < DROP_FROM {
+        if !self.discard
+            || c.tls.is_some()
+            || !c.armed
+            || c.cancelling
+            || c.slot.parser.skippable() < DROP_FROM
+        {
             return;
         }
         c.cancelling = true;
@@ -647,7 +772,7 @@ impl Slots {
         let c = &mut self.conns[idx];
         c.slot.deadline = None;
         self.core
-            .respond(&c.slot.req, &mut c.slot.parser, None, done);
+            .respond(&c.slot.req, &mut c.slot.parser, c.tls.as_deref(), done);
         if self.after_response(idx, done, server_closed) {
             return;
         }
@@ -668,6 +793,8 @@ impl Slots {
         if c.armed || c.dropping {
             return self.abandon(idx);
         }
+        self.retire_out(idx);
+        let c = &mut self.conns[idx];
         if let Some(fd) = c.fd.take() {
             let close = opcode::Close::new(types::Fd(fd.into_raw_fd()))
                 .build()
@@ -679,6 +806,7 @@ impl Slots {
     /// Abandons the slot's socket: its armed receive, if any, is ended by shutting the socket
     /// down (its completion then names an old socket and is ignored), then it is closed.
     fn abandon(&mut self, idx: usize) {
+        self.retire_out(idx);
         let c = &mut self.conns[idx];
         if let Some(fd) = c.fd.take() {
             if c.armed {
@@ -689,6 +817,73 @@ impl Slots {
             c.cancelling = false;
             c.dropping = false;
             c.early.clear();
+        }
+    }
+}
+
+impl Slots {
+    /// Records that came on the slot's TLS connection (stamped `stamp`, seen at `now`): the
+    /// plaintext they carry goes on as a plain connection's bytes do; the handshake's end
+    /// sends its last flight with the request queued behind it, which is written then.
+    fn tls_data(
+        &mut self,
+        idx: usize,
+        records: &[u8],
+        stamp: Option<sock::Stamp>,
+        now: Instant,
+        real: sock::Stamp,
+    ) {
+        let c = &mut self.conns[idx];
+        let Some(tls) = c.tls.as_mut() else {
+            return;
+        };
+        let handshaking = tls.handshaking();
+        let mut plain = std::mem::take(&mut self.plain);
+        plain.clear();
+        let absorbed = tls.absorb(records, &mut plain);
+        if handshaking && !tls.handshaking() {
+            // Connected as ab counts it: the handshake is done.
+            c.connected = true;
+            self.core.sh.note_connected();
+            if c.slot.state == State::Reading {
+                c.unsent = true;
+                self.unsent.push(idx);
+            }
+        }
+        match absorbed {
+            Err(e) if handshaking => {
+                let kind = self.core.sh.note_connect_error(&e);
+                self.fail(idx, kind);
+            }
+            Err(_) => {
+                if !plain.is_empty() {
+                    self.data(idx, &plain, stamp, now, real);
+                }
+                self.ended(idx, false);
+            }
+            Ok(eof) => {
+                self.flush_tls(idx);
+                if !plain.is_empty() {
+                    self.data(idx, &plain, stamp, now, real);
+                }
+                if eof && self.conns[idx].fd.is_some() {
+                    // The server's close_notify ends the stream as its FIN does.
+                    self.ended(idx, true);
+                }
+            }
+        }
+        self.plain = plain;
+    }
+
+    /// The slot's socket ends: TLS records still being sent are kept until the kernel has
+    /// done with them. (Its session stays until the next connection's replaces it: the
+    /// response that ended the connection is recorded with it.)
+    fn retire_out(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if c.sending {
+            c.sending = false;
+            let data = user_data(OP_TLS_SEND, idx, c.generation);
+            self.retired.push((data, std::mem::take(&mut c.out)));
         }
     }
 }

@@ -81,16 +81,11 @@ pub(super) struct Protocol {
 }
 
 impl Protocol {
-    /// What keeps a load off the io_uring engine, which drives plain HTTP/1.x only: the
-    /// scenario's HTTP/2, HTTP/3 or TLS, as a message says it.
-    pub(super) fn beyond_plain_http1(&self) -> Option<String> {
-        match self.multiplexed() {
-            Some((v, said, line)) => Some(format!(
-                "the scenario speaks HTTP/{v} ({said}, line {line})"
-            )),
-            None if self.tls => Some("the scenario serves TLS".to_string()),
-            None => None,
-        }
+    /// What keeps a load off the io_uring engine, which drives HTTP/1.x only (plain or over
+    /// TLS): the scenario's HTTP/2 or HTTP/3, as a message says it.
+    pub(super) fn beyond_http1(&self) -> Option<String> {
+        self.multiplexed()
+            .map(|(v, said, line)| format!("the scenario speaks HTTP/{v} ({said}, line {line})"))
     }
 
     /// HTTP/2 or HTTP/3 (`"2"` or `"3"`) where some load speaks it, with what the scenario

@@ -87,8 +87,8 @@ fn ab_flags_that_would_break_the_request_are_refused() {
             "HTTP/2 runs on the epoll engine",
         ),
         (
-            &["load", "--engine", "uring", &https],
-            "TLS runs on the epoll engine",
+            &["load", "--engine", "uring", "--h3", "-k", &https],
+            "HTTP/3 runs on the epoll engine",
         ),
         (
             &["load", "-H", "X-A: 1\r\nX-Injected: yes", &url],

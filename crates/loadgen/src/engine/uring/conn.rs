@@ -12,6 +12,9 @@ pub(super) const OP_SEND: u64 = 2;
 pub(super) const OP_RECV: u64 = 3;
 pub(super) const OP_CANCEL: u64 = 4;
 pub(super) const OP_DROP: u64 = 5;
+/// A send of TLS records: unlike a plain request's, it posts its completion, which hands its
+/// buffer back.
+pub(super) const OP_TLS_SEND: u64 = 6;
 
 /// The user data of slot `idx`'s operation `op` on its socket number `generation` (its low
 /// 24 bits: enough to tell an old socket's late completion from the current one's).
@@ -46,6 +49,13 @@ pub(super) struct Conn {
     /// Bytes that came after the last response due, before the next request was sent (a
     /// server answering ahead): the start of the next response.
     pub(super) early: Vec<u8>,
+    /// The connection's TLS session, over `https://`.
+    pub(super) tls: Option<Box<crate::tls::TlsConn>>,
+    /// TLS records being sent: the kernel reads them until the send's completion comes
+    /// (`sending`), from `out_at` on.
+    pub(super) out: Vec<u8>,
+    pub(super) out_at: usize,
+    pub(super) sending: bool,
     pub(super) slot: Slot,
 }
 
@@ -147,6 +157,10 @@ impl Conn {
             dropping: false,
             drop_hdr: None,
             early: Vec::new(),
+            tls: None,
+            out: Vec::new(),
+            out_at: 0,
+            sending: false,
             slot: Slot::new(head_only, start),
         }
     }

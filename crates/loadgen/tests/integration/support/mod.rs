@@ -192,7 +192,7 @@ pub fn config(url: &str, n: u64, c: u32) -> loadgen::LoadConfig {
 
 /// The engine a test's load runs on when it does not name one: `LOADGEN_TEST_ENGINE`
 /// (`epoll` or `uring`), so that the whole suite can run on each (`./x test` runs it on both);
-/// unset, the generator's own choice. io_uring only where it drives the load: plain HTTP/1.x.
+/// unset, the generator's own choice. io_uring only where it drives the load: HTTP/1.x.
 pub fn test_engine(cfg: &loadgen::LoadConfig) -> loadgen::Engine {
     let engine = match std::env::var("LOADGEN_TEST_ENGINE") {
         Ok(e) => e
@@ -200,8 +200,11 @@ pub fn test_engine(cfg: &loadgen::LoadConfig) -> loadgen::Engine {
             .expect("LOADGEN_TEST_ENGINE is auto, epoll or uring"),
         Err(_) => loadgen::Engine::Auto,
     };
-    let plain_h1 = cfg.load.version != loadgen::HttpVersion::Http2 && !cfg.target.https;
-    if engine == loadgen::Engine::Uring && !plain_h1 {
+    let h1 = matches!(
+        cfg.load.version,
+        loadgen::HttpVersion::Http10 | loadgen::HttpVersion::Http11
+    );
+    if engine == loadgen::Engine::Uring && !h1 {
         return loadgen::Engine::Auto;
     }
     engine
