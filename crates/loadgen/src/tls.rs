@@ -410,6 +410,8 @@ struct SocketReader<'fd> {
     fd: BorrowedFd<'fd>,
     stamped: bool,
     stamp: Option<Stamp>,
+    /// A read returned less than it asked for: the socket is empty.
+    emptied: bool,
 }
 
 impl Read for SocketReader<'_> {
@@ -419,6 +421,7 @@ impl Read for SocketReader<'_> {
                 if stamp.is_some() {
                     self.stamp = stamp;
                 }
+                self.emptied = len < buf.len();
                 Ok(len)
             }
             Recv::Eof => Ok(0),
@@ -514,6 +517,7 @@ impl TlsConn {
                 fd,
                 stamped: false,
                 stamp: None,
+                emptied: false,
             };
             match self.conn.read_tls(&mut rd)? {
                 0 => {
@@ -606,6 +610,9 @@ impl TlsConn {
         let mut filled = 0;
         let mut stamp = None;
         let mut eof = false;
+        // The last read from the socket emptied it: once the plaintext is taken, asking
+        // again would only be told so (a system call per response for nothing).
+        let mut emptied = false;
         while filled < buf.len() {
             match self.conn.reader().read(&mut buf[filled..]) {
                 Ok(0) => {
@@ -623,14 +630,19 @@ impl TlsConn {
                 }
                 Err(_) => return failed(filled, stamp),
             }
+            if emptied {
+                break;
+            }
             // No plaintext left: more records from the socket.
             let mut rd = SocketReader {
                 fd,
                 stamped,
                 stamp: None,
+                emptied: false,
             };
             match self.conn.read_tls(&mut rd) {
                 Ok(_) => {
+                    emptied = rd.emptied;
                     if rd.stamp.is_some() {
                         stamp = rd.stamp;
                     }
