@@ -33,14 +33,14 @@ use crate::http::Feed;
 use crate::sock;
 use crate::stats::{FailureKind, Recorder};
 use conn::{
-    split, user_data, Conn, DropHdr, Peer, OP_CANCEL, OP_CONNECT, OP_DROP, OP_RECV, OP_SEND,
-    OP_TLS_SEND,
+    on_sock, split, user_data, Conn, DropHdr, Peer, Sock, OP_CANCEL, OP_CONNECT, OP_DROP, OP_RECV,
+    OP_SEND, OP_SOCKET, OP_TLS_SEND,
 };
 use io_uring::{opcode, squeue, types};
 use ring::{Cqe, Ring};
 use std::cmp::Reverse;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, IntoRawFd};
+use std::os::fd::{AsFd, IntoRawFd};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -72,6 +72,13 @@ pub(super) fn available() -> Result<(), String> {
     PROBED.get_or_init(ring::probe).clone()
 }
 
+/// Whether the ring can make connections' sockets itself ([`ring::probe_direct`]). Tried once
+/// per process.
+fn direct_sockets() -> bool {
+    static PROBED: OnceLock<bool> = OnceLock::new();
+    *PROBED.get_or_init(ring::probe_direct)
+}
+
 /// A worker's slots and what they stage for the next submission; the ring is apart, so that
 /// a completion's buffer can be read while the slots move on.
 struct Slots {
@@ -92,6 +99,10 @@ struct Slots {
     discard: bool,
     /// A fixed nap: every wait lasts it, collecting what came meanwhile.
     fixed_nap: bool,
+    /// Sockets are direct descriptors, made by the ring in the slot of their connection's
+    /// index; else the process's own, made by `socket(2)` (with `-B` or `--buffer`, which
+    /// the ring does not apply, or on kernels before 6.7).
+    direct: bool,
     /// Over TLS, the plaintext of the records a completion brought.
     plain: Vec<u8>,
     /// TLS record buffers of sockets given up while a send of them was in flight, by that
@@ -120,6 +131,11 @@ pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
             return core.finish();
         }
     };
+    let socket = &core.sh.cfg.socket;
+    let direct = socket.bind.is_none()
+        && socket.buffer.is_none()
+        && direct_sockets()
+        && ring.register_sockets(at.conns).is_ok();
     worker::tighten_timer_slack(&core.napper);
     let head_only = core.sh.cfg.load.method.head_only();
     let start = core.start;
@@ -136,6 +152,7 @@ pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
             rearm: Vec::new(),
             discard: core.sh.discard,
             fixed_nap: matches!(at.coalesce, crate::config::Coalesce::Nap(_)),
+            direct,
             plain: Vec::new(),
             retired: Vec::new(),
             core,
@@ -286,7 +303,7 @@ impl Slots {
             if c.slot.state != State::Queued {
                 continue;
             }
-            let open = c.fd.is_none();
+            let open = c.sock.is_none();
             if starts == STARTS_PER_ROUND || (open && opens == OPENS_PER_ROUND) {
                 self.queued.extend_from_slice(&queued[n..]);
                 return;
@@ -315,11 +332,11 @@ impl Slots {
     fn send(&mut self, idx: usize, now: Instant) {
         let c = &mut self.conns[idx];
         c.slot.req.start = now;
-        c.slot.req.reused = c.fd.is_some();
+        c.slot.req.reused = c.sock.is_some();
         c.slot.deadline = Some(now + self.core.timeout);
         c.slot.parser.reset(c.slot.req.want_server);
         c.slot.state = State::Reading;
-        if c.fd.is_none() && !self.open(idx) {
+        if c.sock.is_none() && !self.open(idx) {
             return;
         }
         if self.conns[idx].tls.is_some() {
@@ -338,19 +355,19 @@ impl Slots {
     /// Stages the slot's request as one `send` of the shared request bytes, silent on success.
     fn send_plain(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        let Some(fd) = c.fd.as_ref() else {
+        let Some(sock) = c.sock.as_ref() else {
             return;
         };
         let sh = &self.core.sh;
         let request = sh.request_bytes(c.slot.batch);
-        let send = opcode::Send::new(
-            types::Fd(fd.as_raw_fd()),
+        let send = on_sock!(sock, |t| opcode::Send::new(
+            t,
             request.as_ptr(),
-            request.len() as u32,
+            request.len() as u32
         )
         .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-        .build()
-        .flags(squeue::Flags::SKIP_SUCCESS)
+        .build())
+        .flags(squeue::Flags::SKIP_SUCCESS | link_on(c.chained))
         .user_data(user_data(OP_SEND, idx, c.generation));
         self.staged.push(send);
         c.unsent = true;
@@ -397,14 +414,19 @@ impl Slots {
     /// Stages a send of what is left of the slot's records; its completion hands them back.
     fn stage_out(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        let Some(fd) = c.fd.as_ref() else {
+        let Some(sock) = c.sock.as_ref() else {
             return;
         };
         let rest = &c.out[c.out_at..];
-        let send = opcode::Send::new(types::Fd(fd.as_raw_fd()), rest.as_ptr(), rest.len() as u32)
-            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-            .build()
-            .user_data(user_data(OP_TLS_SEND, idx, c.generation));
+        let send = on_sock!(sock, |t| opcode::Send::new(
+            t,
+            rest.as_ptr(),
+            rest.len() as u32
+        )
+        .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+        .build())
+        .flags(link_on(c.chained))
+        .user_data(user_data(OP_TLS_SEND, idx, c.generation));
         c.sending = true;
         self.staged.push(send);
     }
@@ -412,14 +434,6 @@ impl Slots {
     /// Opens a socket for the slot and stages its connect, linked to the send staged next.
     fn open(&mut self, idx: usize) -> bool {
         let sh = &self.core.sh;
-        let fd = match crate::connect::open(sh.addr, &sh.cfg.socket) {
-            Ok(fd) => fd,
-            Err(e) => {
-                let kind = sh.note_connect_error(&e);
-                self.fail(idx, kind);
-                return false;
-            }
-        };
         let tls = match sh.tls.as_ref().map(|t| t.connect()).transpose() {
             Ok(t) => t,
             Err(e) => {
@@ -428,39 +442,91 @@ impl Slots {
                 return false;
             }
         };
-        if sh.stamps.is_some() {
-            let _ = sock::enable_rx_stamps(fd.as_fd());
-        }
+        let sock = if self.direct {
+            self.stage_direct_socket(idx)
+        } else {
+            let fd = match crate::connect::open(sh.addr, &sh.cfg.socket) {
+                Ok(fd) => fd,
+                Err(e) => {
+                    let kind = sh.note_connect_error(&e);
+                    self.fail(idx, kind);
+                    return false;
+                }
+            };
+            if sh.stamps.is_some() {
+                let _ = sock::enable_rx_stamps(fd.as_fd());
+            }
+            Sock::Fd(fd)
+        };
         let c = &mut self.conns[idx];
+        c.chained = matches!(sock, Sock::Direct(_));
+        if !c.chained {
+            c.generation = c.generation.wrapping_add(1);
+        }
         c.tls = tls;
-        c.generation = c.generation.wrapping_add(1);
         c.armed = false;
         c.connected = false;
         let (addr, len) = self.peer.as_ptr();
-        let connect = opcode::Connect::new(types::Fd(fd.as_raw_fd()), addr, len)
-            .build()
+        let connect = on_sock!(&sock, |t| opcode::Connect::new(t, addr, len).build())
             .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
             .user_data(user_data(OP_CONNECT, idx, c.generation));
-        c.fd = Some(fd);
+        c.sock = Some(sock);
         self.staged.push(connect);
         true
+    }
+
+    /// Stages the making of the slot's next socket as a direct descriptor in the slot of its
+    /// index (replacing whatever the slot held), with receive stamps asked for, linked to the
+    /// connect staged next. Its failure is the first completion of the chain.
+    fn stage_direct_socket(&mut self, idx: usize) -> Sock {
+        let c = &mut self.conns[idx];
+        c.generation = c.generation.wrapping_add(1);
+        let data = user_data(OP_SOCKET, idx, c.generation);
+        let slot = idx as u32;
+        let domain = match *self.peer {
+            Peer::V4(_) => libc::AF_INET,
+            Peer::V6(_) => libc::AF_INET6,
+        };
+        let link = squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS;
+        self.staged.push(
+            opcode::Socket::new(domain, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0)
+                .file_index(types::DestinationSlot::try_from_slot_target(slot).ok())
+                .build()
+                .flags(link)
+                .user_data(data),
+        );
+        if self.core.sh.stamps.is_some() {
+            self.staged.push(
+                opcode::SetSockOpt::new(
+                    types::Fixed(slot),
+                    libc::SOL_SOCKET as u32,
+                    libc::SO_TIMESTAMPNS as u32,
+                    (&ring::ON as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as u32,
+                )
+                .build()
+                .flags(link)
+                .user_data(data),
+            );
+        }
+        Sock::Direct(slot)
     }
 
     /// Arms the slot's multishot receive.
     fn arm(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        let Some(fd) = c.fd.as_ref() else {
+        let Some(sock) = c.sock.as_ref() else {
             return;
         };
         if c.armed || c.dropping {
             return;
         }
         c.armed = true;
-        let recv = ring::recv_multishot(fd.as_raw_fd(), &self.msghdr).user_data(user_data(
-            OP_RECV,
-            idx,
-            c.generation,
-        ));
+        c.chained = false;
+        let msghdr: &libc::msghdr = &self.msghdr;
+        let recv = on_sock!(sock, |t| opcode::RecvMsgMulti::new(t, msghdr, ring::GROUP)
+            .build())
+        .user_data(user_data(OP_RECV, idx, c.generation));
         self.staged.push(recv);
     }
 
@@ -483,7 +549,7 @@ impl Slots {
                 return;
             }
         }
-        if c.fd.is_none() || c.generation & 0xff_ffff != generation {
+        if c.sock.is_none() || c.generation & 0xff_ffff != generation {
             // A late word about a socket the slot has done with.
             return;
         }
@@ -549,7 +615,9 @@ impl Slots {
                 }
             }
             OP_CANCEL => {}
-            OP_CONNECT => {
+            // An earlier step of the chain failed, and says so itself.
+            OP_CONNECT if cqe.res == -libc::ECANCELED => {}
+            OP_SOCKET | OP_CONNECT => {
                 let e = io::Error::from_raw_os_error(-cqe.res);
                 let kind = self.core.sh.note_connect_error(&e);
                 self.fail(idx, kind);
@@ -582,7 +650,7 @@ impl Slots {
     fn receive_ended(&mut self, idx: usize, generation: u32) {
         let c = &mut self.conns[idx];
         c.cancelling = false;
-        if c.fd.is_none() || c.generation & 0xff_ffff != generation || c.armed || c.dropping {
+        if c.sock.is_none() || c.generation & 0xff_ffff != generation || c.armed || c.dropping {
             return;
         }
         let skip = match c.slot.parser.skippable() {
@@ -599,15 +667,15 @@ impl Slots {
         if skip == 0 {
             return self.rearm.push(idx);
         }
-        let Some(fd) = c.fd.as_ref() else {
+        let Some(sock) = c.sock.as_ref() else {
             return;
         };
         let len = skip.min(super::worker::TURN_BYTES as u64) as usize;
         let msg = c.drop_hdr.get_or_insert_with(DropHdr::new).prepare(len);
-        let drop = opcode::RecvMsg::new(types::Fd(fd.as_raw_fd()), msg)
+        let drop = on_sock!(sock, |t| opcode::RecvMsg::new(t, msg)
             .flags(libc::MSG_TRUNC as u32)
-            .build()
-            .user_data(user_data(OP_DROP, idx, c.generation));
+            .build())
+        .user_data(user_data(OP_DROP, idx, c.generation));
         c.dropping = true;
         self.staged.push(drop);
     }
@@ -722,7 +790,7 @@ impl Slots {
                     let rest = from + used;
                     self.complete(idx, t, false);
                     let c = &mut self.conns[idx];
-                    if c.slot.state == State::Queued && c.fd.is_some() {
+                    if c.slot.state == State::Queued && c.sock.is_some() {
                         c.early.extend_from_slice(&bytes[rest..]);
                     }
                     return;
@@ -777,7 +845,7 @@ impl Slots {
             return;
         }
         let c = &mut self.conns[idx];
-        if c.fd.is_some() && !server_closed {
+        if c.sock.is_some() && !server_closed {
             // The server's FIN comes to the armed receive.
             c.slot.state = State::Draining;
             c.slot.deadline = Some(done + DRAIN_LIMIT.min(self.core.timeout));
@@ -795,12 +863,13 @@ impl Slots {
         }
         self.retire_out(idx);
         let c = &mut self.conns[idx];
-        if let Some(fd) = c.fd.take() {
-            let close = opcode::Close::new(types::Fd(fd.into_raw_fd()))
-                .build()
-                .flags(squeue::Flags::SKIP_SUCCESS);
-            self.staged.push(close);
-        }
+        let close = match c.sock.take() {
+            Some(Sock::Fd(fd)) => opcode::Close::new(types::Fd(fd.into_raw_fd())),
+            Some(Sock::Direct(slot)) => opcode::Close::new(types::Fixed(slot)),
+            None => return,
+        };
+        self.staged
+            .push(close.build().flags(squeue::Flags::SKIP_SUCCESS));
     }
 
     /// Abandons the slot's socket: its armed receive, if any, is ended by shutting the socket
@@ -808,16 +877,43 @@ impl Slots {
     fn abandon(&mut self, idx: usize) {
         self.retire_out(idx);
         let c = &mut self.conns[idx];
-        if let Some(fd) = c.fd.take() {
-            if c.armed {
-                let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Both);
+        if let Some(sock) = c.sock.take() {
+            match sock {
+                Sock::Fd(fd) if c.armed => {
+                    let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Both);
+                }
+                Sock::Fd(_) => {}
+                Sock::Direct(slot) => {
+                    // What is in flight on it is cancelled (a shutdown would run later, in
+                    // the kernel's workers, and could find the slot's next socket), then the
+                    // slot is emptied; the socket closes once the cancelled entries let go.
+                    let quiet = squeue::Flags::SKIP_SUCCESS;
+                    for (op, on) in [(OP_RECV, c.armed), (OP_DROP, c.dropping)] {
+                        if on {
+                            let cancel = opcode::AsyncCancel::new(user_data(op, idx, c.generation));
+                            self.staged.push(cancel.build().flags(quiet));
+                        }
+                    }
+                    let close = opcode::Close::new(types::Fixed(slot));
+                    self.staged.push(close.build().flags(quiet));
+                }
             }
             c.armed = false;
             c.unsent = false;
+            c.chained = false;
             c.cancelling = false;
             c.dropping = false;
             c.early.clear();
         }
+    }
+}
+
+/// `IO_LINK` when `chained`: the entry links on to the next.
+fn link_on(chained: bool) -> squeue::Flags {
+    if chained {
+        squeue::Flags::IO_LINK
+    } else {
+        squeue::Flags::empty()
     }
 }
 
@@ -866,7 +962,7 @@ impl Slots {
                 if !plain.is_empty() {
                     self.data(idx, &plain, stamp, now, real);
                 }
-                if eof && self.conns[idx].fd.is_some() {
+                if eof && self.conns[idx].sock.is_some() {
                     // The server's close_notify ends the stream as its FIN does.
                     self.ended(idx, true);
                 }

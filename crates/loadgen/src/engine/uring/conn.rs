@@ -6,6 +6,32 @@ use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::time::Instant;
 
+/// A connection's socket: a descriptor of the process's, or one of the ring's own (a direct
+/// descriptor, made, set up, connected and closed by entries of the ring, in the slot that
+/// bears the connection's index) where the kernel allows it.
+pub(super) enum Sock {
+    Fd(OwnedFd),
+    Direct(u32),
+}
+
+/// `$body`, with `$t` naming `$sock` (a `&Sock`) as an entry takes it: an `io_uring` entry is
+/// built for one or the other kind of descriptor.
+macro_rules! on_sock {
+    ($sock:expr, |$t:ident| $body:expr) => {
+        match $sock {
+            Sock::Fd(fd) => {
+                let $t = ::io_uring::types::Fd(::std::os::fd::AsRawFd::as_raw_fd(fd));
+                $body
+            }
+            Sock::Direct(slot) => {
+                let $t = ::io_uring::types::Fixed(*slot);
+                $body
+            }
+        }
+    };
+}
+pub(super) use on_sock;
+
 /// What a completion is for: the top byte of its user data.
 pub(super) const OP_CONNECT: u64 = 1;
 pub(super) const OP_SEND: u64 = 2;
@@ -15,6 +41,9 @@ pub(super) const OP_DROP: u64 = 5;
 /// A send of TLS records: unlike a plain request's, it posts its completion, which hands its
 /// buffer back.
 pub(super) const OP_TLS_SEND: u64 = 6;
+/// The steps that make a direct descriptor's socket before its connect: their failure is the
+/// connection's.
+pub(super) const OP_SOCKET: u64 = 7;
 
 /// The user data of slot `idx`'s operation `op` on its socket number `generation` (its low
 /// 24 bits: enough to tell an old socket's late completion from the current one's).
@@ -31,7 +60,7 @@ pub(super) fn split(data: u64) -> (u64, usize, u32) {
 }
 
 pub(super) struct Conn {
-    pub(super) fd: Option<OwnedFd>,
+    pub(super) sock: Option<Sock>,
     /// Bumped with every new socket.
     pub(super) generation: u32,
     /// A multishot receive is armed on the socket.
@@ -40,6 +69,9 @@ pub(super) struct Conn {
     pub(super) connected: bool,
     /// The request waits for the next submission to be written.
     pub(super) unsent: bool,
+    /// The socket is being made by the ring (a direct descriptor): the next send links on to
+    /// the receive armed after it, which must not start before the connect has.
+    pub(super) chained: bool,
     /// The multishot receive is being cancelled, so that the body's rest can be dropped.
     pub(super) cancelling: bool,
     /// A receive that drops body bytes in the kernel (`MSG_TRUNC`) is in flight.
@@ -148,11 +180,12 @@ impl Conn {
     /// A slot with no socket yet, waiting to start; `head_only`: its requests are HEAD.
     pub(super) fn new(head_only: bool, start: Instant) -> Conn {
         Conn {
-            fd: None,
+            sock: None,
             generation: 0,
             armed: false,
             connected: false,
             unsent: false,
+            chained: false,
             cancelling: false,
             dropping: false,
             drop_hdr: None,
