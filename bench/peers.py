@@ -343,6 +343,23 @@ http {{
         self._stop_and_collect()
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def cpu_s(self) -> float | None:
+        """CPU time the server's processes (its master and workers) have used so far, from the
+        scheduler's own account of each thread (/proc/PID/task/TID/schedstat, nanoseconds, not
+        clock ticks); None when it cannot be read."""
+        if self.proc is None:
+            return None
+        total, pids = 0, [self.proc.pid]
+        try:
+            while pids:
+                pid = pids.pop()
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    total += int((task / "schedstat").read_text().split()[0])
+                    pids += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError, IndexError):
+            return None
+        return total / 1e9
+
 
 class Caddy(Nginx):
     """Debian's Caddy binary (quic-go inside) with a throw-away configuration: HTTPS on TCP and
@@ -422,6 +439,10 @@ class NginxQuic(Nginx):
                            self.image],
         )
 
+    def cpu_s(self) -> float | None:
+        # In a container, its processes are not this script's children.
+        return None
+
     def _build_image(self) -> str:
         """The nginx-trixie image's tag, built from docker/nginx-trixie unless it exists."""
         benchctl = Path(os.environ.get("BENCHCTL", DEFAULT_BENCHCTL))
@@ -473,6 +494,7 @@ class RunResult:
     user_s: float | None = None  # the user-space part of cpu_s
     wall_s: float | None = None
     reported_cpu_s: float | None = None  # what benchctl says it used, for cross-checking
+    server_cpu_s: float | None = None  # the server's CPU time over the run, where it can be read
     port_exhaustion: bool = False
     error: str | None = None
     command: list[str] = field(default_factory=list)
@@ -488,6 +510,12 @@ class RunResult:
         if self.user_s is None or not self.completed:
             return None
         return self.user_s / self.completed * 1e6
+
+    @property
+    def server_us_per_request(self) -> float | None:
+        if self.server_cpu_s is None or not self.completed:
+            return None
+        return self.server_cpu_s / self.completed * 1e6
 
 
 def run_child(
@@ -1091,12 +1119,19 @@ def rotated(seq: list[str], k: int) -> list[str]:
     return seq[k:] + seq[:k]
 
 
-def run_one(tool: Tool, mode: str, url: str, cfg: Config, round_no: int) -> RunResult:
+def run_one(
+    tool: Tool, mode: str, url: str, cfg: Config, round_no: int, server: "Nginx | None" = None
+) -> RunResult:
+    """One run of `tool`; `server`, when its CPU time can be read, is measured around it."""
     cmd = tool.command(mode, url, cfg, round_no)
     full = pin(cfg.client_cpu) + cmd
     r = RunResult(tool=tool.name, mode=mode, round=round_no, ok=False, command=cmd)
     timeout = cfg.timeout_for(tool.name, mode) + tool.linger_s
+    server_before = server.cpu_s() if server else None
     status, out, err, cpu, wall, timed_out = run_child(full, timeout, cfg.quota)
+    server_after = server.cpu_s() if server else None
+    if server_before is not None and server_after is not None:
+        r.server_cpu_s = server_after - server_before
     (r.cpu_s, r.user_s), r.wall_s = cpu, wall
     text = out + err
     if any(p in text for p in PORT_EXHAUSTION_PATTERNS):
@@ -1166,6 +1201,7 @@ def summarise(
             rates = [r.requests_per_second for r in good]
             cpus = [r.cpu_per_100k for r in good if r.cpu_per_100k is not None]
             users = [r.user_us_per_request for r in good if r.user_us_per_request is not None]
+            servers = [r.server_us_per_request for r in good if r.server_us_per_request is not None]
             busy = [100 * r.cpu_s / r.wall_s for r in good if r.cpu_s is not None and r.wall_s]
             rows.append(
                 {
@@ -1178,6 +1214,7 @@ def summarise(
                     "rps_max": max(rates) if rates else None,
                     "cpu_per_100k_median": median_or_none(cpus),
                     "user_us_per_request_median": median_or_none(users),
+                    "server_us_per_request_median": median_or_none(servers),
                     "client_busy_pct_median": median_or_none(busy),
                     "failed_requests": sum(r.failed or 0 for r in good),
                     "completed_requests": sum(r.completed or 0 for r in good),
@@ -1257,6 +1294,7 @@ HEADERS = [
     "min-max",
     "CPU-s/100k req",
     "user µs/req",
+    "server µs/req",
     "client CPU busy",
     "req/s vs benchctl",
     "CPU vs benchctl",
@@ -1277,6 +1315,7 @@ def table_rows(rows: list[dict]) -> list[list[str]]:
                 rng,
                 fmt_f(row["cpu_per_100k_median"]),
                 fmt_f(row["user_us_per_request_median"]),
+                fmt_f(row.get("server_us_per_request_median")),
                 f"{row['client_busy_pct_median']:.0f}%" if row["client_busy_pct_median"] is not None else "-",
                 fmt_f(row["rps_ratio"]),
                 fmt_f(row["cpu_ratio"]),
@@ -1358,6 +1397,9 @@ def render_markdown(summary: dict, cfg: Config, meta: dict) -> str:
         "completed requests; lower is better",
         "- user µs/req: the user-space part of that CPU time, µs per completed request: what the "
         "tool's own code costs beside the kernel's work it asks for",
+        "- server µs/req: the CPU time nginx's processes used during the run (the scheduler's "
+        "account of their threads, read before and after it), µs per completed request: what the "
+        "client costs the server; \"-\" where it cannot be read (a server in a container)",
         "- client CPU busy: that CPU time over the run's wall time. Well below 100% means the client "
         "was waiting on the server: the rate is then the server's ceiling, not the client's, and "
         "CPU-s/100k req is the fairer comparison of the clients",
@@ -1645,7 +1687,7 @@ def main(argv: list[str]) -> int:
                 else:
                     time.sleep(0.5)
                 done += 1
-                r = run_one(tools[name], mode, url, cfg, rnd + 1)
+                r = run_one(tools[name], mode, url, cfg, rnd + 1, nginx)
                 results.append(r)
                 if r.ok:
                     if mode in ("keep-alive", "h2"):
