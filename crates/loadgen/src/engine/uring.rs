@@ -12,8 +12,14 @@
 //! - A request is one `send` that posts no completion when it succeeds; a new connection is a
 //!   `connect` linked to that `send`, also silent on success. With keep-alive a request costs
 //!   no system call of its own: one `io_uring_enter` submits a batch of sends and waits for
-//!   the next batch of responses. A new connection adds `socket` and, for receive stamps,
-//!   `setsockopt`; its close is submitted with the rest.
+//!   the next batch of responses.
+//! - A new connection's socket is a direct descriptor where the kernel allows it (Linux 6.7
+//!   and later, [`ring::probe_direct`]): one linked chain makes it in the ring's slot of the
+//!   connection's index (`socket`), asks for receive stamps (`setsockopt`), connects, sends
+//!   the request and arms the receive, and its `close` goes with a later submission; so a new
+//!   connection per request costs no system call of its own either. With `-B` or `--buffer`
+//!   (options the ring does not apply) or on older kernels, the socket is the process's own,
+//!   made by `socket(2)` and `setsockopt(2)` before the chain.
 //!
 //! Timings: a request is written when the batch holding its `send` is handed to the kernel;
 //! with a new connection, it is also connected then (on loopback the handshake is done by the
