@@ -39,8 +39,8 @@ use crate::http::Feed;
 use crate::sock;
 use crate::stats::{FailureKind, Recorder};
 use conn::{
-    on_sock, split, user_data, Conn, DropHdr, Peer, Sock, OP_CANCEL, OP_CONNECT, OP_DROP, OP_RECV,
-    OP_SEND, OP_SOCKET, OP_TLS_SEND,
+    on_sock, split, user_data, Conn, DropHdr, Peer, Sock, TlsSide, OP_CANCEL, OP_CONNECT, OP_DROP,
+    OP_RECV, OP_SEND, OP_SOCKET, OP_TLS_SEND,
 };
 use io_uring::{opcode, squeue, types};
 use ring::{Cqe, Ring};
@@ -389,10 +389,10 @@ impl Slots {
         let Some(tls) = c.tls.as_mut() else {
             return;
         };
-        if tls.queue_plaintext(request).is_err() {
+        if tls.session.queue_plaintext(request).is_err() {
             return self.fail(idx, FailureKind::Write);
         }
-        if !tls.handshaking() {
+        if !tls.session.handshaking() {
             c.unsent = true;
             self.unsent.push(idx);
         }
@@ -402,17 +402,16 @@ impl Slots {
     /// Stages a send of the records the slot's TLS session has waiting, unless one is in
     /// flight (its completion calls this again).
     fn flush_tls(&mut self, idx: usize) {
-        let c = &mut self.conns[idx];
-        if c.sending {
-            return;
-        }
-        let Some(tls) = c.tls.as_mut() else {
+        let Some(tls) = self.conns[idx].tls.as_mut() else {
             return;
         };
-        c.out.clear();
-        c.out_at = 0;
-        tls.take_records(&mut c.out);
-        if !c.out.is_empty() {
+        if tls.sending {
+            return;
+        }
+        tls.out.clear();
+        tls.out_at = 0;
+        tls.session.take_records(&mut tls.out);
+        if !tls.out.is_empty() {
             self.stage_out(idx);
         }
     }
@@ -420,10 +419,10 @@ impl Slots {
     /// Stages a send of what is left of the slot's records; its completion hands them back.
     fn stage_out(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        let Some(sock) = c.sock.as_ref() else {
+        let (Some(sock), Some(tls)) = (c.sock.as_ref(), c.tls.as_mut()) else {
             return;
         };
-        let rest = &c.out[c.out_at..];
+        let rest = &tls.out[tls.out_at..];
         let send = on_sock!(sock, |t| opcode::Send::new(
             t,
             rest.as_ptr(),
@@ -433,7 +432,7 @@ impl Slots {
         .build())
         .flags(link_on(c.chained))
         .user_data(user_data(OP_TLS_SEND, idx, c.generation));
-        c.sending = true;
+        tls.sending = true;
         self.staged.push(send);
     }
 
@@ -441,7 +440,7 @@ impl Slots {
     fn open(&mut self, idx: usize) -> bool {
         let sh = &self.core.sh;
         let tls = match sh.tls.as_ref().map(|t| t.connect()).transpose() {
-            Ok(t) => t,
+            Ok(t) => t.map(|t| TlsSide::new(*t)),
             Err(e) => {
                 let kind = sh.note_connect_error(&e);
                 self.fail(idx, kind);
@@ -586,7 +585,7 @@ impl Slots {
                         let kind = self.core.sh.note_connect_error(&e);
                         self.fail(idx, kind);
                     }
-                    _ if c.tls.as_ref().is_some_and(|t| t.handshaking()) => {
+                    _ if c.tls.as_ref().is_some_and(|t| t.session.handshaking()) => {
                         // The server closed or reset the connection before the handshake's end.
                         let why = match cqe.res {
                             0 => "the server closed the connection".to_string(),
@@ -601,11 +600,14 @@ impl Slots {
                 }
             }
             OP_TLS_SEND if cqe.res >= 0 => {
-                c.out_at += cqe.res as usize;
-                if c.out_at < c.out.len() {
+                let Some(tls) = c.tls.as_mut() else {
+                    return;
+                };
+                tls.out_at += cqe.res as usize;
+                if tls.out_at < tls.out.len() {
                     return self.stage_out(idx);
                 }
-                c.sending = false;
+                tls.sending = false;
                 self.flush_tls(idx);
             }
             OP_DROP => {
@@ -630,7 +632,9 @@ impl Slots {
             }
             OP_SEND | OP_TLS_SEND if cqe.res == -libc::ECANCELED => {
                 // Its connect failed, and says so itself.
-                c.sending = false;
+                if let Some(tls) = c.tls.as_mut() {
+                    tls.sending = false;
+                }
             }
             OP_SEND | OP_TLS_SEND if cqe.res < 0 && !c.connected && !c.slot.req.reused => {
                 // A connect that failed shows at the first send.
@@ -639,7 +643,9 @@ impl Slots {
                 self.fail(idx, kind);
             }
             OP_SEND | OP_TLS_SEND => {
-                self.conns[idx].sending = false;
+                if let Some(tls) = self.conns[idx].tls.as_mut() {
+                    tls.sending = false;
+                }
                 if self.conns[idx].slot.stale() {
                     self.stale(idx)
                 } else {
@@ -845,8 +851,12 @@ impl Slots {
     fn complete(&mut self, idx: usize, done: Instant, server_closed: bool) {
         let c = &mut self.conns[idx];
         c.slot.deadline = None;
-        self.core
-            .respond(&c.slot.req, &mut c.slot.parser, c.tls.as_deref(), done);
+        self.core.respond(
+            &c.slot.req,
+            &mut c.slot.parser,
+            c.tls.as_ref().map(|t| &t.session),
+            done,
+        );
         if self.after_response(idx, done, server_closed) {
             return;
         }
@@ -939,11 +949,11 @@ impl Slots {
         let Some(tls) = c.tls.as_mut() else {
             return;
         };
-        let handshaking = tls.handshaking();
+        let handshaking = tls.session.handshaking();
         let mut plain = std::mem::take(&mut self.plain);
         plain.clear();
-        let absorbed = tls.absorb(records, &mut plain);
-        if handshaking && !tls.handshaking() {
+        let absorbed = tls.session.absorb(records, &mut plain);
+        if handshaking && !tls.session.handshaking() {
             // Connected as ab counts it: the handshake is done.
             c.connected = true;
             self.core.sh.note_connected();
@@ -982,10 +992,13 @@ impl Slots {
     /// response that ended the connection is recorded with it.)
     fn retire_out(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        if c.sending {
-            c.sending = false;
+        let Some(tls) = c.tls.as_mut() else {
+            return;
+        };
+        if tls.sending {
+            tls.sending = false;
             let data = user_data(OP_TLS_SEND, idx, c.generation);
-            self.retired.push((data, std::mem::take(&mut c.out)));
+            self.retired.push((data, std::mem::take(&mut tls.out)));
         }
     }
 }

@@ -81,14 +81,30 @@ pub(super) struct Conn {
     /// Bytes that came after the last response due, before the next request was sent (a
     /// server answering ahead): the start of the next response.
     pub(super) early: Vec<u8>,
-    /// The connection's TLS session, over `https://`.
-    pub(super) tls: Option<Box<crate::tls::TlsConn>>,
-    /// TLS records being sent: the kernel reads them until the send's completion comes
-    /// (`sending`), from `out_at` on.
+    /// Over `https://`: the connection's TLS session and the records it sends (boxed: a plain
+    /// connection pays one pointer for it).
+    pub(super) tls: Option<Box<TlsSide>>,
+    pub(super) slot: Slot,
+}
+
+/// A connection's TLS session, and the records being sent: the kernel reads them until the
+/// send's completion comes (`sending`), from `out_at` on.
+pub(super) struct TlsSide {
+    pub(super) session: crate::tls::TlsConn,
     pub(super) out: Vec<u8>,
     pub(super) out_at: usize,
     pub(super) sending: bool,
-    pub(super) slot: Slot,
+}
+
+impl TlsSide {
+    pub(super) fn new(session: crate::tls::TlsConn) -> Box<TlsSide> {
+        Box::new(TlsSide {
+            session,
+            out: Vec::new(),
+            out_at: 0,
+            sending: false,
+        })
+    }
 }
 
 /// What a `recvmsg` that drops body bytes is given: its header, one vector with no buffer
@@ -191,9 +207,6 @@ impl Conn {
             drop_hdr: None,
             early: Vec::new(),
             tls: None,
-            out: Vec::new(),
-            out_at: 0,
-            sending: false,
             slot: Slot::new(head_only, start),
         }
     }
