@@ -559,46 +559,7 @@ impl Slots {
             return;
         }
         match op {
-            OP_RECV => {
-                let last = !cqe.more();
-                if last {
-                    c.armed = false;
-                }
-                match got {
-                    Some(r) if !r.payload.is_empty() => {
-                        let stamp = sock::stamp_in(r.control);
-                        if c.tls.is_some() {
-                            self.tls_data(idx, r.payload, stamp, now, real);
-                        } else {
-                            self.data(idx, r.payload, stamp, now, real);
-                        }
-                        if last {
-                            self.receive_ended(idx, generation);
-                        }
-                    }
-                    _ if cqe.res == -libc::ECANCELED || cqe.res == -libc::ENOBUFS => {
-                        self.receive_ended(idx, generation)
-                    }
-                    _ if cqe.res < 0 && !c.connected && !c.slot.req.reused => {
-                        // The socket never connected: its receive reports the connect's error.
-                        let e = io::Error::from_raw_os_error(-cqe.res);
-                        let kind = self.core.sh.note_connect_error(&e);
-                        self.fail(idx, kind);
-                    }
-                    _ if c.tls.as_ref().is_some_and(|t| t.session.handshaking()) => {
-                        // The server closed or reset the connection before the handshake's end.
-                        let why = match cqe.res {
-                            0 => "the server closed the connection".to_string(),
-                            e => io::Error::from_raw_os_error(-e).to_string(),
-                        };
-                        let e = io::Error::other(crate::tls::HandshakeError(why));
-                        let kind = self.core.sh.note_connect_error(&e);
-                        self.fail(idx, kind);
-                    }
-                    _ if cqe.res < 0 => self.ended(idx, false),
-                    _ => self.ended(idx, true),
-                }
-            }
+            OP_RECV => self.received(idx, generation, cqe, got, now, real),
             OP_TLS_SEND if cqe.res >= 0 => {
                 let Some(tls) = c.tls.as_mut() else {
                     return;
@@ -626,9 +587,7 @@ impl Slots {
             // An earlier step of the chain failed, and says so itself.
             OP_CONNECT if cqe.res == -libc::ECANCELED => {}
             OP_SOCKET | OP_CONNECT => {
-                let e = io::Error::from_raw_os_error(-cqe.res);
-                let kind = self.core.sh.note_connect_error(&e);
-                self.fail(idx, kind);
+                self.connect_failed(idx, io::Error::from_raw_os_error(-cqe.res))
             }
             OP_SEND | OP_TLS_SEND if cqe.res == -libc::ECANCELED => {
                 // Its connect failed, and says so itself.
@@ -638,9 +597,7 @@ impl Slots {
             }
             OP_SEND | OP_TLS_SEND if cqe.res < 0 && !c.connected && !c.slot.req.reused => {
                 // A connect that failed shows at the first send.
-                let e = io::Error::from_raw_os_error(-cqe.res);
-                let kind = self.core.sh.note_connect_error(&e);
-                self.fail(idx, kind);
+                self.connect_failed(idx, io::Error::from_raw_os_error(-cqe.res));
             }
             OP_SEND | OP_TLS_SEND => {
                 if let Some(tls) = self.conns[idx].tls.as_mut() {
@@ -654,6 +611,59 @@ impl Slots {
             }
             _ => {}
         }
+    }
+
+    /// A completion of the slot's multishot receive on its socket number `generation`.
+    fn received(
+        &mut self,
+        idx: usize,
+        generation: u32,
+        cqe: Cqe,
+        got: Option<ring::Received<'_>>,
+        now: Instant,
+        real: sock::Stamp,
+    ) {
+        let c = &mut self.conns[idx];
+        let last = !cqe.more();
+        if last {
+            c.armed = false;
+        }
+        match got {
+            Some(r) if !r.payload.is_empty() => {
+                let stamp = sock::stamp_in(r.control);
+                if c.tls.is_some() {
+                    self.tls_data(idx, r.payload, stamp, now, real);
+                } else {
+                    self.data(idx, r.payload, stamp, now, real);
+                }
+                if last {
+                    self.receive_ended(idx, generation);
+                }
+            }
+            _ if cqe.res == -libc::ECANCELED || cqe.res == -libc::ENOBUFS => {
+                self.receive_ended(idx, generation)
+            }
+            _ if cqe.res < 0 && !c.connected && !c.slot.req.reused => {
+                // The socket never connected: its receive reports the connect's error.
+                self.connect_failed(idx, io::Error::from_raw_os_error(-cqe.res));
+            }
+            _ if c.tls.as_ref().is_some_and(|t| t.session.handshaking()) => {
+                // The server closed or reset the connection before the handshake's end.
+                let why = match cqe.res {
+                    0 => "the server closed the connection".to_string(),
+                    e => io::Error::from_raw_os_error(-e).to_string(),
+                };
+                self.connect_failed(idx, io::Error::other(crate::tls::HandshakeError(why)));
+            }
+            _ if cqe.res < 0 => self.ended(idx, false),
+            _ => self.ended(idx, true),
+        }
+    }
+
+    /// The slot's connection could not be made (or its handshake failed): `e` says why.
+    fn connect_failed(&mut self, idx: usize, e: io::Error) {
+        let kind = self.core.sh.note_connect_error(&e);
+        self.fail(idx, kind);
     }
 
     /// The slot's receive on its socket number `generation` is no longer in flight: what comes
