@@ -22,8 +22,10 @@
 //!   made by `socket(2)` and `setsockopt(2)` before the chain.
 //!
 //! Timings: a request is written when the batch holding its `send` is handed to the kernel;
-//! with a new connection, it is also connected then (on loopback the handshake is done by the
-//! time the `send` that follows it runs, and a failed connect posts its error).
+//! with a new connection, it is also connected then (a failed connect posts its error). The
+//! kernel makes a submission's new connections one after the other, in the worker's time, so
+//! a request's time includes the kernel's work for the connections before it in the batch;
+//! which is why `auto` takes epoll (see docs/load-generator.md).
 //!
 //! Over TLS the receive buffers hold records, which the connection's rustls session turns
 //! into the plaintext the slots read ([`crate::tls::TlsConn::absorb`]); nothing is dropped in

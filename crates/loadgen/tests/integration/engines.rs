@@ -102,10 +102,9 @@ fn both_engines_count_alike_over_tls() {
 }
 
 /// io_uring drives HTTP/1.x only (plain or over TLS): asked for over HTTP/2 it is a clear
-/// error before any connection; `auto` takes it for HTTP/1.x where the host allows it, and
-/// epoll for HTTP/2.
+/// error before any connection, and `auto` takes epoll.
 #[test]
-fn uring_refuses_what_it_does_not_drive_and_auto_takes_it_for_http1() {
+fn uring_refuses_what_it_does_not_drive_and_auto_takes_epoll() {
     let s = TestServer::start();
     let mut cfg = support::config(&s.url("/cl"), 4, 1);
     cfg.load.version = HttpVersion::Http2;
@@ -123,15 +122,7 @@ fn uring_refuses_what_it_does_not_drive_and_auto_takes_it_for_http1() {
     let mut cfg = support::config(&s.url("/cl"), 4, 1);
     cfg.load.engine = Engine::Auto;
     let m = loadgen::run(cfg).expect("auto runs the load");
-    let expect = if uring_here() { "io_uring" } else { "epoll" };
-    assert_eq!(m.settings.engine, expect);
-    let h2 = crate::http2::h2srv::H2Server::start(crate::http2::h2srv::Mode::H2c, 100);
-    let mut cfg = support::config(&h2.url("http", "/"), 4, 1);
-    cfg.load.version = HttpVersion::Http2;
-    cfg.load.engine = Engine::Auto;
-    let m = loadgen::run(cfg).expect("auto runs HTTP/2");
     assert_eq!(m.settings.engine, "epoll");
-    assert!(m.notes.is_empty(), "no word of io_uring: {:?}", m.notes);
 }
 
 /// Whether this host lets the test process use io_uring: a load asked to run on it says,
