@@ -41,19 +41,21 @@ use crate::http::Feed;
 use crate::sock;
 use crate::stats::{FailureKind, Recorder};
 use conn::{
-    on_sock, split, user_data, Conn, DropHdr, Peer, Sock, TlsSide, OP_CANCEL, OP_CONNECT, OP_DROP,
-    OP_RECV, OP_SEND, OP_SOCKET, OP_TLS_SEND,
+    on_sock, split, user_data, Conn, DropHdr, Peer, Sock, OP_CANCEL, OP_CONNECT, OP_DROP, OP_RECV,
+    OP_SEND, OP_SOCKET, OP_TLS_SEND,
 };
-use io_uring::{opcode, squeue, types};
+use io_uring::{opcode, squeue};
 use ring::{Cqe, Ring};
+use sockets::link_on;
 use std::cmp::Reverse;
 use std::io;
-use std::os::fd::{AsFd, IntoRawFd};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 mod conn;
 mod ring;
+mod sockets;
+mod tls;
 
 /// Size of each receive buffer; the first [`ring::PAYLOAD_AT`] bytes hold the receive stamp.
 const BUF_SIZE: usize = 16 * 1024;
@@ -380,143 +382,6 @@ impl Slots {
         self.staged.push(send);
         c.unsent = true;
         self.unsent.push(idx);
-    }
-
-    /// Queues the slot's request in its TLS session and stages the records that are ready: on
-    /// a new connection the ClientHello (the request follows the handshake's last flight, and
-    /// is written when that goes: see [`Slots::tls_data`]), else the request's records.
-    fn send_tls(&mut self, idx: usize) {
-        let c = &mut self.conns[idx];
-        let request = self.core.sh.request_bytes(c.slot.batch);
-        let Some(tls) = c.tls.as_mut() else {
-            return;
-        };
-        if tls.session.queue_plaintext(request).is_err() {
-            return self.fail(idx, FailureKind::Write);
-        }
-        if !tls.session.handshaking() {
-            c.unsent = true;
-            self.unsent.push(idx);
-        }
-        self.flush_tls(idx);
-    }
-
-    /// Stages a send of the records the slot's TLS session has waiting, unless one is in
-    /// flight (its completion calls this again).
-    fn flush_tls(&mut self, idx: usize) {
-        let Some(tls) = self.conns[idx].tls.as_mut() else {
-            return;
-        };
-        if tls.sending {
-            return;
-        }
-        tls.out.clear();
-        tls.out_at = 0;
-        tls.session.take_records(&mut tls.out);
-        if !tls.out.is_empty() {
-            self.stage_out(idx);
-        }
-    }
-
-    /// Stages a send of what is left of the slot's records; its completion hands them back.
-    fn stage_out(&mut self, idx: usize) {
-        let c = &mut self.conns[idx];
-        let (Some(sock), Some(tls)) = (c.sock.as_ref(), c.tls.as_mut()) else {
-            return;
-        };
-        let rest = &tls.out[tls.out_at..];
-        let send = on_sock!(sock, |t| opcode::Send::new(
-            t,
-            rest.as_ptr(),
-            rest.len() as u32
-        )
-        .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-        .build())
-        .flags(link_on(c.chained))
-        .user_data(user_data(OP_TLS_SEND, idx, c.generation));
-        tls.sending = true;
-        self.staged.push(send);
-    }
-
-    /// Opens a socket for the slot and stages its connect, linked to the send staged next.
-    fn open(&mut self, idx: usize) -> bool {
-        let sh = &self.core.sh;
-        let tls = match sh.tls.as_ref().map(|t| t.connect()).transpose() {
-            Ok(t) => t.map(|t| TlsSide::new(*t)),
-            Err(e) => {
-                let kind = sh.note_connect_error(&e);
-                self.fail(idx, kind);
-                return false;
-            }
-        };
-        let sock = if self.direct {
-            self.stage_direct_socket(idx)
-        } else {
-            let fd = match crate::connect::open(sh.addr, &sh.cfg.socket) {
-                Ok(fd) => fd,
-                Err(e) => {
-                    let kind = sh.note_connect_error(&e);
-                    self.fail(idx, kind);
-                    return false;
-                }
-            };
-            if sh.stamps.is_some() {
-                let _ = sock::enable_rx_stamps(fd.as_fd());
-            }
-            Sock::Fd(fd)
-        };
-        let c = &mut self.conns[idx];
-        c.chained = matches!(sock, Sock::Direct(_));
-        if !c.chained {
-            c.generation = c.generation.wrapping_add(1);
-        }
-        c.tls = tls;
-        c.armed = false;
-        c.connected = false;
-        let (addr, len) = self.peer.as_ptr();
-        let connect = on_sock!(&sock, |t| opcode::Connect::new(t, addr, len).build())
-            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
-            .user_data(user_data(OP_CONNECT, idx, c.generation));
-        c.sock = Some(sock);
-        self.staged.push(connect);
-        true
-    }
-
-    /// Stages the making of the slot's next socket as a direct descriptor in the slot of its
-    /// index (replacing whatever the slot held), with receive stamps asked for, linked to the
-    /// connect staged next. Its failure is the first completion of the chain.
-    fn stage_direct_socket(&mut self, idx: usize) -> Sock {
-        let c = &mut self.conns[idx];
-        c.generation = c.generation.wrapping_add(1);
-        let data = user_data(OP_SOCKET, idx, c.generation);
-        let slot = idx as u32;
-        let domain = match *self.peer {
-            Peer::V4(_) => libc::AF_INET,
-            Peer::V6(_) => libc::AF_INET6,
-        };
-        let link = squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS;
-        self.staged.push(
-            opcode::Socket::new(domain, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0)
-                .file_index(types::DestinationSlot::try_from_slot_target(slot).ok())
-                .build()
-                .flags(link)
-                .user_data(data),
-        );
-        if self.core.sh.stamps.is_some() {
-            self.staged.push(
-                opcode::SetSockOpt::new(
-                    types::Fixed(slot),
-                    libc::SOL_SOCKET as u32,
-                    libc::SO_TIMESTAMPNS as u32,
-                    (&ring::ON as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as u32,
-                )
-                .build()
-                .flags(link)
-                .user_data(data),
-            );
-        }
-        Sock::Direct(slot)
     }
 
     /// Arms the slot's multishot receive.
@@ -881,137 +746,6 @@ impl Slots {
         }
         self.abandon(idx);
         self.queue(idx);
-    }
-
-    /// Closes the slot's socket once nothing is in flight on it: with the next submission.
-    fn close_socket(&mut self, idx: usize) {
-        let c = &mut self.conns[idx];
-        if c.armed || c.dropping {
-            return self.abandon(idx);
-        }
-        self.retire_out(idx);
-        let c = &mut self.conns[idx];
-        let close = match c.sock.take() {
-            Some(Sock::Fd(fd)) => opcode::Close::new(types::Fd(fd.into_raw_fd())),
-            Some(Sock::Direct(slot)) => opcode::Close::new(types::Fixed(slot)),
-            None => return,
-        };
-        self.staged
-            .push(close.build().flags(squeue::Flags::SKIP_SUCCESS));
-    }
-
-    /// Abandons the slot's socket: its armed receive, if any, is ended by shutting the socket
-    /// down (its completion then names an old socket and is ignored), then it is closed.
-    fn abandon(&mut self, idx: usize) {
-        self.retire_out(idx);
-        let c = &mut self.conns[idx];
-        if let Some(sock) = c.sock.take() {
-            match sock {
-                Sock::Fd(fd) if c.armed => {
-                    let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Both);
-                }
-                Sock::Fd(_) => {}
-                Sock::Direct(slot) => {
-                    // What is in flight on it is cancelled (a shutdown would run later, in
-                    // the kernel's workers, and could find the slot's next socket), then the
-                    // slot is emptied; the socket closes once the cancelled entries let go.
-                    let quiet = squeue::Flags::SKIP_SUCCESS;
-                    for (op, on) in [(OP_RECV, c.armed), (OP_DROP, c.dropping)] {
-                        if on {
-                            let cancel = opcode::AsyncCancel::new(user_data(op, idx, c.generation));
-                            self.staged.push(cancel.build().flags(quiet));
-                        }
-                    }
-                    let close = opcode::Close::new(types::Fixed(slot));
-                    self.staged.push(close.build().flags(quiet));
-                }
-            }
-            c.armed = false;
-            c.unsent = false;
-            c.chained = false;
-            c.cancelling = false;
-            c.dropping = false;
-            c.early.clear();
-        }
-    }
-}
-
-/// `IO_LINK` when `chained`: the entry links on to the next.
-fn link_on(chained: bool) -> squeue::Flags {
-    if chained {
-        squeue::Flags::IO_LINK
-    } else {
-        squeue::Flags::empty()
-    }
-}
-
-impl Slots {
-    /// Records that came on the slot's TLS connection (stamped `stamp`, seen at `now`): the
-    /// plaintext they carry goes on as a plain connection's bytes do; the handshake's end
-    /// sends its last flight with the request queued behind it, which is written then.
-    fn tls_data(
-        &mut self,
-        idx: usize,
-        records: &[u8],
-        stamp: Option<sock::Stamp>,
-        now: Instant,
-        real: sock::Stamp,
-    ) {
-        let c = &mut self.conns[idx];
-        let Some(tls) = c.tls.as_mut() else {
-            return;
-        };
-        let handshaking = tls.session.handshaking();
-        let mut plain = std::mem::take(&mut self.plain);
-        plain.clear();
-        let absorbed = tls.session.absorb(records, &mut plain);
-        if handshaking && !tls.session.handshaking() {
-            // Connected as ab counts it: the handshake is done.
-            c.connected = true;
-            self.core.sh.note_connected();
-            if c.slot.state == State::Reading {
-                c.unsent = true;
-                self.unsent.push(idx);
-            }
-        }
-        match absorbed {
-            Err(e) if handshaking => {
-                let kind = self.core.sh.note_connect_error(&e);
-                self.fail(idx, kind);
-            }
-            Err(_) => {
-                if !plain.is_empty() {
-                    self.data(idx, &plain, stamp, now, real);
-                }
-                self.ended(idx, false);
-            }
-            Ok(eof) => {
-                self.flush_tls(idx);
-                if !plain.is_empty() {
-                    self.data(idx, &plain, stamp, now, real);
-                }
-                if eof && self.conns[idx].sock.is_some() {
-                    // The server's close_notify ends the stream as its FIN does.
-                    self.ended(idx, true);
-                }
-            }
-        }
-        self.plain = plain;
-    }
-
-    /// The slot's socket ends: TLS records still being sent are kept until the kernel has
-    /// done with them. (Its session stays until the next connection's replaces it: the
-    /// response that ended the connection is recorded with it.)
-    fn retire_out(&mut self, idx: usize) {
-        let c = &mut self.conns[idx];
-        let Some(tls) = c.tls.as_mut() else {
-            return;
-        };
-        if tls.sending {
-            tls.sending = false;
-            let data = user_data(OP_TLS_SEND, idx, c.generation);
-            self.retired.push((data, std::mem::take(&mut tls.out)));
-        }
     }
 }
 
