@@ -553,13 +553,18 @@ impl TlsConn {
         self.conn.is_handshaking()
     }
 
-    /// Queues `data` (plaintext) to be sent, whole: its records are ready for
-    /// [`TlsConn::take_records`] at once, or, while the handshake is under way, as soon as it
-    /// completes (with the handshake's last flight). For an engine that writes the records
-    /// itself (io_uring); [`TlsConn::send`] is the socket-writing way.
-    pub fn queue_plaintext(&mut self, data: &[u8]) -> io::Result<()> {
-        // The engine writes every record out before it queues more: no limit is needed.
+    /// The session for an engine that writes the records itself (io_uring), which writes
+    /// every record out before it queues more: what it queues is taken whole, with no limit.
+    pub fn unbounded(mut self) -> TlsConn {
         self.conn.set_buffer_limit(None);
+        self
+    }
+
+    /// Queues `data` (plaintext) to be sent, whole (on a session made [`TlsConn::unbounded`]):
+    /// its records are ready for [`TlsConn::take_records`] at once, or, while the handshake
+    /// is under way, as soon as it completes (with the handshake's last flight).
+    /// [`TlsConn::send`] is the socket-writing way.
+    pub fn queue_plaintext(&mut self, data: &[u8]) -> io::Result<()> {
         self.conn.writer().write_all(data)
     }
 

@@ -99,7 +99,7 @@ pub(super) struct TlsSide {
 impl TlsSide {
     pub(super) fn new(session: crate::tls::TlsConn) -> Box<TlsSide> {
         Box::new(TlsSide {
-            session,
+            session: session.unbounded(),
             out: Vec::new(),
             out_at: 0,
             sending: false,
