@@ -9,27 +9,28 @@
 //!   registered: the kernel fills a buffer whenever data arrives and keeps the receive stamp
 //!   with it, so the time a response waited in the ring is the generator's, not the server's,
 //!   as with epoll.
-//! - A request is one `send` that posts no completion when it succeeds; a new connection is a
-//!   `connect` linked to that `send`, also silent on success. With keep-alive a request costs
-//!   no system call of its own: one `io_uring_enter` submits a batch of sends and waits for
-//!   the next batch of responses.
+//! - A request is one `send` that posts no completion when it succeeds. With keep-alive a
+//!   request costs no system call of its own: one `io_uring_enter` submits a batch of sends
+//!   and waits for the next batch of responses.
 //! - A new connection's socket is a direct descriptor where the kernel allows it (Linux 6.7
-//!   and later, [`ring::probe_direct`]): one linked chain makes it in the ring's slot of the
-//!   connection's index (`socket`), asks for receive stamps (`setsockopt`), connects, sends
-//!   the request and arms the receive, and its `close` goes with a later submission; so a new
-//!   connection per request costs no system call of its own either. With `-B` or `--buffer`
-//!   (options the ring does not apply) or on older kernels, the socket is the process's own,
-//!   made by `socket(2)` and `setsockopt(2)` before the chain.
+//!   and later, [`ring::probe_direct`]): its entries make it in the ring's slot of the
+//!   connection's index (`socket`), ask for receive stamps (`setsockopt`), connect, send the
+//!   request and arm the receive, and its `close` goes with a later submission. With `-B` or
+//!   `--buffer` (options the ring does not apply) or on older kernels, the socket is the
+//!   process's own, made by `socket(2)` and `setsockopt(2)` first.
 //!
-//! Timings: a request is written when the batch holding its `send` is handed to the kernel;
-//! with a new connection, it is also connected then (a failed connect posts its error). The
-//! kernel makes a submission's new connections one after the other, in the worker's time, so
-//! a request's time includes the kernel's work for the connections before it in the batch;
-//! which is why `auto` takes epoll (see docs/load-generator.md).
+//! Timings: a request on an open connection is written when the batch holding its `send` is
+//! handed to the kernel. A new connection is handed over on its own, between two reads of the
+//! clock, its entries unlinked so that the kernel issues them in order inside that
+//! submission: its time starts when the worker gets to it, as on epoll, not when a batch of
+//! connections was handed over (the kernel's work for the ones before it would then count as
+//! the server's). Its `send` posts its completion, which says when the request was written
+//! and the connection made: on loopback within that submission, over a network once the
+//! handshake is done.
 //!
 //! Over TLS the receive buffers hold records, which the connection's rustls session turns
 //! into the plaintext the slots read ([`crate::tls::TlsConn::absorb`]); nothing is dropped in
-//! the kernel. A new connection's linked `send` is the ClientHello; the request is queued in
+//! the kernel. A new connection's first `send` is the ClientHello; the request is queued in
 //! the session behind the handshake and leaves with its last flight, which is when it counts
 //! as written and the connection as connected (the handshake in Connect, as ab counts it).
 //! Records are sent from the connection's own buffer, so their `send` posts its completion,
@@ -46,7 +47,6 @@ use conn::{
 };
 use io_uring::{opcode, squeue};
 use ring::{Cqe, Ring};
-use sockets::link_on;
 use std::cmp::Reverse;
 use std::io;
 use std::sync::OnceLock;
@@ -183,7 +183,7 @@ impl Worker {
         for i in 0..self.s.conns.len() {
             self.s.queue(i);
         }
-        self.s.start_queued();
+        self.s.start_queued(&mut self.ring, &mut self.cqes);
         let tick =
             (self.s.core.timeout / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
         let mut next_watch = Instant::now() + tick;
@@ -195,15 +195,9 @@ impl Worker {
                 break;
             }
             let (want, timeout) = self.s.wait(now, next_watch, caught_up);
-            // The batch's requests leave with this submission: written (and, on a new
-            // connection, connected) now.
+            // The batch's requests leave with this submission: written now.
             self.s.written(now);
-            if let Err(e) = self.ring.submit_and_wait(&mut self.s.staged, want, timeout) {
-                self.s
-                    .core
-                    .sh
-                    .note_first_error(|| format!("io_uring_enter failed: {e}"));
-                self.s.core.sh.trigger_stop();
+            if !self.s.submit(&mut self.ring, want, timeout) {
                 break;
             }
             self.ring.reap(&mut self.cqes);
@@ -223,7 +217,7 @@ impl Worker {
             for idx in std::mem::take(&mut self.s.rearm) {
                 self.s.arm(idx);
             }
-            self.s.start_queued();
+            self.s.start_queued(&mut self.ring, &mut self.cqes);
             self.s.fire_timers();
             let now = Instant::now();
             if now >= next_watch {
@@ -296,16 +290,22 @@ impl Slots {
 
     /// Starts the queued slots' next requests, at most [`STARTS_PER_ROUND`] of them and at
     /// most [`OPENS_PER_ROUND`] on new connections: the rest wait for the next round, which
-    /// comes at once. One submission holding thousands of connects would fill the server's
-    /// accept queue before it could take one (the epoll engine's connects, a system call
-    /// each, leave it that time), and what is staged for one submission stays small.
-    fn start_queued(&mut self) {
+    /// comes at once. One round holding thousands of connects would fill the server's accept
+    /// queue before it could take one (the epoll engine's connects, a system call each, leave
+    /// it that time), and what is staged for one submission stays small.
+    ///
+    /// Staging a request makes no system call, so the requests staged together share a start.
+    /// A new connection is handed to the kernel on its own, between two reads of the clock:
+    /// the kernel makes it (and, on loopback, sends its request) inside that submission, so
+    /// its time starts when the worker gets to it, as on epoll, and not when a batch of them
+    /// was handed over; else the kernel's work for the connections before it would count as
+    /// the server's. What that submission completed goes to `cqes`, handled with the next
+    /// batch; a request it sent is written (and its connection made) as it returned.
+    fn start_queued(&mut self, ring: &mut Ring, cqes: &mut Vec<Cqe>) {
         if self.queued.is_empty() {
             return;
         }
         let (mut opens, mut starts) = (0, 0);
-        // Staging a request makes no system call, so the requests staged together share a
-        // start; only a new connection's socket is made here, and the clock is read after it.
         let mut now = Instant::now();
         let queued = std::mem::take(&mut self.queued);
         for (n, &idx) in queued.iter().enumerate() {
@@ -320,9 +320,58 @@ impl Slots {
             }
             starts += 1;
             opens += usize::from(open);
-            self.next_request(idx, now);
             if open {
                 now = Instant::now();
+            }
+            self.next_request(idx, now);
+            if open && !self.staged.is_empty() {
+                if !self.submit(ring, 0, None) {
+                    return;
+                }
+                now = Instant::now();
+                self.written(now);
+                let from = cqes.len();
+                ring.reap(cqes);
+                for cqe in &cqes[from..] {
+                    self.sent(*cqe, now);
+                }
+            }
+        }
+    }
+
+    /// A new connection's request, sent by `cqe` (seen at `now`): written, and the connection
+    /// made, then. Its `send` is the one that posts its completion: on loopback it goes out inside
+    /// the submission that made the connection; over a network once the handshake is done.
+    fn sent(&mut self, cqe: Cqe, now: Instant) {
+        let (op, idx, generation) = split(cqe.data);
+        if op != OP_SEND || cqe.res < 0 {
+            return;
+        }
+        let Some(c) = self.conns.get_mut(idx) else {
+            return;
+        };
+        if c.unsent && c.sock.is_some() && c.generation & 0xff_ffff == generation {
+            c.unsent = false;
+            c.slot.req.written = now;
+            c.slot.req.connect = now.saturating_duration_since(c.slot.req.start);
+            if !c.connected {
+                c.connected = true;
+                self.core.sh.note_connected();
+            }
+        }
+    }
+
+    /// Hands what is staged to the kernel and waits as [`Ring::submit_and_wait`] does; a
+    /// failure stops the load with its reason, and says `false`.
+    fn submit(&mut self, ring: &mut Ring, want: usize, timeout: Option<Duration>) -> bool {
+        match ring.submit_and_wait(&mut self.staged, want, timeout) {
+            Ok(()) => true,
+            Err(e) => {
+                self.core
+                    .sh
+                    .note_first_error(|| format!("io_uring_enter failed: {e}"));
+                self.core.sh.trigger_stop();
+                false
             }
         }
     }
@@ -362,7 +411,8 @@ impl Slots {
         }
     }
 
-    /// Stages the slot's request as one `send` of the shared request bytes, silent on success.
+    /// Stages the slot's request as one `send` of the shared request bytes, silent on success
+    /// but on a new connection, where its completion says when it went out ([`Self::sent`]).
     fn send_plain(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
         let Some(sock) = c.sock.as_ref() else {
@@ -377,11 +427,14 @@ impl Slots {
         )
         .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
         .build())
-        .flags(squeue::Flags::SKIP_SUCCESS | link_on(c.chained))
         .user_data(user_data(OP_SEND, idx, c.generation));
-        self.staged.push(send);
         c.unsent = true;
-        self.unsent.push(idx);
+        if c.slot.req.reused {
+            self.staged.push(send.flags(squeue::Flags::SKIP_SUCCESS));
+            self.unsent.push(idx);
+        } else {
+            self.staged.push(send);
+        }
     }
 
     /// Arms the slot's multishot receive.
@@ -394,7 +447,6 @@ impl Slots {
             return;
         }
         c.armed = true;
-        c.chained = false;
         let msghdr: &libc::msghdr = &self.msghdr;
         let recv = on_sock!(sock, |t| opcode::RecvMsgMulti::new(t, msghdr, ring::GROUP)
             .build())
@@ -427,6 +479,7 @@ impl Slots {
         }
         match op {
             OP_RECV => self.received(idx, generation, cqe, got, now, real),
+            OP_SEND if cqe.res >= 0 => self.sent(cqe, now),
             OP_TLS_SEND if cqe.res >= 0 => {
                 let Some(tls) = c.tls.as_mut() else {
                     return;
@@ -453,6 +506,9 @@ impl Slots {
             OP_CANCEL => {}
             // An earlier step of the chain failed, and says so itself.
             OP_CONNECT if cqe.res == -libc::ECANCELED => {}
+            // The request went out, so the connection was made: the connect's completion,
+            // which the kernel runs later, may find the server's reset since.
+            OP_CONNECT if c.connected => {}
             OP_SOCKET | OP_CONNECT => {
                 self.connect_failed(idx, io::Error::from_raw_os_error(-cqe.res))
             }
@@ -652,6 +708,14 @@ impl Slots {
             let c = &mut self.conns[idx];
             if c.slot.req.first_byte.is_none() {
                 c.slot.req.first_byte = Some(t);
+                if c.slot.req.written > t {
+                    // Read as its submission returned, a new connection's request was written
+                    // no later than its answer began.
+                    c.slot.req.written = t;
+                    if !c.slot.req.reused {
+                        c.slot.req.connect = t.saturating_duration_since(c.slot.req.start);
+                    }
+                }
             }
             c.slot.req.last_data = t;
             c.slot.req.read_at = now;

@@ -65,13 +65,11 @@ pub(super) struct Conn {
     pub(super) generation: u32,
     /// A multishot receive is armed on the socket.
     pub(super) armed: bool,
-    /// The first response bytes have come on this socket: it is established.
+    /// The socket is established: its first request went out (over TLS: its handshake
+    /// ended), or response bytes came on it.
     pub(super) connected: bool,
     /// The request waits for the next submission to be written.
     pub(super) unsent: bool,
-    /// The socket is being made by the ring (a direct descriptor): the next send links on to
-    /// the receive armed after it, which must not start before the connect has.
-    pub(super) chained: bool,
     /// The multishot receive is being cancelled, so that the body's rest can be dropped.
     pub(super) cancelling: bool,
     /// A receive that drops body bytes in the kernel (`MSG_TRUNC`) is in flight.
@@ -201,7 +199,6 @@ impl Conn {
             armed: false,
             connected: false,
             unsent: false,
-            chained: false,
             cancelling: false,
             dropping: false,
             drop_hdr: None,

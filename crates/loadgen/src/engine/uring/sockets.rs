@@ -10,7 +10,12 @@ use io_uring::{opcode, squeue, types};
 use std::os::fd::{AsFd, IntoRawFd};
 
 impl Slots {
-    /// Opens a socket for the slot and stages its connect, linked to the send staged next.
+    /// Opens a socket for the slot and stages its connect. Nothing in a new connection's
+    /// entries is linked: handed to the kernel together they are issued in order, inline (a
+    /// linked entry would wait for the one before it to complete in the ring's deferred work,
+    /// after every other connection of the submission had been made). On loopback the
+    /// handshake is done when `connect` returns, so the `send` after it goes out at once; over
+    /// a network it waits for the socket to become writable, the receive for data.
     pub(super) fn open(&mut self, idx: usize) -> bool {
         let sh = &self.core.sh;
         let tls = match sh.tls.as_ref().map(|t| t.connect()).transpose() {
@@ -38,8 +43,7 @@ impl Slots {
             Sock::Fd(fd)
         };
         let c = &mut self.conns[idx];
-        c.chained = matches!(sock, Sock::Direct(_));
-        if !c.chained {
+        if !matches!(sock, Sock::Direct(_)) {
             c.generation = c.generation.wrapping_add(1);
         }
         c.tls = tls;
@@ -47,7 +51,7 @@ impl Slots {
         c.connected = false;
         let (addr, len) = self.peer.as_ptr();
         let connect = on_sock!(&sock, |t| opcode::Connect::new(t, addr, len).build())
-            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+            .flags(squeue::Flags::SKIP_SUCCESS)
             .user_data(user_data(OP_CONNECT, idx, c.generation));
         c.sock = Some(sock);
         self.staged.push(connect);
@@ -55,8 +59,8 @@ impl Slots {
     }
 
     /// Stages the making of the slot's next socket as a direct descriptor in the slot of its
-    /// index (replacing whatever the slot held), with receive stamps asked for, linked to the
-    /// connect staged next. Its failure is the first completion of the chain.
+    /// index (replacing whatever the slot held), with receive stamps asked for. Its failure is
+    /// the first completion of the connection's entries; the others find the slot empty.
     fn stage_direct_socket(&mut self, idx: usize) -> Sock {
         let c = &mut self.conns[idx];
         c.generation = c.generation.wrapping_add(1);
@@ -66,12 +70,12 @@ impl Slots {
             Peer::V4(_) => libc::AF_INET,
             Peer::V6(_) => libc::AF_INET6,
         };
-        let link = squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS;
+        let quiet = squeue::Flags::SKIP_SUCCESS;
         self.staged.push(
             opcode::Socket::new(domain, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0)
                 .file_index(types::DestinationSlot::try_from_slot_target(slot).ok())
                 .build()
-                .flags(link)
+                .flags(quiet)
                 .user_data(data),
         );
         if self.core.sh.stamps.is_some() {
@@ -84,7 +88,7 @@ impl Slots {
                     std::mem::size_of::<libc::c_int>() as u32,
                 )
                 .build()
-                .flags(link)
+                .flags(quiet)
                 .user_data(data),
             );
         }
@@ -136,19 +140,9 @@ impl Slots {
             }
             c.armed = false;
             c.unsent = false;
-            c.chained = false;
             c.cancelling = false;
             c.dropping = false;
             c.early.clear();
         }
-    }
-}
-
-/// `IO_LINK` when `chained`: the entry links on to the next.
-pub(super) fn link_on(chained: bool) -> squeue::Flags {
-    if chained {
-        squeue::Flags::IO_LINK
-    } else {
-        squeue::Flags::empty()
     }
 }

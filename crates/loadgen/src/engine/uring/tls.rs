@@ -4,7 +4,6 @@
 
 use super::super::slot::H1Slots;
 use super::conn::{on_sock, user_data, Sock, OP_TLS_SEND};
-use super::sockets::link_on;
 use super::{sock, Slots, State};
 use crate::stats::FailureKind;
 use io_uring::opcode;
@@ -61,7 +60,6 @@ impl Slots {
         )
         .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
         .build())
-        .flags(link_on(c.chained))
         .user_data(user_data(OP_TLS_SEND, idx, c.generation));
         tls.sending = true;
         self.staged.push(send);
