@@ -8,7 +8,7 @@
 //! Every run is bounded in requests and wrapped in a deadline.
 
 #[path = "support/h2srv.rs"]
-mod h2srv;
+pub(crate) mod h2srv;
 use crate::support;
 
 use h2srv::{Flood, FloodServer, H2Server, Mode, Rude, RudeServer};

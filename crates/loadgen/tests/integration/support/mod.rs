@@ -191,8 +191,9 @@ pub fn config(url: &str, n: u64, c: u32) -> loadgen::LoadConfig {
 }
 
 /// The engine a test's load runs on when it does not name one: `LOADGEN_TEST_ENGINE`
-/// (`epoll` or `uring`), so that the whole suite can run on each (`./x test` runs it on both);
-/// unset, the generator's own choice. io_uring only where it drives the load: HTTP/1.x.
+/// (`epoll` or `uring`), so that the whole suite can run on each (`./x test` runs it on both:
+/// unset, the generator's own choice, io_uring for HTTP/1.x; then epoll). io_uring only where
+/// it drives the load: HTTP/1.x.
 pub fn test_engine(cfg: &loadgen::LoadConfig) -> loadgen::Engine {
     let engine = match std::env::var("LOADGEN_TEST_ENGINE") {
         Ok(e) => e
