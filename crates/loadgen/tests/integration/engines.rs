@@ -185,3 +185,75 @@ fn uring_here() -> bool {
         other => panic!("an engine and its note disagree: {other:?}"),
     }
 }
+
+/// A connection whose handshake is not done when `connect` returns is connected, and its
+/// request written, when the handshake ends, on both engines: the server's accept queue is
+/// full (one place, taken), so the first SYN is dropped and sent again a second later, and
+/// that second is Connect's, not Waiting's. (On loopback a handshake is otherwise done by the
+/// time `connect` returns; over a network it takes a round trip.)
+#[test]
+fn a_handshake_that_waits_counts_in_connect() {
+    for engine in [Engine::Epoll, Engine::Uring] {
+        if engine == Engine::Uring && !uring_here() {
+            continue;
+        }
+        let (addr, server) = full_queue_server();
+        let mut cfg = support::config(&format!("http://{addr}/"), 1, 1);
+        cfg.load.keep_alive = false;
+        cfg.load.timeout = Duration::from_secs(5);
+        let m = run_on(engine, cfg);
+        server.join().expect("the server thread ends");
+        assert_eq!(m.complete(), 1, "{engine}");
+        let connect = m.rec.moments.connect.mean() / 1000.0;
+        let waiting = m.rec.moments.waiting.mean() / 1000.0;
+        assert!(
+            connect >= 800.0 && waiting < 200.0,
+            "{engine}: Connect {connect:.1} ms, Waiting {waiting:.1} ms"
+        );
+    }
+}
+
+/// A listener on 127.0.0.1 with room for one connection in its accept queue, taken by a
+/// connection of the test's own; its thread accepts that one after 300 ms, then answers one
+/// request on the next, within 5 s.
+fn full_queue_server() -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    // SAFETY: listen(2) on a socket this function owns; a backlog of 0 leaves one place.
+    let r = unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), 0) };
+    assert_eq!(r, 0, "listen");
+    let addr = listener.local_addr().expect("local address");
+    let filler = std::net::TcpStream::connect(addr).expect("the filler connects");
+    let fd = listener.into_raw_fd();
+    let server = std::thread::spawn(move || {
+        // SAFETY: the descriptor came from `into_raw_fd` above and is owned here alone.
+        let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+        std::thread::sleep(Duration::from_millis(300));
+        let (_first, _) = listener.accept().expect("accept the filler");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        while std::time::Instant::now() < until {
+            let Ok((mut s, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            s.set_nonblocking(false).expect("blocking");
+            s.set_read_timeout(Some(Duration::from_secs(2)))
+                .expect("timeout");
+            let mut buf = [0u8; 4096];
+            let mut got = Vec::new();
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ =
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+            break;
+        }
+        drop(filler);
+    });
+    (addr, server)
+}
