@@ -42,8 +42,8 @@ use crate::http::Feed;
 use crate::sock;
 use crate::stats::{FailureKind, Recorder};
 use conn::{
-    on_sock, split, user_data, Conn, DropHdr, Peer, Sock, OP_CANCEL, OP_CONNECT, OP_DROP, OP_RECV,
-    OP_SEND, OP_SOCKET, OP_TLS_SEND,
+    on_sock, send_entry, split, user_data, Conn, DropHdr, Peer, Sock, OP_CANCEL, OP_CONNECT,
+    OP_DROP, OP_RECV, OP_SEND, OP_SOCKET, OP_TLS_SEND,
 };
 use io_uring::{opcode, squeue};
 use ring::{Cqe, Ring};
@@ -272,16 +272,8 @@ impl Slots {
         let Some(sock) = c.sock.as_ref() else {
             return;
         };
-        let sh = &self.core.sh;
-        let request = sh.request_bytes(c.slot.batch);
-        let send = on_sock!(sock, |t| opcode::Send::new(
-            t,
-            request.as_ptr(),
-            request.len() as u32
-        )
-        .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-        .build())
-        .user_data(user_data(OP_SEND, idx, c.generation));
+        let request = self.core.sh.request_bytes(c.slot.batch);
+        let send = send_entry(sock, request, user_data(OP_SEND, idx, c.generation));
         c.unsent = true;
         if c.slot.req.reused {
             self.staged.push(send.flags(squeue::Flags::SKIP_SUCCESS));
@@ -333,7 +325,9 @@ impl Slots {
         }
         match op {
             OP_RECV => self.received(idx, generation, cqe, got, now, real),
-            OP_SEND if cqe.res >= 0 => self.sent(cqe, now),
+            OP_SEND if cqe.res >= 0 => {
+                self.sent(cqe, now);
+            }
             OP_TLS_SEND if cqe.res >= 0 => {
                 let Some(tls) = c.tls.as_mut() else {
                     return;
@@ -565,10 +559,7 @@ impl Slots {
                 if c.slot.req.written > t {
                     // Read as its submission returned, a new connection's request was written
                     // no later than its answer began.
-                    c.slot.req.written = t;
-                    if !c.slot.req.reused {
-                        c.slot.req.connect = t.saturating_duration_since(c.slot.req.start);
-                    }
+                    c.wrote(t);
                 }
             }
             c.slot.req.last_data = t;

@@ -218,17 +218,14 @@ fn a_handshake_that_waits_counts_in_connect() {
 /// request on the next, within 5 s.
 fn full_queue_server() -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
     use std::io::{Read, Write};
-    use std::os::fd::{FromRawFd, IntoRawFd};
+    use std::os::fd::AsRawFd;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     // SAFETY: listen(2) on a socket this function owns; a backlog of 0 leaves one place.
-    let r = unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), 0) };
+    let r = unsafe { libc::listen(listener.as_raw_fd(), 0) };
     assert_eq!(r, 0, "listen");
     let addr = listener.local_addr().expect("local address");
     let filler = std::net::TcpStream::connect(addr).expect("the filler connects");
-    let fd = listener.into_raw_fd();
     let server = std::thread::spawn(move || {
-        // SAFETY: the descriptor came from `into_raw_fd` above and is owned here alone.
-        let listener = unsafe { std::net::TcpListener::from_raw_fd(fd) };
         std::thread::sleep(Duration::from_millis(300));
         let (_first, _) = listener.accept().expect("accept the filler");
         listener.set_nonblocking(true).expect("nonblocking");

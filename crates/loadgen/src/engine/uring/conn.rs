@@ -2,6 +2,7 @@
 //! completion names the slot and socket it is for.
 
 use super::super::slot::Slot;
+use io_uring::{opcode, squeue};
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::time::Instant;
@@ -68,7 +69,8 @@ pub(super) struct Conn {
     /// The socket is established: its first request went out (over TLS: its handshake
     /// ended), or response bytes came on it.
     pub(super) connected: bool,
-    /// The request waits for the next submission to be written.
+    /// The request is not yet written: it waits for the next submission (or, on a new plain
+    /// connection, for its `send`'s completion).
     pub(super) unsent: bool,
     /// The multishot receive is being cancelled, so that the body's rest can be dropped.
     pub(super) cancelling: bool,
@@ -207,6 +209,28 @@ impl Conn {
             slot: Slot::new(head_only, start),
         }
     }
+
+    /// The request was written at `at`: on a new connection, the connection was made then.
+    pub(super) fn wrote(&mut self, at: Instant) {
+        self.unsent = false;
+        self.slot.req.written = at;
+        if !self.slot.req.reused {
+            self.slot.req.connect = at.saturating_duration_since(self.slot.req.start);
+        }
+    }
+}
+
+/// A `send` of `bytes` on `sock` (all of them, or an error), which must stay put until it
+/// completes.
+pub(super) fn send_entry(sock: &Sock, bytes: &[u8], data: u64) -> squeue::Entry {
+    on_sock!(sock, |t| opcode::Send::new(
+        t,
+        bytes.as_ptr(),
+        bytes.len() as u32
+    )
+    .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+    .build())
+    .user_data(data)
 }
 
 #[cfg(test)]

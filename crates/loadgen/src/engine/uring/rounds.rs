@@ -60,11 +60,7 @@ impl Slots {
         for idx in self.unsent.drain(..) {
             let c = &mut self.conns[idx];
             if c.unsent {
-                c.unsent = false;
-                c.slot.req.written = now;
-                if !c.slot.req.reused {
-                    c.slot.req.connect = now.saturating_duration_since(c.slot.req.start);
-                }
+                c.wrote(now);
             }
         }
     }
@@ -111,35 +107,42 @@ impl Slots {
                 }
                 now = Instant::now();
                 self.written(now);
+                // Its send's completion is handled here; the rest wait for the batch.
                 let from = cqes.len();
                 ring.reap(cqes);
-                for cqe in &cqes[from..] {
-                    self.sent(*cqe, now);
+                let mut kept = from;
+                for i in from..cqes.len() {
+                    let cqe = cqes[i];
+                    if !self.sent(cqe, now) {
+                        cqes[kept] = cqe;
+                        kept += 1;
+                    }
                 }
+                cqes.truncate(kept);
             }
         }
     }
 
     /// A new connection's request, sent by `cqe` (seen at `now`): written, and the connection
-    /// made, then. Its `send` is the one that posts its completion: on loopback it goes out inside
-    /// the submission that made the connection; over a network once the handshake is done.
-    pub(super) fn sent(&mut self, cqe: Cqe, now: Instant) {
+    /// made, then. Its `send` is the one that posts its completion: on loopback it goes out
+    /// inside the submission that made the connection; over a network once the handshake is
+    /// done. Whether `cqe` was such a completion (a send's success: nothing else to do).
+    pub(super) fn sent(&mut self, cqe: Cqe, now: Instant) -> bool {
         let (op, idx, generation) = split(cqe.data);
         if op != OP_SEND || cqe.res < 0 {
-            return;
+            return false;
         }
         let Some(c) = self.conns.get_mut(idx) else {
-            return;
+            return true;
         };
         if c.unsent && c.sock.is_some() && c.generation & 0xff_ffff == generation {
-            c.unsent = false;
-            c.slot.req.written = now;
-            c.slot.req.connect = now.saturating_duration_since(c.slot.req.start);
+            c.wrote(now);
             if !c.connected {
                 c.connected = true;
                 self.core.sh.note_connected();
             }
         }
+        true
     }
 
     /// Hands what is staged to the kernel and waits as [`Ring::submit_and_wait`] does; a

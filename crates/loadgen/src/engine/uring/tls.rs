@@ -3,10 +3,9 @@
 //! records that came, turned into the plaintext the slots read.
 
 use super::super::slot::H1Slots;
-use super::conn::{on_sock, user_data, Sock, OP_TLS_SEND};
+use super::conn::{send_entry, user_data, OP_TLS_SEND};
 use super::{sock, Slots, State};
 use crate::stats::FailureKind;
-use io_uring::opcode;
 use std::time::Instant;
 
 impl Slots {
@@ -52,15 +51,8 @@ impl Slots {
         let (Some(sock), Some(tls)) = (c.sock.as_ref(), c.tls.as_mut()) else {
             return;
         };
-        let rest = &tls.out[tls.out_at..];
-        let send = on_sock!(sock, |t| opcode::Send::new(
-            t,
-            rest.as_ptr(),
-            rest.len() as u32
-        )
-        .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-        .build())
-        .user_data(user_data(OP_TLS_SEND, idx, c.generation));
+        let data = user_data(OP_TLS_SEND, idx, c.generation);
+        let send = send_entry(sock, &tls.out[tls.out_at..], data);
         tls.sending = true;
         self.staged.push(send);
     }
