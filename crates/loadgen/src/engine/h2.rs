@@ -38,24 +38,19 @@
 //! beyond these limits has the connection ended with a GOAWAY saying why (ENHANCE_YOUR_CALM for
 //! the floods), its open streams counted as exceptions, and the run notes the reason.
 
-use super::worker::{
-    self, token, Core, Placement, Protocol, Request, Response, Schedule, CONNECT_RETRY_PAUSE,
-    TURN_BYTES,
-};
+use super::worker::{Core, Placement, Request, Response, Schedule, CONNECT_RETRY_PAUSE};
 use crate::h2::{self, ConnError, Event, Head};
-use crate::sock::{self, Recv, Stamp};
+use crate::sock::Stamp;
 use crate::stats::{FailureKind, Recorder};
 use conn::{Conn, Stream, MAX_ID, OUT_CAP};
 use frames::Data;
-use mio::event::Event as Readiness;
-use mio::Interest;
 use std::cmp::Reverse;
-use std::io::{self, Write as _};
-use std::os::fd::AsFd;
+use std::io;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 mod conn;
+mod epoll;
 mod frames;
 
 /// The Last-Stream-ID of the client's GOAWAY: the highest stream the server opened that the
@@ -63,7 +58,7 @@ mod frames;
 const LAST_PEER_STREAM: u32 = 0;
 
 /// A handshake the server ended for want of a protocol in common says so in HTTP/2's terms.
-fn alpn_refused(e: io::Error) -> io::Error {
+pub(super) fn alpn_refused(e: io::Error) -> io::Error {
     match crate::tls::handshake_error(&e) {
         Some(h) if h.0.contains("NoApplicationProtocol") => {
             io::Error::other(h2::NotHttp2(format!(
@@ -75,10 +70,25 @@ fn alpn_refused(e: io::Error) -> io::Error {
     }
 }
 
+/// What carries a worker's connections: the epoll engine's sockets ([`epoll`]) or io_uring's.
+/// The protocol (streams, frames, flow control, timings) is the worker's, the same on both.
+pub(super) trait Wire: Sized {
+    /// A connection's socket as the engine holds it.
+    type Sock;
+    /// Opens slot `idx`'s connection at `now`, handing its socket (and TLS session) to
+    /// [`Conn::connected_to`], which queues the client's preface.
+    fn connect(w: &mut H2Worker<Self>, idx: usize, now: Instant) -> Result<(), FailureKind>;
+    /// Writes what the connection has queued, as far as the socket takes it, and establishes
+    /// the connection with its first write ([`Conn::wrote`] marks the streams written).
+    fn flush(w: &mut H2Worker<Self>, idx: usize);
+    /// Lets go of the connection's socket ([`Conn::drop_socket`]).
+    fn drop_socket(w: &mut H2Worker<Self>, idx: usize);
+}
+
 /// An HTTP/2 worker: its connections, and those with work to do after this round.
-struct H2Worker {
+pub(super) struct H2Worker<W: Wire> {
     core: Core,
-    conns: Vec<Conn>,
+    conns: Vec<Conn<W::Sock>>,
     /// A control frame's payload, copied out of the read buffer while it is acted on.
     scratch: Vec<u8>,
     /// Streams per connection (`--streams`).
@@ -87,87 +97,50 @@ struct H2Worker {
     schedule: Schedule,
     /// Connections that may open streams or have output to write, once this round is done.
     dirty: Vec<usize>,
+    _wire: std::marker::PhantomData<W>,
 }
 
-/// Runs a worker's share of the connections over HTTP/2.
+/// Runs a worker's share of the connections over HTTP/2, on its engine.
 pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
-    let streams = core.sh.cfg.load.streams.max(1);
-    let w = H2Worker {
-        conns: (0..at.conns)
-            .map(|_| Conn::new(streams, core.start))
-            .collect(),
-        scratch: Vec::new(),
-        streams,
-        schedule: Schedule::new(core.sh.cfg.load.rate, at.threads),
-        dirty: Vec::new(),
-        core,
-    };
-    worker::drive(w)
+    epoll::run(core, at)
 }
 
-impl Protocol for H2Worker {
-    fn core(&mut self) -> &mut Core {
-        &mut self.core
+impl<W: Wire> H2Worker<W> {
+    fn new(core: Core, at: &Placement) -> H2Worker<W> {
+        let streams = core.sh.cfg.load.streams.max(1);
+        H2Worker {
+            conns: (0..at.conns)
+                .map(|_| Conn::new(streams, core.start))
+                .collect(),
+            scratch: Vec::new(),
+            streams,
+            schedule: Schedule::new(core.sh.cfg.load.rate, at.threads),
+            dirty: Vec::new(),
+            core,
+            _wire: std::marker::PhantomData,
+        }
     }
 
-    fn into_core(self) -> Core {
-        self.core
-    }
-
-    fn slots(&self) -> usize {
-        self.conns.len()
-    }
-
-    fn is_current(&self, idx: usize, generation: u32) -> bool {
-        self.conns
-            .get(idx)
-            .is_some_and(|c| c.generation == generation && c.stream.is_some())
-    }
-
-    fn start(&mut self) {
+    /// Gives every connection its first streams.
+    pub(super) fn pump_all(&mut self) {
         for i in 0..self.conns.len() {
             self.pump(i, Instant::now());
         }
     }
 
-    fn ready(&mut self, idx: usize, ev: &Readiness) {
-        let closed = ev.is_read_closed() || ev.is_error();
-        let was_connected = self.conns[idx].connected;
-        if !was_connected || ev.is_writable() {
-            // Connecting (a TLS handshake waits for the server's flights while writing) or
-            // output waiting for room.
-            self.flush(idx);
-        }
-        let c = &self.conns[idx];
-        if c.stream.is_some() && c.connected && (!was_connected || ev.is_readable() || closed) {
-            self.read(idx, closed);
-        }
-        self.mark(idx);
-    }
-
-    fn resume(&mut self, idx: usize, _closed: bool) {
-        // A resumed read does not act on a FIN reported before: the read that finds it does.
-        self.read(idx, false);
-        self.mark(idx);
-    }
-
-    fn pending(&self) -> bool {
-        !self.dirty.is_empty()
-    }
-
-    fn timer(&mut self, idx: usize, now: Instant) -> bool {
-        // A connect that failed may be tried again; a request due at a constant rate may go.
+    /// Slot `idx`'s timer is due: a connect that failed may be tried again; a request due at
+    /// a constant rate may go.
+    pub(super) fn on_timer(&mut self, idx: usize, now: Instant) {
         let c = &mut self.conns[idx];
         if c.retry_at.is_some_and(|t| t <= now) {
             c.retry_at = None;
         }
         self.mark(idx);
-        false
     }
 
     /// Every connection with something to do opens its streams and writes, after the round's
     /// reads and timers: the frames of a burst leave together.
-    fn after_timers(&mut self) {
+    pub(super) fn pump_dirty(&mut self) {
         for idx in std::mem::take(&mut self.dirty) {
             self.pump(idx, Instant::now());
         }
@@ -175,7 +148,7 @@ impl Protocol for H2Worker {
 
     /// At a constant rate, the requests still waiting for their responses are counted with
     /// how long they had waited.
-    fn ended(&mut self) {
+    pub(super) fn count_unfinished(&mut self) {
         if self.schedule.paced() {
             let waiting = self.conns.iter().flat_map(|c| c.slots.iter());
             self.core
@@ -184,7 +157,7 @@ impl Protocol for H2Worker {
     }
 
     /// Ends the streams whose deadline has passed.
-    fn expire(&mut self, now: Instant) {
+    pub(super) fn expire_streams(&mut self, now: Instant) {
         for idx in 0..self.conns.len() {
             let c = &self.conns[idx];
             if c.stream.is_none() || c.open == 0 {
@@ -210,10 +183,8 @@ impl Protocol for H2Worker {
             }
         }
     }
-}
 
-impl H2Worker {
-    fn mark(&mut self, idx: usize) {
+    pub(super) fn mark(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
         if !c.dirty && !c.finished {
             c.dirty = true;
@@ -222,13 +193,13 @@ impl H2Worker {
     }
 
     /// Streams a connection may have open at once now.
-    fn limit(&self, c: &Conn) -> u32 {
+    fn limit(&self, c: &Conn<W::Sock>) -> u32 {
         self.streams.min(c.peer_max)
     }
 
     /// Opens the streams a connection has room for (connecting first when it has no socket),
     /// then writes what it has to send.
-    fn pump(&mut self, idx: usize, now: Instant) {
+    pub(super) fn pump(&mut self, idx: usize, now: Instant) {
         let c = &mut self.conns[idx];
         c.dirty = false;
         if c.finished || c.retry_at.is_some() {
@@ -236,7 +207,7 @@ impl H2Worker {
         }
         if c.stream.is_some() && (c.goaway || c.next_id > MAX_ID) && c.open == 0 {
             // The server is done with it (or its stream ids are): a new one takes over.
-            c.drop_socket();
+            W::drop_socket(self, idx);
         }
         let stopping = self.core.sh.stop.load(Relaxed);
         if !stopping && !self.open_streams(idx, now) {
@@ -251,7 +222,7 @@ impl H2Worker {
                 Some(body) => self.conns[idx].queue_bodies(body),
                 None => false,
             };
-            self.flush(idx);
+            W::flush(self, idx);
             let c = &self.conns[idx];
             // Bodies stopped at the cap and all went out: more follow now, as no event will
             // come for a socket that took everything.
@@ -292,7 +263,7 @@ impl H2Worker {
                 break;
             }
             if self.conns[idx].stream.is_none() {
-                if let Err(kind) = self.connect(idx, now) {
+                if let Err(kind) = W::connect(self, idx, now) {
                     if measured {
                         self.core.rec.started += 1;
                     }
@@ -318,7 +289,7 @@ impl H2Worker {
         if self.conns[idx].unwritten() < OUT_CAP {
             return true;
         }
-        self.flush(idx);
+        W::flush(self, idx);
         let c = &self.conns[idx];
         c.stream.is_some() && c.unwritten() < OUT_CAP
     }
@@ -330,7 +301,7 @@ impl H2Worker {
         if self.conns[idx].unwritten_replies() < h2::MAX_QUEUED_REPLIES {
             return Ok(true);
         }
-        self.flush(idx);
+        W::flush(self, idx);
         if self.conns[idx].stream.is_none() {
             return Ok(false);
         }
@@ -353,25 +324,6 @@ impl H2Worker {
         Ok(true)
     }
 
-    /// Opens a new connection and queues the client's preface.
-    fn connect(&mut self, idx: usize, now: Instant) -> Result<(), FailureKind> {
-        let sh = &*self.core.sh;
-        let s = crate::connect::connect(sh.addr, &sh.cfg.socket)
-            .map_err(|e| sh.note_connect_error(&e))?;
-        let tls = sh
-            .tls
-            .as_ref()
-            .map(|t| t.connect())
-            .transpose()
-            .map_err(|e| sh.note_connect_error(&e))?;
-        // Frames are written whenever there are some, while earlier ones may be unacknowledged:
-        // Nagle must not hold them back (one setsockopt per connection, as h2load does).
-        let _ = s.set_nodelay(true);
-        let stamped = sh.stamps.is_some() && sock::enable_rx_stamps(s.as_fd()).is_ok();
-        self.conns[idx].connected_to(s, tls, stamped, now);
-        Ok(())
-    }
-
     fn open_stream(&mut self, idx: usize, now: Instant, measured: bool, intended: Option<Instant>) {
         let sh = &*self.core.sh;
         let blocks = sh
@@ -386,143 +338,35 @@ impl H2Worker {
         }
     }
 
-    /// Writes what the connection has queued; the first write that goes through establishes
-    /// it (over TLS: the handshake is done, and the server chose HTTP/2).
-    fn flush(&mut self, idx: usize) {
+    /// Bytes that came on the connection, seen at `now` (`arrival`: their receive stamp, on
+    /// both clocks): its frames are handled. False when the connection ended meanwhile.
+    pub(super) fn received(
+        &mut self,
+        idx: usize,
+        data: &[u8],
+        now: Instant,
+        arrival: Option<(Stamp, Stamp)>,
+    ) -> bool {
         let c = &mut self.conns[idx];
-        let Some(s) = c.stream.as_mut() else {
-            return;
-        };
-        let mut blocked = false;
-        loop {
-            let pending = c.out_pos < c.out.len();
-            if !pending && !c.tls.as_ref().is_some_and(|t| t.wants_write()) {
-                break;
-            }
-            let at = Instant::now();
-            let r = match c.tls.as_mut() {
-                Some(t) => t.send(s.as_fd(), &c.out[c.out_pos..]),
-                None => s.write(&c.out[c.out_pos..]),
-            };
-            match r {
-                Ok(0) if pending => return self.conn_failed(idx, FailureKind::Write),
-                Ok(n) => {
-                    c.out_pos += n;
-                    if !c.connected {
-                        if c.tls.as_ref().is_some_and(|t| !t.alpn_h2()) {
-                            let e = io::Error::other(h2::NotHttp2(
-                                "the server did not select HTTP/2 (ALPN \"h2\") in the TLS handshake; it may serve HTTP/1.1 only over TLS (leave out --h2)"
-                                    .into(),
-                            ));
-                            let kind = self.core.sh.note_connect_error(&e);
-                            return self.conn_failed(idx, kind);
-                        }
-                        c.connected = true;
-                        for st in c.slots.iter_mut().filter(|st| st.id != 0) {
-                            st.req.connect = at.saturating_duration_since(st.req.start);
-                        }
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    blocked = true;
-                    break;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    if !c.connected {
-                        let kind = self.core.sh.note_connect_error(&alpn_refused(e));
-                        return self.conn_failed(idx, kind);
-                    }
-                    return self.conn_failed(idx, FailureKind::Write);
-                }
-            }
+        c.heard_at = now;
+        if !c.settings_seen && c.reader.idle() && data.starts_with(b"HTTP/1.") {
+            let e = io::Error::other(h2::NotHttp2(
+                "the server answered HTTP/2's preface in HTTP/1.x: it does not speak HTTP/2 by prior knowledge (h2c) on this port; leave out --h2, or use its https:// address"
+                    .into(),
+            ));
+            let kind = self.core.sh.note_connect_error(&e);
+            self.conn_failed(idx, kind);
+            return false;
         }
-        c.wrote(Instant::now());
-        let Some(s) = c.stream.as_mut() else {
-            return;
-        };
-        let want = if blocked {
-            Interest::READABLE | Interest::WRITABLE
-        } else {
-            Interest::READABLE
-        };
-        if c.registered != Some(want) {
-            let tok = token(idx, c.generation);
-            let r = match c.registered {
-                None => self.core.poll.registry().register(s, tok, want),
-                Some(_) => self.core.poll.registry().reregister(s, tok, want),
-            };
-            if r.is_err() {
-                return self.conn_failed(idx, FailureKind::Exception);
-            }
-            c.registered = Some(want);
-        }
-    }
-
-    /// Reads and handles frames until the socket is empty, the connection ends, or the
-    /// connection has had its turn.
-    fn read(&mut self, idx: usize, closed: bool) {
-        let mut budget = TURN_BYTES;
-        let mut buf = std::mem::take(&mut self.core.buf);
-        loop {
+        if let Err(e) = self.frames(idx, data, now, arrival) {
             let c = &mut self.conns[idx];
-            let Some(s) = c.stream.as_ref() else {
-                break;
-            };
-            let fd = s.as_fd();
-            let got = match c.tls.as_mut() {
-                Some(t) => t.recv(fd, &mut buf, c.stamped),
-                None => sock::recv(fd, &mut buf, c.stamped),
-            };
-            match got {
-                Recv::Data { len, stamp } => {
-                    let now = Instant::now();
-                    let arrival = stamp.map(|st| (st, self.core.realtime_at(now)));
-                    c.heard_at = now;
-                    let emptied = len < buf.len();
-                    let eof_after = c.tls.as_ref().is_some_and(|t| t.eof_pending());
-                    if !c.settings_seen && c.reader.idle() && buf[..len].starts_with(b"HTTP/1.") {
-                        let e = io::Error::other(h2::NotHttp2(
-                            "the server answered HTTP/2's preface in HTTP/1.x: it does not speak HTTP/2 by prior knowledge (h2c) on this port; leave out --h2, or use its https:// address"
-                                .into(),
-                        ));
-                        let kind = self.core.sh.note_connect_error(&e);
-                        self.conn_failed(idx, kind);
-                        break;
-                    }
-                    if let Err(e) = self.frames(idx, &buf[..len], now, arrival) {
-                        let c = &mut self.conns[idx];
-                        h2::goaway(&mut c.out, LAST_PEER_STREAM, e.code());
-                        self.flush(idx);
-                        self.core.sh.note_h2_error(e);
-                        self.conn_failed(idx, FailureKind::Exception);
-                        break;
-                    }
-                    if self.conns[idx].stream.is_none() {
-                        break;
-                    }
-                    if eof_after {
-                        self.conn_failed(idx, FailureKind::Receive);
-                        break;
-                    }
-                    if emptied && !closed {
-                        break;
-                    }
-                    budget = budget.saturating_sub(len);
-                    if budget == 0 {
-                        let generation = self.conns[idx].generation;
-                        self.core.resume.push((idx, generation, false));
-                        break;
-                    }
-                }
-                Recv::Again => break,
-                Recv::Eof | Recv::Failed => {
-                    self.conn_failed(idx, FailureKind::Receive);
-                    break;
-                }
-            }
+            h2::goaway(&mut c.out, LAST_PEER_STREAM, e.code());
+            W::flush(self, idx);
+            self.core.sh.note_h2_error(e);
+            self.conn_failed(idx, FailureKind::Exception);
+            return false;
         }
-        self.core.buf = buf;
+        self.conns[idx].stream.is_some()
     }
 
     /// Handles the frames in one read's bytes.
@@ -685,14 +529,14 @@ impl H2Worker {
 
     /// The connection is over (closed by the server, failed, or given up on): every stream
     /// still open on it fails with `kind`, and the slot connects again when it next can.
-    fn conn_failed(&mut self, idx: usize, kind: FailureKind) {
+    pub(super) fn conn_failed(&mut self, idx: usize, kind: FailureKind) {
         let now = Instant::now();
         for k in 0..self.conns[idx].slots.len() {
             if self.conns[idx].slots[k].id != 0 {
                 self.fail_stream(idx, k, kind, now);
             }
         }
-        self.conns[idx].drop_socket();
+        W::drop_socket(self, idx);
         if matches!(kind, FailureKind::Connect | FailureKind::Generator) {
             // A target that refuses connections must not turn the slot into a spin.
             let t = now + CONNECT_RETRY_PAUSE;
@@ -711,9 +555,9 @@ impl H2Worker {
                 c.out.clear();
                 c.out_pos = 0;
                 h2::goaway(&mut c.out, LAST_PEER_STREAM, h2::NO_ERROR);
-                self.flush(idx);
+                W::flush(self, idx);
             }
-            self.conns[idx].drop_socket();
+            W::drop_socket(self, idx);
             self.core.active -= 1;
         }
     }

@@ -5,8 +5,6 @@
 use crate::engine::worker::{Request, READ_BUF};
 use crate::h2::{self, Blocks, FrameReader, ResponseHead};
 use crate::sock::{self, Stamp};
-use mio::net::TcpStream;
-use mio::Interest;
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -92,11 +90,11 @@ impl Stream {
     }
 }
 
-pub(super) struct Conn {
-    pub(super) stream: Option<TcpStream>,
+/// A connection slot; `S` is its socket as its engine holds it ([`super::Wire::Sock`]).
+pub(super) struct Conn<S> {
+    pub(super) stream: Option<S>,
     pub(super) tls: Option<Box<crate::tls::TlsConn>>,
     pub(super) generation: u32,
-    pub(super) registered: Option<Interest>,
     pub(super) connected: bool,
     pub(super) stamped: bool,
     pub(super) finished: bool,
@@ -136,14 +134,13 @@ pub(super) struct Conn {
     pub(super) dirty: bool,
 }
 
-impl Conn {
+impl<S> Conn<S> {
     /// A slot with room for `streams` streams and no socket yet.
-    pub(super) fn new(streams: u32, start: Instant) -> Conn {
+    pub(super) fn new(streams: u32, start: Instant) -> Conn<S> {
         Conn {
             stream: None,
             tls: None,
             generation: 0,
-            registered: None,
             connected: false,
             stamped: false,
             finished: false,
@@ -178,7 +175,7 @@ impl Conn {
     /// starts from, and queues the client's preface.
     pub(super) fn connected_to(
         &mut self,
-        s: TcpStream,
+        s: S,
         tls: Option<Box<crate::tls::TlsConn>>,
         stamped: bool,
         now: Instant,
@@ -187,7 +184,6 @@ impl Conn {
         self.stream = Some(s);
         self.tls = tls;
         self.generation = self.generation.wrapping_add(1);
-        self.registered = None;
         self.connected = false;
         self.out.clear();
         self.out_pos = 0;
@@ -215,7 +211,6 @@ impl Conn {
         self.stream = None;
         self.tls = None;
         self.connected = false;
-        self.registered = None;
         self.out.clear();
         self.out_pos = 0;
         self.cont = None;

@@ -27,8 +27,8 @@ pub(super) struct Data {
 
 /// A DATA frame (or the part of one that arrived) that arrived at `now`; returns the slot
 /// of the stream it ended.
-pub(super) fn on_data(
-    c: &mut Conn,
+pub(super) fn on_data<S>(
+    c: &mut Conn<S>,
     d: &Data,
     now: Instant,
     arrival: Option<(Stamp, Stamp)>,
@@ -59,8 +59,8 @@ pub(super) fn on_data(
 }
 
 /// A HEADERS frame; returns its block once it is complete.
-pub(super) fn on_headers(
-    c: &mut Conn,
+pub(super) fn on_headers<S>(
+    c: &mut Conn<S>,
     head: &Head,
     payload: &[u8],
 ) -> Result<Option<Block>, ConnError> {
@@ -84,8 +84,8 @@ pub(super) fn on_headers(
 }
 
 /// A CONTINUATION frame; returns the block it completes.
-pub(super) fn on_continuation(
-    c: &mut Conn,
+pub(super) fn on_continuation<S>(
+    c: &mut Conn<S>,
     head: &Head,
     payload: &[u8],
 ) -> Result<Option<Block>, ConnError> {
@@ -116,8 +116,8 @@ pub(super) fn on_continuation(
 /// A complete header block for `stream` that arrived at `now`: decoded (even for a stream
 /// that is gone, so that the table stays in step) and kept as the stream's response head;
 /// returns the slot of the stream it ended.
-pub(super) fn on_block(
-    c: &mut Conn,
+pub(super) fn on_block<S>(
+    c: &mut Conn<S>,
     (stream, flags, block): Block,
     now: Instant,
     arrival: Option<(Stamp, Stamp)>,
@@ -143,7 +143,11 @@ pub(super) fn on_block(
 
 /// A SETTINGS frame (not an ACK), applied as the last value of each setting leaves it;
 /// true when it is the server's first.
-pub(super) fn on_settings(c: &mut Conn, head: &Head, payload: &[u8]) -> Result<bool, ConnError> {
+pub(super) fn on_settings<S>(
+    c: &mut Conn<S>,
+    head: &Head,
+    payload: &[u8],
+) -> Result<bool, ConnError> {
     if head.stream != 0 || payload.len() % 6 != 0 {
         return Err(ConnError::Protocol);
     }
@@ -198,7 +202,7 @@ pub(super) fn on_settings(c: &mut Conn, head: &Head, payload: &[u8]) -> Result<b
 
 /// A GOAWAY frame: the connection takes no new streams; returns the last stream id the
 /// server processes (the streams above it are refused).
-pub(super) fn on_goaway(c: &mut Conn, payload: &[u8]) -> Result<u32, ConnError> {
+pub(super) fn on_goaway<S>(c: &mut Conn<S>, payload: &[u8]) -> Result<u32, ConnError> {
     if payload.len() < 8 {
         return Err(ConnError::Protocol);
     }
@@ -207,8 +211,8 @@ pub(super) fn on_goaway(c: &mut Conn, payload: &[u8]) -> Result<u32, ConnError> 
 }
 
 /// An RST_STREAM frame; returns the slot of the stream it ended.
-pub(super) fn on_rst_stream(
-    c: &mut Conn,
+pub(super) fn on_rst_stream<S>(
+    c: &mut Conn<S>,
     head: &Head,
     payload: &[u8],
 ) -> Result<Option<usize>, ConnError> {
@@ -219,7 +223,11 @@ pub(super) fn on_rst_stream(
 }
 
 /// A WINDOW_UPDATE frame: more room to send on the connection or on a stream.
-pub(super) fn on_window_update(c: &mut Conn, head: &Head, payload: &[u8]) -> Result<(), ConnError> {
+pub(super) fn on_window_update<S>(
+    c: &mut Conn<S>,
+    head: &Head,
+    payload: &[u8],
+) -> Result<(), ConnError> {
     if payload.len() != 4 {
         return Err(ConnError::Protocol);
     }
