@@ -116,6 +116,7 @@ impl Napper {
     /// wait for it: a nap's bound, a fiftieth of the recent request cycle within
     /// [`MIN_NAP`]..=[`MAX_NAP`], once the estimates are warm. Unlike [`Self::nap`] it does not
     /// ask whether a response is due meanwhile: such a wait ends as soon as the batch is in,
+    /// and past the cap as soon as one completion is (see the io_uring engine's `wait_for`),
     /// so it costs time only when fewer come. `None`: wait for one completion.
     pub fn batch_cap(&self) -> Option<Duration> {
         match self.mode {

@@ -46,20 +46,20 @@ use conn::{
     OP_DROP, OP_RECV, OP_SEND, OP_SOCKET, OP_TLS_SEND,
 };
 use io_uring::{opcode, squeue};
-use ring::{Cqe, Ring};
+use ring::{Cqe, Ring, Wait};
 use std::cmp::Reverse;
 use std::io;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-mod conn;
-mod ring;
-mod rounds;
+pub(super) mod conn;
+pub(super) mod ring;
+pub(super) mod rounds;
 mod sockets;
 mod tls;
 
 /// Size of each receive buffer; the first [`ring::PAYLOAD_AT`] bytes hold the receive stamp.
-const BUF_SIZE: usize = 16 * 1024;
+pub(super) const BUF_SIZE: usize = 16 * 1024;
 /// Most completions a worker waits for at once.
 const MAX_BATCH: usize = 32;
 /// How long the closed-mode drain of the server's FIN may take, as with epoll.
@@ -173,7 +173,7 @@ pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
     w.run();
     w.s.count_unfinished();
     // What is staged (closes of finished connections among it) still goes to the kernel.
-    let _ = w.ring.submit_and_wait(&mut w.s.staged, 0, None);
+    let _ = w.ring.submit_and_wait(&mut w.s.staged, Wait::NONE);
     let Worker { ring, s, .. } = w;
     drop(ring);
     s.core.finish()
@@ -195,10 +195,13 @@ impl Worker {
             if !self.s.core.running(now) {
                 break;
             }
-            let (want, timeout) = self.s.wait(now, next_watch, caught_up);
+            let batch_waits = self.ring.batch_waits();
+            let wait = self
+                .s
+                .wait(now, next_watch, caught_up, &self.cqes, batch_waits);
             // The batch's requests leave with this submission: written now.
             self.s.written(now);
-            if !self.s.submit(&mut self.ring, want, timeout) {
+            if !self.s.submit(&mut self.ring, wait) {
                 break;
             }
             self.ring.reap(&mut self.cqes);

@@ -10,7 +10,7 @@ use std::time::Instant;
 /// A connection's socket: a descriptor of the process's, or one of the ring's own (a direct
 /// descriptor, made, set up, connected and closed by entries of the ring, in the slot that
 /// bears the connection's index) where the kernel allows it.
-pub(super) enum Sock {
+pub(in crate::engine) enum Sock {
     Fd(OwnedFd),
     Direct(u32),
 }
@@ -31,13 +31,13 @@ macro_rules! on_sock {
         }
     };
 }
-pub(super) use on_sock;
+pub(in crate::engine) use on_sock;
 
 /// What a completion is for: the top byte of its user data.
-pub(super) const OP_CONNECT: u64 = 1;
-pub(super) const OP_SEND: u64 = 2;
-pub(super) const OP_RECV: u64 = 3;
-pub(super) const OP_CANCEL: u64 = 4;
+pub(in crate::engine) const OP_CONNECT: u64 = 1;
+pub(in crate::engine) const OP_SEND: u64 = 2;
+pub(in crate::engine) const OP_RECV: u64 = 3;
+pub(in crate::engine) const OP_CANCEL: u64 = 4;
 pub(super) const OP_DROP: u64 = 5;
 /// A send of TLS records: unlike a plain request's, it posts its completion, which hands its
 /// buffer back.
@@ -48,11 +48,11 @@ pub(super) const OP_SOCKET: u64 = 7;
 
 /// The user data of slot `idx`'s operation `op` on its socket number `generation` (its low
 /// 24 bits: enough to tell an old socket's late completion from the current one's).
-pub(super) fn user_data(op: u64, idx: usize, generation: u32) -> u64 {
+pub(in crate::engine) fn user_data(op: u64, idx: usize, generation: u32) -> u64 {
     (op << 56) | (u64::from(generation & 0xff_ffff) << 32) | idx as u64
 }
 
-pub(super) fn split(data: u64) -> (u64, usize, u32) {
+pub(in crate::engine) fn split(data: u64) -> (u64, usize, u32) {
     (
         data >> 56,
         (data & 0xffff_ffff) as usize,
@@ -150,13 +150,13 @@ impl DropHdr {
 }
 
 /// The address connections go to, as the kernel takes it; boxed, so that an entry may point to it.
-pub(super) enum Peer {
+pub(in crate::engine) enum Peer {
     V4(libc::sockaddr_in),
     V6(libc::sockaddr_in6),
 }
 
 impl Peer {
-    pub(super) fn new(addr: SocketAddr) -> Box<Peer> {
+    pub(in crate::engine) fn new(addr: SocketAddr) -> Box<Peer> {
         Box::new(match addr {
             SocketAddr::V4(a) => Peer::V4(libc::sockaddr_in {
                 sin_family: libc::AF_INET as libc::sa_family_t,
@@ -178,7 +178,7 @@ impl Peer {
         })
     }
 
-    pub(super) fn as_ptr(&self) -> (*const libc::sockaddr, libc::socklen_t) {
+    pub(in crate::engine) fn as_ptr(&self) -> (*const libc::sockaddr, libc::socklen_t) {
         match self {
             Peer::V4(a) => (
                 (a as *const libc::sockaddr_in).cast(),
@@ -222,7 +222,7 @@ impl Conn {
 
 /// A `send` of `bytes` on `sock` (all of them, or an error), which must stay put until it
 /// completes.
-pub(super) fn send_entry(sock: &Sock, bytes: &[u8], data: u64) -> squeue::Entry {
+pub(in crate::engine) fn send_entry(sock: &Sock, bytes: &[u8], data: u64) -> squeue::Entry {
     on_sock!(sock, |t| opcode::Send::new(
         t,
         bytes.as_ptr(),

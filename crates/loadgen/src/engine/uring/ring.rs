@@ -12,42 +12,65 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Buffer group of the receive buffers.
-pub(super) const GROUP: u16 = 0;
+pub(in crate::engine) const GROUP: u16 = 0;
 /// Room in each receive buffer for a receive stamp's control message (a 16-byte header and a
 /// 16-byte timespec; twice that, so a second message never truncates the first).
 const CONTROL_LEN: usize = 64;
 /// What a multishot `recvmsg` puts before the payload: its own header (`io_uring_recvmsg_out`,
 /// 16 bytes), no address, then the control room.
-pub(super) const PAYLOAD_AT: usize = 16 + CONTROL_LEN;
+pub(in crate::engine) const PAYLOAD_AT: usize = 16 + CONTROL_LEN;
 const PAGE: usize = 4096;
 
 /// A completion, copied out of the ring so that handling it may stage new entries.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Cqe {
-    pub(super) data: u64,
-    pub(super) res: i32,
-    pub(super) flags: u32,
+pub(in crate::engine) struct Cqe {
+    pub(in crate::engine) data: u64,
+    pub(in crate::engine) res: i32,
+    pub(in crate::engine) flags: u32,
 }
 
 impl Cqe {
     /// The receive buffer the kernel filled for it, if any.
-    pub(super) fn buffer(&self) -> Option<u16> {
+    pub(in crate::engine) fn buffer(&self) -> Option<u16> {
         cqueue::buffer_select(self.flags)
     }
     /// A multishot operation stays armed after it.
-    pub(super) fn more(&self) -> bool {
+    pub(in crate::engine) fn more(&self) -> bool {
         cqueue::more(self.flags)
     }
 }
 
 /// What a multishot receive delivered in one buffer.
-pub(super) struct Received<'a> {
-    pub(super) payload: &'a [u8],
-    pub(super) control: &'a [u8],
+pub(in crate::engine) struct Received<'a> {
+    pub(in crate::engine) payload: &'a [u8],
+    pub(in crate::engine) control: &'a [u8],
 }
 
-pub(super) struct Ring {
+/// How a submission waits for completions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::engine) struct Wait {
+    /// Completions to wait for; none: the entries are handed over and nothing is waited for.
+    pub(in crate::engine) want: usize,
+    /// The longest wait.
+    pub(in crate::engine) timeout: Duration,
+    /// A batch's bound: once it has passed, one completion is enough (where the kernel can,
+    /// [`Ring::batch_waits`]).
+    pub(in crate::engine) batch: Option<Duration>,
+}
+
+impl Wait {
+    /// Hands the entries over and waits for nothing.
+    pub(in crate::engine) const NONE: Wait = Wait {
+        want: 0,
+        timeout: Duration::ZERO,
+        batch: None,
+    };
+}
+
+pub(in crate::engine) struct Ring {
     uring: IoUring,
+    /// The kernel takes a batch's bound in the wait (`min_wait_usec`, Linux 6.12 and later).
+    batch_waits: bool,
     /// The buffer ring: two 64-bit words per entry (address; length, buffer id and, in the
     /// first entry, the ring's tail), starting page-aligned at word `ring_at`. Atomics, because
     /// the kernel reads them while the worker writes.
@@ -65,7 +88,7 @@ pub(super) struct Ring {
 impl Ring {
     /// A ring for a worker with `conns` connections: a single issuer whose completions' task
     /// work runs only when it waits, with `buffers` receive buffers of `buf_size` bytes.
-    pub(super) fn new(conns: usize, buffers: u16, buf_size: usize) -> io::Result<Ring> {
+    pub(in crate::engine) fn new(conns: usize, buffers: u16, buf_size: usize) -> io::Result<Ring> {
         let entries = (2 * conns + 64).next_power_of_two().min(1024) as u32;
         let uring = IoUring::builder()
             .setup_single_issuer()
@@ -79,8 +102,10 @@ impl Ring {
         let base = ring_mem.as_ptr() as usize;
         let ring_at = (base.next_multiple_of(PAGE) - base) / 8;
         let bufs = vec![0u8; usize::from(buffers) * buf_size].into_boxed_slice();
+        let batch_waits = uring.params().is_feature_min_timeout();
         let mut ring = Ring {
             uring,
+            batch_waits,
             ring_mem,
             ring_at,
             ring_entries: buffers,
@@ -109,7 +134,7 @@ impl Ring {
 
     /// Hands buffer `bid` back to the kernel (published with the next [`Self::publish`]).
     #[inline]
-    pub(super) fn recycle(&mut self, bid: u16) {
+    pub(in crate::engine) fn recycle(&mut self, bid: u16) {
         let bufs_addr = self.bufs.as_ptr() as u64;
         let mask = self.ring_entries - 1;
         let slot = usize::from(self.tail.wrapping_add(self.added) & mask);
@@ -127,7 +152,7 @@ impl Ring {
 
     /// Publishes the buffers recycled since the last call: the new tail, stored after them.
     #[inline]
-    pub(super) fn publish(&mut self) {
+    pub(in crate::engine) fn publish(&mut self) {
         if self.added == 0 {
             return;
         }
@@ -139,19 +164,25 @@ impl Ring {
     }
 
     /// What buffer `bid` holds after a multishot `recvmsg` completed with `res` into it.
-    pub(super) fn received(&self, bid: u16, res: i32) -> Option<Received<'_>> {
+    pub(in crate::engine) fn received(&self, bid: u16, res: i32) -> Option<Received<'_>> {
         let at = usize::from(bid) * self.buf_size;
         let len = usize::try_from(res).ok()?.min(self.buf_size);
         parse_recvmsg(&self.bufs[at..at + len])
     }
 
-    /// Submits what is staged and waits until `want` completions are ready or `timeout` has
-    /// passed (`None`: no wait at all). Interrupted and timed-out waits are not errors.
-    pub(super) fn submit_and_wait(
+    /// Whether a wait can end at a batch's bound once one completion is in (Linux 6.12 and
+    /// later); without it a wait for a batch ends at its bound with what came, none perhaps.
+    pub(in crate::engine) fn batch_waits(&self) -> bool {
+        self.batch_waits
+    }
+
+    /// Submits what is staged and waits as `wait` says: until `want` completions are ready or
+    /// the timeout has passed, and, with a batch's bound, once that has passed, until one is.
+    /// Interrupted and timed-out waits are not errors.
+    pub(in crate::engine) fn submit_and_wait(
         &mut self,
         staged: &mut Vec<squeue::Entry>,
-        want: usize,
-        timeout: Option<Duration>,
+        wait: Wait,
     ) -> io::Result<()> {
         let mut from = 0;
         while from < staged.len() {
@@ -171,13 +202,15 @@ impl Ring {
             from = upto;
         }
         staged.clear();
-        let r = match timeout {
-            None => self.uring.submit(),
-            Some(t) => {
-                let ts = types::Timespec::from(t);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.uring.submitter().submit_with_args(want, &args)
+        let r = if wait.want == 0 {
+            self.uring.submit()
+        } else {
+            let ts = types::Timespec::from(wait.timeout);
+            let mut args = types::SubmitArgs::new().timespec(&ts);
+            if let Some(b) = wait.batch.filter(|_| self.batch_waits) {
+                args = args.min_wait_usec(b.as_micros().clamp(1, u128::from(u32::MAX)) as u32);
             }
+            self.uring.submitter().submit_with_args(wait.want, &args)
         };
         match r {
             Ok(_) => Ok(()),
@@ -194,7 +227,7 @@ impl Ring {
     }
 
     /// Moves the ready completions into `out`.
-    pub(super) fn reap(&mut self, out: &mut Vec<Cqe>) {
+    pub(in crate::engine) fn reap(&mut self, out: &mut Vec<Cqe>) {
         out.extend(self.uring.completion().map(|c| Cqe {
             data: c.user_data(),
             res: c.result(),
@@ -222,7 +255,7 @@ fn parse_recvmsg(buf: &[u8]) -> Option<Received<'_>> {
 }
 
 /// The header a multishot `recvmsg` is given: no address, room for the receive stamp.
-pub(super) fn msghdr() -> Box<libc::msghdr> {
+pub(in crate::engine) fn msghdr() -> Box<libc::msghdr> {
     Box::new(libc::msghdr {
         msg_name: std::ptr::null_mut(),
         msg_namelen: 0,
@@ -238,11 +271,11 @@ pub(super) fn msghdr() -> Box<libc::msghdr> {
 /// `header` must live until the ring is dropped.
 /// What a socket made as a direct descriptor is given to be set up before its connect:
 /// `setsockopt` reads the value when the entry runs, so it is static.
-pub(super) static ON: libc::c_int = 1;
+pub(in crate::engine) static ON: libc::c_int = 1;
 
 impl Ring {
     /// Gives the ring a table of `n` direct descriptors, empty, for connections' sockets.
-    pub(super) fn register_sockets(&self, n: usize) -> io::Result<()> {
+    pub(in crate::engine) fn register_sockets(&self, n: usize) -> io::Result<()> {
         let n = u32::try_from(n).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         self.uring.submitter().register_files_sparse(n)
     }
@@ -251,7 +284,7 @@ impl Ring {
 /// Whether the ring can make a connection's socket itself, as a direct descriptor: made
 /// (`socket`, Linux 5.19), set up (`setsockopt` as a socket command, Linux 6.7) and closed by
 /// entries, with no system call of its own. Tried once, on a ring of its own.
-pub(super) fn probe_direct() -> bool {
+pub(in crate::engine) fn probe_direct() -> bool {
     use io_uring::opcode::{Close, SetSockOpt, Socket};
     let Ok(mut ring) = Ring::new(1, 1, 4096) else {
         return false;
@@ -281,7 +314,14 @@ pub(super) fn probe_direct() -> bool {
         Close::new(types::Fixed(0)).build().user_data(3),
     ];
     if ring
-        .submit_and_wait(&mut staged, 3, Some(Duration::from_secs(1)))
+        .submit_and_wait(
+            &mut staged,
+            Wait {
+                want: 3,
+                timeout: Duration::from_secs(1),
+                batch: None,
+            },
+        )
         .is_err()
     {
         return false;
@@ -293,7 +333,7 @@ pub(super) fn probe_direct() -> bool {
 
 /// Whether this kernel, and whatever filters this process's system calls, let a worker use
 /// io_uring as the engine does; `Err` says why not.
-pub(super) fn probe() -> Result<(), String> {
+pub(in crate::engine) fn probe() -> Result<(), String> {
     let ring = Ring::new(1, 1, 4096).map_err(|e| {
         let why = match e.raw_os_error() {
             Some(libc::EPERM) => "not permitted here (a seccomp profile, as some Docker \

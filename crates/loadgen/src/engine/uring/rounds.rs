@@ -3,56 +3,39 @@
 //! of its own), and the moments the requests are written.
 
 use super::super::slot::{H1Slots, State};
+use super::super::worker::Core;
 use super::conn::{split, OP_SEND};
-use super::ring::{Cqe, Ring};
+use super::ring::{Cqe, Ring, Wait};
 use super::{Slots, MAX_BATCH, OPENS_PER_ROUND, STARTS_PER_ROUND, STOP_CHECK};
 use std::cmp::Reverse;
 use std::time::{Duration, Instant};
 
 impl Slots {
-    /// How many completions the next wait is for, and how long it may take: a batch within
-    /// the napper's cap once it says waiting pays, else one, until the next thing due.
-    /// `caught_up`: the last look found no completion. A look without waiting asks for one
-    /// completion with no time to wait: an enter that asks for none would not run the ring's
-    /// deferred work, and nothing would complete.
+    /// How many completions the next wait is for, and how long it may take ([`wait_for`]).
+    /// `caught_up`: the last look found no completion; `cqes`: completions already reaped,
+    /// waiting to be handled.
     pub(super) fn wait(
         &mut self,
         now: Instant,
         next_watch: Instant,
         caught_up: bool,
-    ) -> (usize, Option<Duration>) {
-        if !self.queued.is_empty() || !self.rearm.is_empty() {
-            return (1, Some(Duration::ZERO));
-        }
-        let mut wake = (now + STOP_CHECK).min(next_watch);
-        if let Some(Reverse((t, _))) = self.core.timers.peek() {
-            wake = wake.min(*t);
-        }
-        if let Some(e) = self.core.end {
-            wake = wake.min(e);
-        }
-        let until = wake.saturating_duration_since(now);
+        cqes: &[Cqe],
+        batch_waits: bool,
+    ) -> Wait {
+        let busy = !self.queued.is_empty() || !self.rearm.is_empty() || !cqes.is_empty();
         let reading = self
             .conns
             .iter()
             .filter(|c| matches!(c.slot.state, State::Reading | State::Draining))
             .count();
-        match self.core.napper.batch_cap() {
-            // A fixed nap, as the epoll engine takes it: once caught up, sleep it on the
-            // worker's own timer, then look without waiting.
-            Some(nap) if self.fixed_nap => {
-                if caught_up && !until.is_zero() {
-                    self.core.rec.naps += 1;
-                    std::thread::sleep(nap.min(until));
-                }
-                (1, Some(Duration::ZERO))
-            }
-            Some(cap) if reading > 1 => {
-                self.core.rec.naps += 1;
-                ((reading / 4).clamp(1, MAX_BATCH), Some(cap.min(until)))
-            }
-            _ => (1, Some(until)),
-        }
+        let waits = Waits {
+            busy,
+            reading,
+            caught_up,
+            fixed_nap: self.fixed_nap,
+            batch_waits,
+        };
+        wait_for(&mut self.core, now, next_watch, waits)
     }
 
     /// The requests staged since the last submission go out now.
@@ -102,7 +85,7 @@ impl Slots {
             }
             self.next_request(idx, now);
             if open && !self.staged.is_empty() {
-                if !self.submit(ring, 0, None) {
+                if !self.submit(ring, Wait::NONE) {
                     return;
                 }
                 now = Instant::now();
@@ -147,13 +130,8 @@ impl Slots {
 
     /// Hands what is staged to the kernel and waits as [`Ring::submit_and_wait`] does; a
     /// failure stops the load with its reason, and says `false`.
-    pub(super) fn submit(
-        &mut self,
-        ring: &mut Ring,
-        want: usize,
-        timeout: Option<Duration>,
-    ) -> bool {
-        match ring.submit_and_wait(&mut self.staged, want, timeout) {
+    pub(super) fn submit(&mut self, ring: &mut Ring, wait: Wait) -> bool {
+        match ring.submit_and_wait(&mut self.staged, wait) {
             Ok(()) => true,
             Err(e) => {
                 self.core
@@ -163,5 +141,85 @@ impl Slots {
                 false
             }
         }
+    }
+}
+
+/// What a worker's next wait depends on besides its clock and timers.
+pub(in crate::engine) struct Waits {
+    /// Work is waiting (a start, a receive to arm, a completion to handle): look, do not wait.
+    pub(in crate::engine) busy: bool,
+    /// Connections waiting for a response.
+    pub(in crate::engine) reading: usize,
+    /// The last look found no completion: the worker has caught up with the server.
+    pub(in crate::engine) caught_up: bool,
+    /// A fixed nap (`--coalesce nap:N`): every wait lasts it, collecting what came meanwhile.
+    pub(in crate::engine) fixed_nap: bool,
+    /// The ring can end a wait at a batch's bound once one completion is in
+    /// ([`Ring::batch_waits`]).
+    pub(in crate::engine) batch_waits: bool,
+}
+
+/// How the next wait goes: for a batch within the napper's cap once it says waiting pays (a
+/// quarter of the connections waiting for a response, at most [`MAX_BATCH`]), else for one,
+/// until the next thing due. Past the cap one completion ends the wait where the kernel can
+/// say so; elsewhere the wait ends at the cap, and a wait that found nothing is followed by
+/// one for a single completion, so that a slow server does not have the worker look again
+/// every cap. A look without waiting asks for one completion with no time to wait: an enter
+/// that asks for none would not run the ring's deferred work, and nothing would complete.
+pub(in crate::engine) fn wait_for(
+    core: &mut Core,
+    now: Instant,
+    next_watch: Instant,
+    w: Waits,
+) -> Wait {
+    let look = Wait {
+        want: 1,
+        timeout: Duration::ZERO,
+        batch: None,
+    };
+    if w.busy {
+        return look;
+    }
+    let mut wake = (now + STOP_CHECK).min(next_watch);
+    if let Some(Reverse((t, _))) = core.timers.peek() {
+        wake = wake.min(*t);
+    }
+    if let Some(e) = core.end {
+        wake = wake.min(e);
+    }
+    let until = wake.saturating_duration_since(now);
+    let one = Wait {
+        want: 1,
+        timeout: until,
+        batch: None,
+    };
+    match core.napper.batch_cap() {
+        // A fixed nap, as the epoll engine takes it: once caught up, sleep it on the
+        // worker's own timer, then look without waiting.
+        Some(nap) if w.fixed_nap => {
+            if w.caught_up && !until.is_zero() {
+                core.rec.naps += 1;
+                std::thread::sleep(nap.min(until));
+            }
+            look
+        }
+        Some(cap) if w.reading > 1 && (w.batch_waits || !w.caught_up) => {
+            core.rec.naps += 1;
+            let want = (w.reading / 4).clamp(1, MAX_BATCH);
+            if w.batch_waits {
+                Wait {
+                    want,
+                    timeout: until,
+                    batch: Some(cap.min(until)),
+                }
+            } else {
+                Wait {
+                    want,
+                    timeout: cap.min(until),
+                    batch: None,
+                }
+            }
+        }
+        _ => one,
     }
 }
