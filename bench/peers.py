@@ -13,9 +13,11 @@ turn, round by round, in two modes:
                pipeline and sit this mode out
 
 With --h2 (or --modes h2), the one mode is HTTP/2 (nginx's http2 listener): benchctl (`--h2 --streams`) against
-h2load (Debian's nghttp2-client) at the same connections and streams, -c 10 -m 10, each for
---seconds; in cleartext by prior knowledge (h2c), or with --tls over HTTPS chosen by ALPN. The
-report then goes to bench/results/peers-h2c-latest.* or peers-h2-tls-latest.*.
+h2load (Debian's nghttp2-client) at the same connections and streams, -c 10 -m 10 (--streams N
+for another -m), each for --seconds; in cleartext by prior knowledge (h2c), or with --tls over
+HTTPS chosen by ALPN; benchctl-epoll and benchctl-uring run benchctl on each engine. The
+report then goes to bench/results/peers-h2c-latest.* or peers-h2-tls-latest.* (with
+-streamsN before -latest for another --streams).
 
 With --h3 (or --modes h3), the one mode is HTTP/3 over QUIC: benchctl (`--h3 -k --streams`) against oha built
 with its HTTP/3 support (`oha-h3`: `cargo install oha --features http3 --root target/oha-h3`,
@@ -139,11 +141,10 @@ function request()
   return batch
 end
 """
-# HTTP/2: streams open at once on each connection (benchctl --streams, h2load -m).
-H2_STREAMS = 10
-H2_TOOLS = ("benchctl", "benchctl-base", "h2load")
-# HTTP/3: streams open at once on each connection (benchctl --streams, oha -p).
-H3_STREAMS = 10
+# HTTP/2 and HTTP/3: streams open at once on each connection (benchctl --streams, h2load -m,
+# oha -p) unless --streams says otherwise.
+STREAMS = 10
+H2_TOOLS = ("benchctl", "benchctl-epoll", "benchctl-uring", "benchctl-base", "h2load")
 H3_TOOLS = ("benchctl", "benchctl-base", "oha-h3")
 
 # Close mode fills the TIME_WAIT table; the local port range is 32768-60999 (28k ports).
@@ -669,9 +670,9 @@ class Benchctl(Tool):
         c = CONCURRENCY[mode]
         cmd = [self.path, "load", url, "-c", str(c)]
         if mode == "h2":
-            cmd += ["--h2", "--streams", str(H2_STREAMS), "--duration", f"{cfg.seconds}s"]
+            cmd += ["--h2", "--streams", str(cfg.streams), "--duration", f"{cfg.seconds}s"]
         elif mode == "h3":
-            cmd += ["--h3", "-k", "--streams", str(H3_STREAMS), "--duration", f"{cfg.seconds}s"]
+            cmd += ["--h3", "-k", "--streams", str(cfg.streams), "--duration", f"{cfg.seconds}s"]
         elif mode == "keep-alive":
             cmd += ["-k", "--duration", f"{cfg.seconds}s"]
         elif mode == "pipeline":
@@ -730,14 +731,12 @@ class BenchctlBase(Benchctl):
 
 class BenchctlEngine(Benchctl):
     """benchctl on one engine (--engine), where `benchctl` takes whichever its automatic
-    choice picks; HTTP/2 always runs on epoll."""
+    choice picks (HTTP/3 runs on epoll only)."""
 
     engine = "epoll"
 
     def command(self, mode, url, cfg, round_no):
         cmd = super().command(mode, url, cfg, round_no)
-        if mode == "h2":
-            return cmd
         return cmd[:-1] + ["--engine", self.engine] + cmd[-1:]
 
 
@@ -914,7 +913,7 @@ class OhaH3(Oha):
         self.window_s = float(cfg.seconds)
         return [
             self.path, "--no-tui", *self.json_flags, *self.extra, "--insecure", "--http-version", "3",
-            "-c", str(c), "-p", str(H3_STREAMS), "-z", f"{cfg.seconds}s", url,
+            "-c", str(c), "-p", str(cfg.streams), "-z", f"{cfg.seconds}s", url,
         ]
 
     def smoke_command(self, url):
@@ -929,7 +928,7 @@ class H2load(Tool):
 
     def command(self, mode, url, cfg, round_no):
         c = CONCURRENCY[mode]
-        return [self.path, "-t", "1", "-c", str(c), "-m", str(H2_STREAMS), "-D", str(cfg.seconds), url]
+        return [self.path, "-t", "1", "-c", str(c), "-m", str(cfg.streams), "-D", str(cfg.seconds), url]
 
     def smoke_command(self, url):
         return [self.path, "-n", "100", "-c", "2", "-m", "2", url]
@@ -1049,6 +1048,7 @@ class Config:
     client_cpu: int | None
     server_cpu: int | None
     quota: CpuQuota | None = None
+    streams: int = STREAMS
     ab_default_rate: float = 60_000.0
     rates_seen: dict[str, list[float]] = field(default_factory=dict)
 
@@ -1330,9 +1330,9 @@ def table_rows(rows: list[dict]) -> list[list[str]]:
 def mode_title(mode: str, cfg: Config) -> str:
     c = CONCURRENCY[mode]
     if mode == "h2":
-        return f"HTTP/2, -c {c} connections x {H2_STREAMS} streams, {cfg.seconds} s per run"
+        return f"HTTP/2, -c {c} connections x {cfg.streams} streams, {cfg.seconds} s per run"
     if mode == "h3":
-        return f"HTTP/3, -c {c} connections x {H3_STREAMS} streams, {cfg.seconds} s per run"
+        return f"HTTP/3, -c {c} connections x {cfg.streams} streams, {cfg.seconds} s per run"
     if mode == "keep-alive":
         return f"keep-alive, -c {c}, {cfg.seconds} s per run (ab: -n sized to ~{cfg.seconds} s)"
     if mode == "pipeline":
@@ -1504,6 +1504,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "Debian's Caddy (native); the report goes to peers-h3-latest.* or peers-h3-caddy-latest.*",
     )
     p.add_argument(
+        "--streams",
+        type=int,
+        default=STREAMS,
+        help=f"with --h2 or --h3: streams open at once on each connection (default {STREAMS}); "
+        "other than the default, the report's name ends in -streamsN",
+    )
+    p.add_argument(
         "--tls",
         action="store_true",
         help="nginx serves HTTPS with a self-signed certificate made for the run; reports go to peers-tls-latest.*",
@@ -1511,6 +1518,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     a = p.parse_args(argv)
     if a.rounds < 1 or a.seconds < 1:
         p.error("--rounds and --seconds must be at least 1")
+    if a.streams < 1:
+        p.error("--streams must be at least 1")
     if a.client_quota is not None and not 0 < a.client_quota <= (os.cpu_count() or 1):
         p.error(f"--client-quota must be above 0 and at most the CPUs there are ({os.cpu_count()})")
     if a.close_requests is None:
@@ -1619,6 +1628,7 @@ def main(argv: list[str]) -> int:
         close_requests=args.close_requests,
         client_cpu=client_cpu,
         server_cpu=server_cpu,
+        streams=args.streams,
     )
     tools, skipped = find_tools(args)
 
@@ -1753,6 +1763,8 @@ def main(argv: list[str]) -> int:
             if args.modes != list(MODES):
                 # A run of some modes only does not replace the report of them all.
                 stem += "-" + "-".join(args.modes)
+        if (args.h2 or args.h3) and cfg.streams != STREAMS:
+            stem += f"-streams{cfg.streams}"
         if cfg.quota:
             stem += "-capped"
         md = out_dir / f"{stem}-latest.md"

@@ -193,10 +193,10 @@ pub struct LoadArgs {
     #[arg(long, value_name = "auto|off|DURATION", default_value = "auto")]
     coalesce: String,
     /// What drives the connections: `uring` submits and reaps them through io_uring in
-    /// batches (HTTP/1.x, plain or over TLS; where the host forbids io_uring the load runs on
-    /// epoll and says so), `epoll` makes a system call per send and per receive; `auto` takes
-    /// io_uring for HTTP/1.x (cheaper with keep-alive, as cheap with a new connection per
-    /// request, the same latencies) and epoll for HTTP/2 and HTTP/3.
+    /// batches (HTTP/1.x and HTTP/2, plain or over TLS; where the host forbids io_uring the
+    /// load runs on epoll and says so), `epoll` makes a system call per send and per receive;
+    /// `auto` takes io_uring for HTTP/1.x and HTTP/2 (cheaper with keep-alive and over HTTP/2,
+    /// as cheap with a new connection per request, the same latencies) and epoll for HTTP/3.
     #[arg(long, value_name = "auto|epoll|uring", default_value = "auto")]
     engine: loadgen::Engine,
     /// Time responses when the generator reads them, as ab does, instead of by the kernel's

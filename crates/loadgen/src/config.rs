@@ -411,20 +411,14 @@ impl LoadConfig {
     /// What the io_uring engine does not drive: asking for it there is an error, before the
     /// load starts (where the host does not allow io_uring, the load falls back to epoll).
     fn validate_engine(&self) -> Result<(), ConfigError> {
-        if self.load.engine != Engine::Uring {
+        if self.load.engine != Engine::Uring || self.load.version != HttpVersion::Http3 {
             return Ok(());
         }
-        let unsupported = if self.load.version == HttpVersion::Http2 {
-            "HTTP/2"
-        } else if self.load.version == HttpVersion::Http3 {
-            "HTTP/3"
-        } else {
-            return Ok(());
-        };
-        Err(ConfigError::Option(format!(
-            "--engine uring drives HTTP/1.x only; {unsupported} runs on the epoll engine \
+        Err(ConfigError::Option(
+            "--engine uring drives HTTP/1.x and HTTP/2; HTTP/3 runs on the epoll engine \
              (--engine epoll or auto)"
-        )))
+                .into(),
+        ))
     }
 
     /// What HTTP/2 cannot be combined with.
@@ -687,10 +681,13 @@ mod tests {
         assert_eq!(tls.validate(), Ok(()));
         let mut h2 = plain.clone();
         h2.load.version = HttpVersion::Http2;
-        let e = h2.validate().unwrap_err().to_string();
-        assert!(e.contains("HTTP/2 runs on the epoll engine"), "{e}");
-        // Epoll and the automatic choice drive both.
-        h2.load.engine = Engine::Auto;
         assert_eq!(h2.validate(), Ok(()));
+        let mut h3 = LoadConfig::new(Target::parse("https://127.0.0.1:1/").unwrap(), spec);
+        h3.load.version = HttpVersion::Http3;
+        let e = h3.validate().unwrap_err().to_string();
+        assert!(e.contains("HTTP/3 runs on the epoll engine"), "{e}");
+        // Epoll and the automatic choice drive it.
+        h3.load.engine = Engine::Auto;
+        assert_eq!(h3.validate(), Ok(()));
     }
 }

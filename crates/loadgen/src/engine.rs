@@ -245,10 +245,10 @@ fn worker_thread(
         Ok(core) => core,
         Err(rec) => return (*rec, None),
     };
-    if at.uring {
-        uring::run(core, at)
-    } else if core.sh.cfg.load.version == HttpVersion::Http2 {
+    if core.sh.cfg.load.version == HttpVersion::Http2 {
         h2::run(core, at)
+    } else if at.uring {
+        uring::run(core, at)
     } else if core.sh.cfg.load.version == HttpVersion::Http3 {
         h3::run(core, at)
     } else {
@@ -258,19 +258,15 @@ fn worker_thread(
 
 /// Which engine runs the load: io_uring (`true`) or epoll; and, when io_uring was to run it
 /// but this host does not allow it, why (the run's note: the load runs on epoll, and the
-/// record says so). `auto` takes io_uring for what it drives, HTTP/1.x plain or over TLS:
-/// measured side by side on loopback it used less client CPU per request than epoll with
-/// keep-alive, pipelined and over TLS, as much with a new connection per request, and its
-/// latencies agree with epoll's (see docs/load-generator.md); HTTP/2 and HTTP/3 run on epoll.
-/// `uring` for those was refused by [`LoadConfig::validate`].
+/// record says so). `auto` takes io_uring for what it drives, HTTP/1.x and HTTP/2, plain or
+/// over TLS: measured side by side on loopback it used less client CPU per request than epoll
+/// with keep-alive, pipelined, over TLS and over HTTP/2, as much with a new connection per
+/// request, and its latencies agree with epoll's (see docs/load-generator.md); HTTP/3 runs on
+/// epoll. `uring` for it was refused by [`LoadConfig::validate`].
 fn choose_engine(sh: &Shared) -> (bool, Option<String>) {
-    let http1 = matches!(
-        sh.cfg.load.version,
-        HttpVersion::Http10 | HttpVersion::Http11
-    );
     match sh.cfg.load.engine {
         Engine::Epoll => (false, None),
-        Engine::Auto if !http1 => (false, None),
+        Engine::Auto if sh.cfg.load.version == HttpVersion::Http3 => (false, None),
         Engine::Auto | Engine::Uring => match uring::available() {
             Ok(()) => (true, None),
             Err(why) => (false, Some(why)),

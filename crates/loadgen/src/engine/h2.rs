@@ -52,6 +52,7 @@ use std::time::Instant;
 mod conn;
 mod epoll;
 mod frames;
+mod uring;
 
 /// The Last-Stream-ID of the client's GOAWAY: the highest stream the server opened that the
 /// client acted on (RFC 9113, 6.8). Servers open none here (push is off), so 0.
@@ -97,16 +98,21 @@ pub(super) struct H2Worker<W: Wire> {
     schedule: Schedule,
     /// Connections that may open streams or have output to write, once this round is done.
     dirty: Vec<usize>,
-    _wire: std::marker::PhantomData<W>,
+    /// What the engine keeps besides the connections' sockets.
+    wire: W,
 }
 
 /// Runs a worker's share of the connections over HTTP/2, on its engine.
 pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
-    epoll::run(core, at)
+    if at.uring {
+        uring::run(core, at)
+    } else {
+        epoll::run(core, at)
+    }
 }
 
 impl<W: Wire> H2Worker<W> {
-    fn new(core: Core, at: &Placement) -> H2Worker<W> {
+    fn new(core: Core, at: &Placement, wire: W) -> H2Worker<W> {
         let streams = core.sh.cfg.load.streams.max(1);
         H2Worker {
             conns: (0..at.conns)
@@ -117,7 +123,7 @@ impl<W: Wire> H2Worker<W> {
             schedule: Schedule::new(core.sh.cfg.load.rate, at.threads),
             dirty: Vec::new(),
             core,
-            _wire: std::marker::PhantomData,
+            wire,
         }
     }
 

@@ -81,11 +81,11 @@ pub(super) struct Protocol {
 }
 
 impl Protocol {
-    /// What keeps a load off the io_uring engine, which drives HTTP/1.x only (plain or over
-    /// TLS): the scenario's HTTP/2 or HTTP/3, as a message says it.
-    pub(super) fn beyond_http1(&self) -> Option<String> {
-        self.multiplexed()
-            .map(|(v, said, line)| format!("the scenario speaks HTTP/{v} ({said}, line {line})"))
+    /// What keeps a load off the io_uring engine, which drives HTTP/1.x and HTTP/2 (plain or
+    /// over TLS): the scenario's HTTP/3, as a message says it.
+    pub(super) fn beyond_uring(&self) -> Option<String> {
+        self.http3
+            .map(|line| format!("the scenario speaks HTTP/3 ({}, line {line})", self.said))
     }
 
     /// HTTP/2 or HTTP/3 (`"2"` or `"3"`) where some load speaks it, with what the scenario

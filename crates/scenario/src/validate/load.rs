@@ -241,11 +241,11 @@ impl LoadLevel {
         }
         if let Some(e) = &raw.engine {
             match e.get_ref().parse() {
-                Ok(model::Engine::Uring) if protocol.beyond_http1().is_some() => {
-                    let why = protocol.beyond_http1().unwrap_or_default();
+                Ok(model::Engine::Uring) if protocol.beyond_uring().is_some() => {
+                    let why = protocol.beyond_uring().unwrap_or_default();
                     d.error(
                         e.span(),
-                        format!("engine = \"uring\" drives HTTP/1.x only, and {why}: remove engine (the epoll engine runs it), or say engine = \"epoll\""),
+                        format!("engine = \"uring\" drives HTTP/1.x and HTTP/2, and {why}: remove engine (the epoll engine runs it), or say engine = \"epoll\""),
                     );
                     self.poisoned = true;
                 }

@@ -83,10 +83,6 @@ fn ab_flags_that_would_break_the_request_are_refused() {
     let https = url.replace("http://", "https://");
     let cases: &[(&[&str], &str)] = &[
         (
-            &["load", "--engine", "uring", "--h2", &url],
-            "HTTP/2 runs on the epoll engine",
-        ),
-        (
             &["load", "--engine", "uring", "--h3", "-k", &https],
             "HTTP/3 runs on the epoll engine",
         ),

@@ -25,7 +25,7 @@ pub(super) struct Polled {
 
 /// Runs a worker's share of the connections over HTTP/2 on epoll.
 pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
-    worker::drive(H2Worker::<Epoll>::new(core, at))
+    worker::drive(H2Worker::new(core, at, Epoll))
 }
 
 impl Wire for Epoll {

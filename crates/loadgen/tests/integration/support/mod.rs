@@ -192,8 +192,8 @@ pub fn config(url: &str, n: u64, c: u32) -> loadgen::LoadConfig {
 
 /// The engine a test's load runs on when it does not name one: `LOADGEN_TEST_ENGINE`
 /// (`epoll` or `uring`), so that the whole suite can run on each (`./x test` runs it on both:
-/// unset, the generator's own choice, io_uring for HTTP/1.x; then epoll). io_uring only where
-/// it drives the load: HTTP/1.x.
+/// unset, the generator's own choice; then epoll). io_uring only where it drives the load:
+/// HTTP/1.x and HTTP/2.
 pub fn test_engine(cfg: &loadgen::LoadConfig) -> loadgen::Engine {
     let engine = match std::env::var("LOADGEN_TEST_ENGINE") {
         Ok(e) => e
@@ -201,11 +201,7 @@ pub fn test_engine(cfg: &loadgen::LoadConfig) -> loadgen::Engine {
             .expect("LOADGEN_TEST_ENGINE is auto, epoll or uring"),
         Err(_) => loadgen::Engine::Auto,
     };
-    let h1 = matches!(
-        cfg.load.version,
-        loadgen::HttpVersion::Http10 | loadgen::HttpVersion::Http11
-    );
-    if engine == loadgen::Engine::Uring && !h1 {
+    if engine == loadgen::Engine::Uring && cfg.load.version == loadgen::HttpVersion::Http3 {
         return loadgen::Engine::Auto;
     }
     engine
