@@ -341,6 +341,7 @@ impl Tls {
         Ok(Box::new(TlsConn {
             conn,
             eof_pending: false,
+            last_stamp: None,
         }))
     }
 }
@@ -461,6 +462,9 @@ pub struct TlsConn {
     /// The end of the stream was seen while plaintext before it was returned: the next
     /// [`TlsConn::recv`] returns `Eof`.
     eof_pending: bool,
+    /// The stamp of the newest record read from the socket: plaintext that an earlier
+    /// [`TlsConn::recv`] decrypted but had no room for arrived by then.
+    last_stamp: Option<Stamp>,
 }
 
 impl TlsConn {
@@ -607,13 +611,15 @@ impl TlsConn {
     }
 
     /// Reads plaintext into `buf` as [`sock::recv`] reads a plain socket: `Data` with the
-    /// stamp of the newest record read from the socket, `Again` when the socket is empty and
+    /// stamp of the newest record read from the socket (by an earlier call, for plaintext
+    /// left from its records), `Again` when the socket is empty and
     /// no plaintext is left, `Eof` at the end of the stream (with or without the server's
     /// close_notify), `Failed` on a reset or a record that does not decrypt. A `Data` shorter
     /// than `buf` means the socket was emptied, as for a plain read.
     pub fn recv(&mut self, fd: BorrowedFd<'_>, buf: &mut [u8], stamped: bool) -> Recv {
         let mut filled = 0;
         let mut stamp = None;
+        let mut read_socket = false;
         let mut eof = false;
         // The last read from the socket emptied it: once the plaintext is taken, asking
         // again would only be told so (a system call per response for nothing).
@@ -648,6 +654,8 @@ impl TlsConn {
             match self.conn.read_tls(&mut rd) {
                 Ok(_) => {
                     emptied = rd.emptied;
+                    read_socket = true;
+                    self.last_stamp = rd.stamp;
                     if rd.stamp.is_some() {
                         stamp = rd.stamp;
                     }
@@ -658,6 +666,10 @@ impl TlsConn {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(_) => return failed(filled, stamp),
             }
+        }
+        if !read_socket {
+            // Plaintext left from records read before: they arrived by the newest of them.
+            stamp = self.last_stamp;
         }
         if filled > 0 {
             self.eof_pending = eof;
