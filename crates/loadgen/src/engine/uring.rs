@@ -59,7 +59,7 @@ mod sockets;
 mod tls;
 
 /// Size of each receive buffer; the first [`ring::PAYLOAD_AT`] bytes hold the receive stamp.
-pub(super) const BUF_SIZE: usize = 16 * 1024;
+const BUF_SIZE: usize = 16 * 1024;
 /// Most completions a worker waits for at once.
 const MAX_BATCH: usize = 32;
 /// How long the closed-mode drain of the server's FIN may take, as with epoll.
@@ -128,19 +128,27 @@ struct Worker {
     cqes: Vec<Cqe>,
 }
 
-/// Runs a worker's share of the connections over io_uring.
-pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
-    // 2 MiB at most: 10,000 connections share them (a multishot receive that finds none
-    // left ends, and is armed again once the batch has handed its buffers back).
-    let buffers = (at.conns * 2).clamp(64, 128) as u16;
-    let ring = match Ring::new(at.conns, buffers, BUF_SIZE) {
-        Ok(r) => r,
+/// A worker's ring for `slots` requests in flight at once (its connections; over HTTP/2 their
+/// streams), with receive buffers for them, 2 MiB at most: 10,000 connections share them (a
+/// multishot receive that finds none left ends, and is armed again once the batch has handed
+/// its buffers back). `None` when it cannot be set up: the load stops with the reason.
+pub(super) fn worker_ring(core: &Core, slots: usize) -> Option<Ring> {
+    let buffers = (slots * 2).clamp(64, 128) as u16;
+    match Ring::new(slots, buffers, BUF_SIZE) {
+        Ok(r) => Some(r),
         Err(e) => {
             core.sh
                 .note_first_error(|| format!("cannot set up io_uring: {e}"));
             core.sh.trigger_stop();
-            return core.finish();
+            None
         }
+    }
+}
+
+/// Runs a worker's share of the connections over io_uring.
+pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
+    let Some(ring) = worker_ring(&core, at.conns) else {
+        return core.finish();
     };
     let socket = &core.sh.cfg.socket;
     let direct = socket.bind.is_none()

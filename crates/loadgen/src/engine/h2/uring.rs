@@ -24,7 +24,7 @@ use super::super::uring::conn::{
 };
 use super::super::uring::ring::{self, Cqe, Received, Ring, Wait};
 use super::super::uring::rounds::{wait_for, Waits};
-use super::super::uring::BUF_SIZE;
+use super::super::uring::worker_ring;
 use super::super::worker::{self, Core, Placement};
 use super::{alpn_refused, H2Worker, Wire};
 use crate::h2;
@@ -80,15 +80,9 @@ struct Run {
 
 /// Runs a worker's share of the connections over HTTP/2 on io_uring.
 pub(super) fn run(core: Core, at: &Placement) -> (Recorder, Option<Instant>) {
-    let buffers = (at.conns * 2).clamp(64, 128) as u16;
-    let ring = match Ring::new(at.conns, buffers, BUF_SIZE) {
-        Ok(r) => r,
-        Err(e) => {
-            core.sh
-                .note_first_error(|| format!("cannot set up io_uring: {e}"));
-            core.sh.trigger_stop();
-            return core.finish();
-        }
+    let streams = core.sh.cfg.load.streams.max(1) as usize;
+    let Some(ring) = worker_ring(&core, at.conns * streams) else {
+        return core.finish();
     };
     worker::tighten_timer_slack(&core.napper);
     let wire = Uring {
