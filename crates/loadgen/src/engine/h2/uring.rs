@@ -311,7 +311,8 @@ impl Wire for Uring {
     }
 
     /// Stages, after what is staged for it (a GOAWAY), the cancelling of what is in flight on
-    /// the socket (its receive, a send waiting for room) and its close; a send's buffer is
+    /// the socket (a connect not yet made, its receive, a send waiting for room) and its
+    /// close; a send's buffer is
     /// kept until its completion. (A shutdown would run later, in the kernel's workers, and
     /// could find the descriptor's number taken by the next socket.)
     fn drop_socket(w: &mut H2Worker<Uring>, idx: usize) {
@@ -321,7 +322,12 @@ impl Wire for Uring {
             let quiet = squeue::Flags::SKIP_SUCCESS;
             // A cancel that finds nothing (the send went out meanwhile) is no news.
             let data = user_data(OP_CANCEL, idx, c.generation);
-            for (op, on) in [(OP_SEND, r.sending), (OP_RECV, r.armed)] {
+            let connecting = !c.connected;
+            for (op, on) in [
+                (OP_CONNECT, connecting),
+                (OP_SEND, r.sending),
+                (OP_RECV, r.armed),
+            ] {
                 if on {
                     let cancel = opcode::AsyncCancel::new(user_data(op, idx, c.generation));
                     wire.staged
