@@ -431,9 +431,10 @@ impl Slots {
             }
             _ if c.tls.as_ref().is_some_and(|t| t.session.handshaking()) => {
                 // The server closed or reset the connection before the handshake's end.
+                // (A multishot receive's end of stream fills a buffer with its header alone.)
                 let why = match cqe.res {
-                    0 => "the server closed the connection".to_string(),
-                    e => io::Error::from_raw_os_error(-e).to_string(),
+                    e if e < 0 => io::Error::from_raw_os_error(-e).to_string(),
+                    _ => "the server closed the connection".to_string(),
                 };
                 self.connect_failed(idx, io::Error::other(crate::tls::HandshakeError(why)));
             }

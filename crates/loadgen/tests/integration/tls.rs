@@ -197,9 +197,9 @@ fn protocol_and_cipher_suite_are_what_is_negotiated() {
     assert!(matches!(run_within(HANG, cfg), Err(LoadError::Tls { .. })));
 }
 
-/// A plain-HTTP server that reads what a client sends first, answers 400 in plaintext and
-/// closes, for up to `n` connections or 30 s.
-fn plain_http_server(n: usize) -> (u16, std::thread::JoinHandle<()>) {
+/// A plain-HTTP server that reads what a client sends first, answers `answer` in plaintext
+/// and closes, for up to `n` connections or 30 s.
+fn plain_http_server(n: usize, answer: &'static [u8]) -> (u16, std::thread::JoinHandle<()>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
@@ -217,7 +217,7 @@ fn plain_http_server(n: usize) -> (u16, std::thread::JoinHandle<()>) {
             let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
             let mut buf = [0u8; 4096];
             let _ = s.read(&mut buf);
-            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+            let _ = s.write_all(answer);
             let _ = s.shutdown(std::net::Shutdown::Write);
             // Let the client read the answer before the socket goes.
             let _ = s.read(&mut buf);
@@ -228,7 +228,8 @@ fn plain_http_server(n: usize) -> (u16, std::thread::JoinHandle<()>) {
 
 #[test]
 fn https_to_a_plain_http_server_fails_with_a_tls_error() {
-    let (port, server) = plain_http_server(4);
+    let (port, server) =
+        plain_http_server(4, b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
     let url = format!("https://127.0.0.1:{port}/");
     match run_within(HANG, https(&url, 4, 1)) {
         Err(e @ LoadError::Tls { .. }) => {
@@ -246,4 +247,25 @@ fn https_to_a_plain_http_server_fails_with_a_tls_error() {
     };
     assert!(matches!(run_within(HANG, cfg), Err(LoadError::Config(_))));
     assert_eq!(s.accepted(), 0);
+}
+
+/// A server that reads the ClientHello and closes without a word is said to have closed the
+/// connection in the handshake, over HTTP/1.1 and HTTP/2 alike (an io_uring receive's end of
+/// stream is a buffer holding only its header, not a result of 0).
+#[test]
+fn a_server_that_closes_in_the_handshake_is_said_to_have_closed_it() {
+    for version in [HttpVersion::Http11, HttpVersion::Http2] {
+        let (port, server) = plain_http_server(2, b"");
+        let mut cfg = https(&format!("https://127.0.0.1:{port}/"), 2, 1);
+        cfg.load.version = version;
+        match run_within(HANG, cfg) {
+            Err(e @ LoadError::Tls { .. }) => assert!(
+                e.to_string()
+                    .contains("TLS handshake failed: the server closed the connection"),
+                "{version:?}: {e}"
+            ),
+            other => panic!("{version:?}: expected a TLS error, got {other:?}"),
+        }
+        server.join().unwrap();
+    }
 }

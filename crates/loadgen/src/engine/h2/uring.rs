@@ -43,9 +43,9 @@ pub(super) struct Uring {
     /// The header every multishot `recvmsg` is given.
     msghdr: Box<libc::msghdr>,
     staged: Vec<squeue::Entry>,
-    /// Connections whose output went into the staged sends: written when they are handed
-    /// to the kernel.
-    unsent: Vec<usize>,
+    /// Connections whose output went into the staged sends, with their socket's generation:
+    /// written when they are handed to the kernel.
+    unsent: Vec<(usize, u32)>,
     /// Connections whose multishot receive ended (for want of buffers, say): armed again
     /// after the batch.
     rearm: Vec<usize>,
@@ -198,7 +198,9 @@ impl Run {
         let mut kept = from;
         for i in from..self.cqes.len() {
             let cqe = self.cqes[i];
-            if split(cqe.data).0 == OP_SEND {
+            // A failed send waits its turn: the connect's own failure, which comes before
+            // it, says why.
+            if split(cqe.data).0 == OP_SEND && cqe.res >= 0 {
                 self.w.completion(cqe, None, now, sock::realtime_now());
             } else {
                 self.cqes[kept] = cqe;
@@ -213,8 +215,12 @@ impl Run {
     /// reason, and says `false`.
     fn submit(&mut self, wait: Wait) -> bool {
         let now = Instant::now();
-        for idx in std::mem::take(&mut self.w.wire.unsent) {
-            self.w.conns[idx].wrote(now);
+        for (idx, generation) in std::mem::take(&mut self.w.wire.unsent) {
+            let c = &mut self.w.conns[idx];
+            // (A socket given up since has taken its output with it.)
+            if c.generation == generation {
+                c.wrote(now);
+            }
         }
         match self.ring.submit_and_wait(&mut self.w.wire.staged, wait) {
             Ok(()) => true,
@@ -304,7 +310,7 @@ impl Wire for Uring {
             r.sending = true;
             // A new plain connection's streams are written when its send completes.
             if moved && c.connected {
-                w.wire.unsent.push(idx);
+                w.wire.unsent.push((idx, c.generation));
             }
         }
         w.arm(idx);
@@ -470,15 +476,17 @@ impl H2Worker<Uring> {
             _ if cqe.res == -libc::ECANCELED || cqe.res == -libc::ENOBUFS => {
                 self.wire.rearm.push(idx)
             }
-            _ if cqe.res < 0 && !c.connected && c.tls.is_none() => {
-                // The socket never connected: its receive reports the connect's error.
+            _ if cqe.res < 0 && !c.connected => {
+                // The socket never connected (or its handshake never ended): its receive
+                // reports the connection's error.
                 self.connect_failed(idx, io::Error::from_raw_os_error(-cqe.res));
             }
             _ if c.tls.as_ref().is_some_and(|t| t.handshaking()) => {
                 // The server closed or reset the connection before the handshake's end.
+                // (A multishot receive's end of stream fills a buffer with its header alone.)
                 let why = match cqe.res {
-                    0 => "the server closed the connection".to_string(),
-                    e => io::Error::from_raw_os_error(-e).to_string(),
+                    e if e < 0 => io::Error::from_raw_os_error(-e).to_string(),
+                    _ => "the server closed the connection".to_string(),
                 };
                 self.connect_failed(idx, io::Error::other(crate::tls::HandshakeError(why)));
             }
