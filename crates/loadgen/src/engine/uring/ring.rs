@@ -189,15 +189,21 @@ impl Ring {
             let mut sq = self.uring.submission();
             let room = sq.capacity() - sq.len();
             let upto = (from + room).min(staged.len());
-            // SAFETY: every staged entry points only into memory that outlives the ring: the
-            // receive buffers (see `new`), the worker's own boxed `recvmsg` header and socket
-            // address, which it drops after the ring, and the run's request bytes, which the
-            // shared state holds until every worker has ended.
+            // SAFETY: every staged entry points only into memory that outlives the ring or
+            // its operation: the receive buffers (see `new`); the worker's own boxed `recvmsg`
+            // header and socket address, and its connections' send buffers (TLS records,
+            // HTTP/2 frames: kept until their send's completion, a given-up socket's among the
+            // worker's retired ones), all dropped after the ring; and the run's request bytes,
+            // which the shared state holds until every worker has ended.
             let pushed = unsafe { sq.push_multiple(&staged[from..upto]) };
             drop(sq);
             if pushed.is_err() || upto < staged.len() {
-                // Full: hand these to the kernel and go on with the rest.
-                self.uring.submit()?;
+                // Full: hand these to the kernel and go on with the rest. Those in the queue
+                // go with the next submission if this one fails: they are not staged again.
+                if let Err(e) = self.uring.submit() {
+                    staged.drain(..upto);
+                    return Err(e);
+                }
             }
             from = upto;
         }
