@@ -47,7 +47,6 @@ use conn::{
 };
 use io_uring::{opcode, squeue};
 use ring::{Cqe, Ring, Wait};
-use std::cmp::Reverse;
 use std::io;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -243,11 +242,7 @@ impl Worker {
 impl Slots {
     fn fire_timers(&mut self) {
         let now = Instant::now();
-        while let Some(&Reverse((t, idx))) = self.core.timers.peek() {
-            if t > now {
-                break;
-            }
-            self.core.timers.pop();
+        while let Some(idx) = self.core.due_timer(now) {
             self.timer(idx, now);
         }
     }

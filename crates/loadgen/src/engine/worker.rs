@@ -565,6 +565,15 @@ impl Core {
         timeout
     }
 
+    /// The slot of the next timer due by `now`, taken off the heap; `None` when none is.
+    pub(super) fn due_timer(&mut self, now: Instant) -> Option<usize> {
+        let &Reverse((t, idx)) = self.timers.peek()?;
+        (t <= now).then(|| {
+            self.timers.pop();
+            idx
+        })
+    }
+
     /// Whether the loop goes on: slots left, no stop, the window still open.
     pub(super) fn running(&self, now: Instant) -> bool {
         self.active > 0 && !self.sh.stop.load(Relaxed) && self.end.is_none_or(|e| now < e)
@@ -687,11 +696,7 @@ fn dispatch<P: Protocol>(p: &mut P, events: &Events) {
 /// Fires the timers that are due.
 fn fire_timers<P: Protocol>(p: &mut P) {
     let mut now = Instant::now();
-    while let Some(&Reverse((t, idx))) = p.core().timers.peek() {
-        if t > now {
-            break;
-        }
-        p.core().timers.pop();
+    while let Some(idx) = p.core().due_timer(now) {
         if p.timer(idx, now) {
             now = Instant::now();
         }

@@ -23,7 +23,7 @@ use super::super::uring::conn::{
     on_sock, send_entry, split, user_data, Peer, Sock, OP_CANCEL, OP_CONNECT, OP_RECV, OP_SEND,
 };
 use super::super::uring::ring::{self, Cqe, Received, Ring, Wait};
-use super::super::uring::rounds::{wait_for, Waits};
+use super::super::uring::rounds::{submit_or_stop, wait_for, Waits};
 use super::super::uring::worker_ring;
 use super::super::worker::{self, Core, Placement};
 use super::{alpn_refused, H2Worker, Wire};
@@ -31,7 +31,6 @@ use crate::h2;
 use crate::sock::{self, Stamp};
 use crate::stats::{FailureKind, Recorder};
 use io_uring::{opcode, squeue, types};
-use std::cmp::Reverse;
 use std::io;
 use std::os::fd::{AsFd, IntoRawFd};
 use std::time::{Duration, Instant};
@@ -139,7 +138,7 @@ impl Run {
                 batch_waits: self.ring.batch_waits(),
             };
             let wait = wait_for(&mut self.w.core, now, next_watch, waits);
-            if !self.submit(wait) {
+            if !self.submit(wait, now) {
                 break;
             }
             self.ring.reap(&mut self.cqes);
@@ -173,11 +172,7 @@ impl Run {
 
     fn fire_timers(&mut self) {
         let now = Instant::now();
-        while let Some(&Reverse((t, idx))) = self.w.core.timers.peek() {
-            if t > now {
-                break;
-            }
-            self.w.core.timers.pop();
+        while let Some(idx) = self.w.core.due_timer(now) {
             self.w.on_timer(idx, now);
         }
     }
@@ -188,8 +183,9 @@ impl Run {
     /// opened after it must not count in it. Its send's completion, when the submission
     /// brings it (on loopback it does), is handled there; the rest wait for the next round.
     fn pump(&mut self, idx: usize) {
-        self.w.pump(idx, Instant::now());
-        if !std::mem::take(&mut self.w.wire.opened) || !self.submit(Wait::NONE) {
+        let now = Instant::now();
+        self.w.pump(idx, now);
+        if !std::mem::take(&mut self.w.wire.opened) || !self.submit(Wait::NONE, now) {
             return;
         }
         let now = Instant::now();
@@ -210,11 +206,9 @@ impl Run {
         self.cqes.truncate(kept);
     }
 
-    /// Marks what the staged sends hold as written now, hands the staged entries to the
-    /// kernel and waits as [`Ring::submit_and_wait`] does; a failure stops the load with its
-    /// reason, and says `false`.
-    fn submit(&mut self, wait: Wait) -> bool {
-        let now = Instant::now();
+    /// Marks what the staged sends hold as written at `now` (the clock as the round's work
+    /// ended), then hands the staged entries to the kernel as [`submit_or_stop`] does.
+    fn submit(&mut self, wait: Wait, now: Instant) -> bool {
         for (idx, generation) in std::mem::take(&mut self.w.wire.unsent) {
             let c = &mut self.w.conns[idx];
             // (A socket given up since has taken its output with it.)
@@ -222,15 +216,12 @@ impl Run {
                 c.wrote(now);
             }
         }
-        match self.ring.submit_and_wait(&mut self.w.wire.staged, wait) {
-            Ok(()) => true,
-            Err(e) => {
-                let sh = &self.w.core.sh;
-                sh.note_first_error(|| format!("io_uring_enter failed: {e}"));
-                sh.trigger_stop();
-                false
-            }
-        }
+        submit_or_stop(
+            &mut self.ring,
+            &mut self.w.wire.staged,
+            wait,
+            &self.w.core.sh,
+        )
     }
 }
 

@@ -2,6 +2,7 @@
 //! completions, the rounds in which queued requests start (a new connection in a submission
 //! of its own), and the moments the requests are written.
 
+use super::super::shared::Shared;
 use super::super::slot::{H1Slots, State};
 use super::super::worker::Core;
 use super::conn::{split, OP_SEND};
@@ -131,15 +132,24 @@ impl Slots {
     /// Hands what is staged to the kernel and waits as [`Ring::submit_and_wait`] does; a
     /// failure stops the load with its reason, and says `false`.
     pub(super) fn submit(&mut self, ring: &mut Ring, wait: Wait) -> bool {
-        match ring.submit_and_wait(&mut self.staged, wait) {
-            Ok(()) => true,
-            Err(e) => {
-                self.core
-                    .sh
-                    .note_first_error(|| format!("io_uring_enter failed: {e}"));
-                self.core.sh.trigger_stop();
-                false
-            }
+        submit_or_stop(ring, &mut self.staged, wait, &self.core.sh)
+    }
+}
+
+/// Hands `staged` to the kernel and waits as [`Ring::submit_and_wait`] does; a failure stops
+/// the load with its reason, and says `false`.
+pub(in crate::engine) fn submit_or_stop(
+    ring: &mut Ring,
+    staged: &mut Vec<io_uring::squeue::Entry>,
+    wait: Wait,
+    sh: &Shared,
+) -> bool {
+    match ring.submit_and_wait(staged, wait) {
+        Ok(()) => true,
+        Err(e) => {
+            sh.note_first_error(|| format!("io_uring_enter failed: {e}"));
+            sh.trigger_stop();
+            false
         }
     }
 }
